@@ -1,0 +1,38 @@
+//! The Lambda function: reads its configuration, builds the DynamoDB client
+//! once, and serves SQS batches through the Lambda Runtime API.
+
+use std::process::ExitCode;
+
+use aws_lambda_events::event::sqs::SqsEvent;
+use lambda_runtime::{LambdaEvent, service_fn};
+use sequence_guard::config::Config;
+use sequence_guard::lambda::handle;
+use sequence_guard::runner::Runner;
+use sequence_guard::store::dynamodb::DynamoStore;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    // Plain text, or JSON when AWS_LAMBDA_LOG_FORMAT=JSON.
+    lambda_runtime::tracing::init_default_subscriber();
+    let config = match Config::from_env() {
+        Ok(config) => config,
+        Err(err) => {
+            tracing::error!(error = %err, "cannot start");
+            return ExitCode::FAILURE;
+        }
+    };
+    let sdk = aws_config::load_from_env().await;
+    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), config.table_name);
+    let runner = Runner::new(store, config.runner);
+    let served = lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
+        handle(&runner, event)
+    }))
+    .await;
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!(error = %err, "the runtime stopped");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! Configuration from the environment, read in one place.
+//!
+//! | variable             | meaning                                              | default   |
+//! | -------------------- | ---------------------------------------------------- | --------- |
+//! | `TABLE_NAME`         | the DynamoDB table (required)                        |           |
+//! | `DEDUP_TTL_SECONDS`  | how long deduplication records are kept              | 604800 (7 days) |
+//! | `DEADLINE_MARGIN_MS` | time kept in hand before the invocation's deadline   | 500       |
+//! | `CONDITION_RETRIES`  | re-decisions after a lost conditional write          | 3         |
+//!
+//! The AWS SDK reads its own variables (`AWS_REGION`,
+//! `AWS_ENDPOINT_URL_DYNAMODB`, ...).
+
+use std::time::Duration;
+
+use crate::runner::RunnerConfig;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("the environment variable {0} is required (the DynamoDB table to project into)")]
+    Missing(&'static str),
+    #[error("the environment variable {name} must be {expected}, got `{value}`")]
+    Invalid {
+        name: &'static str,
+        expected: &'static str,
+        value: String,
+    },
+}
+
+/// The projector's configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub table_name: String,
+    pub runner: RunnerConfig,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the configuration through `lookup` (the environment, or a map in tests).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let table_name = lookup("TABLE_NAME")
+            .filter(|name| !name.trim().is_empty())
+            .ok_or(ConfigError::Missing("TABLE_NAME"))?;
+        let defaults = RunnerConfig::default();
+        let number = |name: &'static str, default: u64| -> Result<u64, ConfigError> {
+            match lookup(name) {
+                None => Ok(default),
+                Some(value) => value.trim().parse().map_err(|_| ConfigError::Invalid {
+                    name,
+                    expected: "a whole number",
+                    value,
+                }),
+            }
+        };
+        let margin_ms = u64::try_from(defaults.deadline_margin.as_millis()).unwrap_or(u64::MAX);
+        let retries = number("CONDITION_RETRIES", u64::from(defaults.condition_retries))?;
+        Ok(Config {
+            table_name,
+            runner: RunnerConfig {
+                dedup_ttl_seconds: number("DEDUP_TTL_SECONDS", defaults.dedup_ttl_seconds)?,
+                deadline_margin: Duration::from_millis(number("DEADLINE_MARGIN_MS", margin_ms)?),
+                condition_retries: u32::try_from(retries).map_err(|_| ConfigError::Invalid {
+                    name: "CONDITION_RETRIES",
+                    expected: "a whole number below 2^32",
+                    value: retries.to_string(),
+                })?,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|name| vars.get(name).cloned())
+    }
+
+    #[test]
+    fn table_name_is_required_and_the_error_names_it() {
+        let err = config(&[]).expect_err("must fail");
+        assert_eq!(err, ConfigError::Missing("TABLE_NAME"));
+        assert!(err.to_string().contains("TABLE_NAME"));
+        assert_eq!(
+            config(&[("TABLE_NAME", " ")]).expect_err("blank"),
+            ConfigError::Missing("TABLE_NAME")
+        );
+    }
+
+    #[test]
+    fn defaults_apply_and_variables_override_them() {
+        let defaults = config(&[("TABLE_NAME", "t")]).expect("valid");
+        assert_eq!(defaults.table_name, "t");
+        assert_eq!(defaults.runner.dedup_ttl_seconds, 604_800);
+        assert_eq!(defaults.runner.deadline_margin, Duration::from_millis(500));
+        let set = config(&[
+            ("TABLE_NAME", "t"),
+            ("DEDUP_TTL_SECONDS", "60"),
+            ("DEADLINE_MARGIN_MS", "250"),
+        ])
+        .expect("valid");
+        assert_eq!(set.runner.dedup_ttl_seconds, 60);
+        assert_eq!(set.runner.deadline_margin, Duration::from_millis(250));
+    }
+
+    #[test]
+    fn a_malformed_number_is_named() {
+        let err =
+            config(&[("TABLE_NAME", "t"), ("DEDUP_TTL_SECONDS", "a week")]).expect_err("must fail");
+        assert!(
+            err.to_string().contains("DEDUP_TTL_SECONDS") && err.to_string().contains("a week")
+        );
+    }
+}

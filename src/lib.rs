@@ -1,0 +1,31 @@
+//! # sequence-guard
+//!
+//! An AWS Lambda that consumes SQS FIFO batches and projects ordered domain
+//! events into DynamoDB: exactly once in effect, in order per aggregate,
+//! without losing a message.
+//!
+//! # Layout
+//!
+//! - [`envelope`]: reads one SQS record into a typed [`domain::Event`], or an
+//!   [`envelope::InvalidMessage`] that names what was wrong.
+//! - [`domain`]: events, entities, and one handler per event type holding the
+//!   guard (`domain/order.rs`, `domain/product.rs`, `domain/inventory.rs`);
+//!   [`domain::decide`] routes an event to its handler. Knows nothing of SQS
+//!   or DynamoDB.
+//! - [`runner`]: the batch runner. Groups records into streams, runs them,
+//!   persists each run with one conditional write, and decides which messages
+//!   are reported failed. Knows nothing of orders.
+//! - [`store`]: what touches the table. The [`store::Store`] trait, with a
+//!   DynamoDB adapter ([`store::dynamodb`]) and an in-memory one
+//!   ([`store::memory`]) of the same semantics. Knows nothing of SQS.
+//! - [`config`]: the environment, read in one place.
+//! - [`lambda`]: from a Lambda invocation to the partial batch response.
+//! - `src/bin/projector.rs`: the Lambda function; `src/bin/replay.rs`: runs
+//!   sample events through the same runner locally.
+
+pub mod config;
+pub mod domain;
+pub mod envelope;
+pub mod lambda;
+pub mod runner;
+pub mod store;

@@ -1,0 +1,531 @@
+//! The batch runner: what decides which messages are reported failed.
+//!
+//! It reads every record on its own, groups the records into streams (in
+//! batch order), loads every entity the batch touches in one store call, runs
+//! the streams concurrently and the messages of a stream in order, persists
+//! each run of a stream on one entity with one conditional write, and answers
+//! with the SQS partial batch response. It knows nothing of orders or products:
+//! events are routed to their handlers by [`domain::decide`].
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use futures::future::join_all;
+use tracing::{Instrument, debug, error, info, info_span, warn};
+
+use crate::domain::{self, Decision, Entity, EntityKey, Event, inventory};
+use crate::envelope::Record;
+use crate::store::{Adjusted, Loaded, Saved, Store, StoreError};
+
+/// How the runner behaves; see [`crate::config`] for the environment.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// How long a deduplication record is kept (`expiresAt` = now + this).
+    pub dedup_ttl_seconds: u64,
+    /// Time kept in hand before the invocation's deadline: work that would
+    /// start later is reported failed instead of being attempted.
+    pub deadline_margin: Duration,
+    /// How often a run is decided again after its conditional write lost a
+    /// race, from the item the failed condition returned.
+    pub condition_retries: u32,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        RunnerConfig {
+            dedup_ttl_seconds: 7 * 24 * 60 * 60,
+            deadline_margin: Duration::from_millis(500),
+            condition_retries: 3,
+        }
+    }
+}
+
+/// The clock of one invocation.
+#[derive(Debug, Clone, Copy)]
+pub struct Invocation {
+    /// When the invocation must have answered; `None` for no limit (replay).
+    pub deadline: Option<Instant>,
+    /// Now, in epoch seconds (for deduplication records).
+    pub now: u64,
+}
+
+/// A batch that cannot be answered message by message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BatchError {
+    #[error(
+        "record {index} of the batch has no messageId, so it cannot be reported failed on its own: \
+         failing the invocation so that the whole batch is retried"
+    )]
+    MissingMessageId { index: usize },
+}
+
+/// What became of one message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    Applied,
+    Duplicate,
+    Gap,
+    NotCreated,
+    Invalid,
+    /// Not attempted: an earlier message of its stream failed, or the
+    /// invocation's deadline was too near.
+    Skipped,
+    StorageError,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 7] = [
+        Outcome::Applied,
+        Outcome::Duplicate,
+        Outcome::Gap,
+        Outcome::NotCreated,
+        Outcome::Invalid,
+        Outcome::Skipped,
+        Outcome::StorageError,
+    ];
+
+    /// Whether the message is listed in `batchItemFailures`.
+    pub fn is_failure(self) -> bool {
+        !matches!(self, Outcome::Applied | Outcome::Duplicate)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Applied => "applied",
+            Outcome::Duplicate => "duplicate",
+            Outcome::Gap => "gap",
+            Outcome::NotCreated => "not created",
+            Outcome::Invalid => "invalid",
+            Outcome::Skipped => "skipped",
+            Outcome::StorageError => "storage error",
+        }
+    }
+}
+
+impl From<Decision> for Outcome {
+    fn from(decision: Decision) -> Self {
+        match decision {
+            Decision::Applied => Outcome::Applied,
+            Decision::Duplicate => Outcome::Duplicate,
+            Decision::Gap => Outcome::Gap,
+            Decision::NotCreated => Outcome::NotCreated,
+        }
+    }
+}
+
+/// One message's line of the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageReport {
+    pub message_id: String,
+    pub stream: String,
+    pub event_type: Option<&'static str>,
+    pub sequence: Option<u64>,
+    pub outcome: Outcome,
+    pub reason: Option<String>,
+}
+
+/// What became of every message of a batch, in batch order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BatchReport {
+    pub messages: Vec<MessageReport>,
+}
+
+impl BatchReport {
+    /// The SQS partial batch response: exactly the failed messages.
+    pub fn response(&self) -> SqsBatchResponse {
+        let mut response = SqsBatchResponse::default();
+        for message in self
+            .messages
+            .iter()
+            .filter(|message| message.outcome.is_failure())
+        {
+            response.add_failure(message.message_id.clone());
+        }
+        response
+    }
+
+    pub fn count(&self, outcome: Outcome) -> usize {
+        self.messages
+            .iter()
+            .filter(|message| message.outcome == outcome)
+            .count()
+    }
+}
+
+/// The batch runner over a store.
+#[derive(Debug)]
+pub struct Runner<S> {
+    store: S,
+    config: RunnerConfig,
+}
+
+/// Time left for store calls.
+#[derive(Debug, Clone, Copy)]
+enum Budget {
+    Unlimited,
+    Left(Duration),
+    Exhausted,
+}
+
+const DEADLINE_REASON: &str = "not attempted: the invocation's deadline is too near";
+const SKIPPED_REASON: &str = "not attempted: an earlier message of its stream failed";
+
+impl<S: Store> Runner<S> {
+    pub fn new(store: S, config: RunnerConfig) -> Self {
+        Runner { store, config }
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Runs one batch. Fails only when a record has no message id.
+    pub async fn run(
+        &self,
+        event: &SqsEvent,
+        invocation: Invocation,
+    ) -> Result<BatchReport, BatchError> {
+        let records = event
+            .records
+            .iter()
+            .enumerate()
+            .map(|(index, message)| {
+                Record::read(message).ok_or(BatchError::MissingMessageId { index })
+            })
+            .collect::<Result<Vec<Record>, BatchError>>()?;
+
+        // Streams, in the order of their first message.
+        let mut streams: Vec<Vec<&Record>> = Vec::new();
+        let mut stream_of: HashMap<&str, usize> = HashMap::new();
+        for record in &records {
+            let index = *stream_of.entry(record.stream.as_str()).or_insert_with(|| {
+                streams.push(Vec::new());
+                streams.len() - 1
+            });
+            streams[index].push(record);
+        }
+
+        let keys: Vec<EntityKey> = records
+            .iter()
+            .filter_map(|record| record.event.as_ref().ok().and_then(Event::entity_key))
+            .collect();
+        let loaded = if keys.is_empty() {
+            Ok(Loaded::new())
+        } else {
+            self.timed("BatchGetItem", &invocation, self.store.load(&keys))
+                .await
+        };
+        if let Err(err) = &loaded {
+            warn!(error = %err, "loading the batch's entities failed");
+        }
+
+        let runs = streams.iter().map(|stream| {
+            let span = info_span!("stream", stream = %stream[0].stream);
+            self.run_stream(stream, &loaded, &invocation)
+                .instrument(span)
+        });
+        let messages: Vec<MessageReport> = join_all(runs).await.into_iter().flatten().collect();
+
+        // Back into batch order.
+        let position: HashMap<&str, usize> = records
+            .iter()
+            .enumerate()
+            .map(|(index, record)| (record.message_id.as_str(), index))
+            .collect();
+        let mut messages = messages;
+        messages.sort_by_key(|message| {
+            position
+                .get(message.message_id.as_str())
+                .copied()
+                .unwrap_or(usize::MAX)
+        });
+        let report = BatchReport { messages };
+        log_summary(&report);
+        Ok(report)
+    }
+
+    async fn run_stream(
+        &self,
+        stream: &[&Record],
+        loaded: &Result<Loaded, StoreError>,
+        invocation: &Invocation,
+    ) -> Vec<MessageReport> {
+        let mut reports = Vec::with_capacity(stream.len());
+        let mut index = 0;
+        while index < stream.len() {
+            let record = stream[index];
+            let event = match &record.event {
+                Err(invalid) => {
+                    error!(message_id = %record.message_id, reason = %invalid, "invalid message");
+                    reports.push(report(record, Outcome::Invalid, Some(invalid.to_string())));
+                    index += 1;
+                    break;
+                }
+                Ok(event) => event,
+            };
+            match event {
+                Event::InventoryAdjusted(adjusted) => {
+                    let adjustment = inventory::on_inventory_adjusted(
+                        adjusted,
+                        invocation.now,
+                        self.config.dedup_ttl_seconds,
+                    );
+                    index += 1;
+                    let outcome = match self.budget(invocation) {
+                        Budget::Exhausted => (Outcome::Skipped, Some(DEADLINE_REASON.to_owned())),
+                        _ => match self
+                            .timed(
+                                "TransactWriteItems",
+                                invocation,
+                                self.store.adjust_stock(&adjustment),
+                            )
+                            .await
+                        {
+                            Ok(Adjusted::Applied) => (Outcome::Applied, None),
+                            Ok(Adjusted::Duplicate) => (Outcome::Duplicate, None),
+                            Err(err) => (Outcome::StorageError, Some(err.to_string())),
+                        },
+                    };
+                    reports.push(report(record, outcome.0, outcome.1));
+                    if outcome.0.is_failure() {
+                        break;
+                    }
+                }
+                entity_event => {
+                    // The run: this and the following messages on the same entity.
+                    let Some(key) = entity_event.entity_key() else {
+                        break;
+                    };
+                    let end = stream[index..]
+                        .iter()
+                        .position(|next| {
+                            next.event
+                                .as_ref()
+                                .ok()
+                                .and_then(Event::entity_key)
+                                .as_ref()
+                                != Some(&key)
+                        })
+                        .map_or(stream.len(), |offset| index + offset);
+                    let run = &stream[index..end];
+                    let current = match loaded {
+                        Err(err) => Err(err.clone()),
+                        Ok(loaded) => loaded.get(&key).cloned().transpose(),
+                    };
+                    let outcomes = self.run_entity(run, current, invocation).await;
+                    let failed = outcomes.iter().any(|(outcome, _)| outcome.is_failure());
+                    for (record, (outcome, reason)) in run.iter().zip(outcomes) {
+                        reports.push(report(record, outcome, reason));
+                    }
+                    index = end;
+                    if failed {
+                        break;
+                    }
+                }
+            }
+        }
+        for record in &stream[index..] {
+            reports.push(report(
+                record,
+                Outcome::Skipped,
+                Some(SKIPPED_REASON.to_owned()),
+            ));
+        }
+        for message in reports
+            .iter()
+            .filter(|message| message.outcome.is_failure())
+        {
+            if message.outcome != Outcome::Invalid {
+                warn!(
+                    message_id = %message.message_id,
+                    sequence = message.sequence,
+                    decision = message.outcome.as_str(),
+                    reason = message.reason.as_deref().unwrap_or(""),
+                    "message failed"
+                );
+            }
+        }
+        reports
+    }
+
+    /// Decides a run of messages on one entity and persists it with one
+    /// conditional write. Returns one outcome per message of the run.
+    async fn run_entity(
+        &self,
+        run: &[&Record],
+        loaded: Result<Option<Entity>, StoreError>,
+        invocation: &Invocation,
+    ) -> Vec<(Outcome, Option<String>)> {
+        let mut base = match loaded {
+            Ok(entity) => entity,
+            Err(err) => {
+                return fail_from(
+                    skipped(run.len()),
+                    0,
+                    Outcome::StorageError,
+                    &err.to_string(),
+                );
+            }
+        };
+        let mut attempt = 0;
+        loop {
+            let mut slot = base.clone();
+            let mut outcomes = Vec::with_capacity(run.len());
+            for record in run {
+                let Ok(event) = &record.event else { break };
+                let before = slot.as_ref().map(Entity::sequence);
+                let decision = domain::decide(&mut slot, event);
+                let reason = match decision {
+                    Decision::Gap => Some(format!(
+                        "gap: the entity is at sequence {}, waiting for {}",
+                        before.unwrap_or(0),
+                        before.unwrap_or(0) + 1
+                    )),
+                    Decision::NotCreated => Some("the entity has not been created yet".to_owned()),
+                    _ => None,
+                };
+                outcomes.push((Outcome::from(decision), reason));
+                if !decision.is_done() {
+                    break;
+                }
+            }
+            outcomes.extend(skipped(run.len() - outcomes.len()));
+
+            let Some(first_applied) = outcomes
+                .iter()
+                .position(|(outcome, _)| *outcome == Outcome::Applied)
+            else {
+                return outcomes; // nothing to write
+            };
+            let Some(entity) = slot else {
+                return outcomes;
+            };
+            if let Budget::Exhausted = self.budget(invocation) {
+                return fail_from(outcomes, first_applied, Outcome::Skipped, DEADLINE_REASON);
+            }
+            let expected = base.as_ref().map(Entity::sequence);
+            match self
+                .timed("UpdateItem", invocation, self.store.save(&entity, expected))
+                .await
+            {
+                Ok(Saved::Written) => return outcomes,
+                Ok(Saved::Conflict { current }) => {
+                    attempt += 1;
+                    if attempt > self.config.condition_retries {
+                        let reason = format!(
+                            "the conditional write lost the race {attempt} times: another invocation keeps writing this entity"
+                        );
+                        return fail_from(outcomes, first_applied, Outcome::StorageError, &reason);
+                    }
+                    debug!(
+                        expected = ?expected,
+                        found = ?current.as_ref().map(Entity::sequence),
+                        "conditional write lost a race; deciding again"
+                    );
+                    base = current;
+                }
+                Err(err) => {
+                    return fail_from(
+                        outcomes,
+                        first_applied,
+                        Outcome::StorageError,
+                        &err.to_string(),
+                    );
+                }
+            }
+        }
+    }
+
+    fn budget(&self, invocation: &Invocation) -> Budget {
+        match invocation.deadline {
+            None => Budget::Unlimited,
+            Some(deadline) => {
+                match deadline
+                    .checked_duration_since(Instant::now())
+                    .and_then(|left| left.checked_sub(self.config.deadline_margin))
+                {
+                    Some(left) if !left.is_zero() => Budget::Left(left),
+                    _ => Budget::Exhausted,
+                }
+            }
+        }
+    }
+
+    /// Runs a store call within the time left before the deadline.
+    async fn timed<T>(
+        &self,
+        operation: &'static str,
+        invocation: &Invocation,
+        call: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        match self.budget(invocation) {
+            Budget::Unlimited => call.await,
+            Budget::Left(left) => {
+                tokio::time::timeout(left, call)
+                    .await
+                    .unwrap_or(Err(StoreError::Timeout {
+                        operation,
+                        millis: left.as_millis(),
+                    }))
+            }
+            Budget::Exhausted => Err(StoreError::Timeout {
+                operation,
+                millis: 0,
+            }),
+        }
+    }
+}
+
+/// Outcomes before `from` stand (duplicates decided on a consistent read);
+/// the message at `from` gets `outcome` with `reason`; the ones after it are
+/// skipped.
+fn fail_from(
+    outcomes: Vec<(Outcome, Option<String>)>,
+    from: usize,
+    outcome: Outcome,
+    reason: &str,
+) -> Vec<(Outcome, Option<String>)> {
+    outcomes
+        .into_iter()
+        .enumerate()
+        .map(|(index, decided)| match index.cmp(&from) {
+            std::cmp::Ordering::Less => decided,
+            std::cmp::Ordering::Equal => (outcome, Some(reason.to_owned())),
+            std::cmp::Ordering::Greater => (Outcome::Skipped, Some(SKIPPED_REASON.to_owned())),
+        })
+        .collect()
+}
+
+fn skipped(len: usize) -> Vec<(Outcome, Option<String>)> {
+    vec![(Outcome::Skipped, Some(SKIPPED_REASON.to_owned())); len]
+}
+
+fn report(record: &Record, outcome: Outcome, reason: Option<String>) -> MessageReport {
+    let event = record.event.as_ref().ok();
+    MessageReport {
+        message_id: record.message_id.clone(),
+        stream: record.stream.clone(),
+        event_type: event.map(Event::type_name),
+        sequence: event.and_then(Event::sequence),
+        outcome,
+        reason,
+    }
+}
+
+fn log_summary(report: &BatchReport) {
+    let count = |outcome| report.count(outcome);
+    info!(
+        messages = report.messages.len(),
+        applied = count(Outcome::Applied),
+        duplicate = count(Outcome::Duplicate),
+        gap = count(Outcome::Gap),
+        not_created = count(Outcome::NotCreated),
+        invalid = count(Outcome::Invalid),
+        skipped = count(Outcome::Skipped),
+        storage_error = count(Outcome::StorageError),
+        failed = report.response().batch_item_failures.len(),
+        "batch done"
+    );
+}

@@ -1,0 +1,531 @@
+//! The DynamoDB adapter: the contract's item layout and the conditional writes.
+//!
+//! | item   | pk                    | sk                     |
+//! | ------ | --------------------- | ---------------------- |
+//! | order  | `ORDER#<aggregateId>` | `STATE`                |
+//! | product| `PRODUCT#<aggregateId>` | `STATE`              |
+//! | stock  | `SKU#<sku>`           | `STOCK`                |
+//! | dedup  | `MESSAGE#<eventId>`   | `HANDLER#<handler>`    |
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, KeysAndAttributes,
+    Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
+    TransactWriteItem, Update,
+};
+use serde::{Deserialize, Serialize};
+use serde_dynamo::aws_sdk_dynamodb_1::{from_item, to_item};
+
+use super::{Adjusted, Loaded, Saved, Store, StoreError};
+use crate::domain::{Entity, EntityKey, Order, OrderStatus, Product, StockAdjustment};
+
+type Item = HashMap<String, AttributeValue>;
+
+/// The TTL attribute of deduplication records.
+pub const TTL_ATTRIBUTE: &str = "expiresAt";
+/// BatchGetItem takes at most 100 keys a request.
+const BATCH_GET_LIMIT: usize = 100;
+/// How often unprocessed keys of a BatchGetItem are asked for again.
+const UNPROCESSED_RETRIES: u32 = 5;
+
+/// The DynamoDB actions this adapter calls (the template's policy names
+/// exactly these).
+pub const ACTIONS_USED: [&str; 3] = [
+    "dynamodb:BatchGetItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:TransactWriteItems",
+];
+
+/// The table, through the AWS SDK. Cheap to clone; counts its requests.
+#[derive(Debug, Clone)]
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+    requests: Arc<AtomicU64>,
+}
+
+impl DynamoStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        DynamoStore {
+            client,
+            table: table.into(),
+            requests: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// DynamoDB requests sent so far (each SDK call counts once).
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    fn count(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+}
+
+fn request_error<E, R>(operation: &'static str, err: &SdkError<E, R>) -> StoreError
+where
+    E: std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    StoreError::Request {
+        operation,
+        message: DisplayErrorContext(err).to_string(),
+    }
+}
+
+fn build_error(operation: &'static str, err: impl std::fmt::Display) -> StoreError {
+    StoreError::Request {
+        operation,
+        message: err.to_string(),
+    }
+}
+
+// ---- item layout -------------------------------------------------------------
+
+const ORDER_PREFIX: &str = "ORDER#";
+const PRODUCT_PREFIX: &str = "PRODUCT#";
+const STATE: &str = "STATE";
+
+fn entity_pk(key: &EntityKey) -> String {
+    match key {
+        EntityKey::Order(id) => format!("{ORDER_PREFIX}{id}"),
+        EntityKey::Product(id) => format!("{PRODUCT_PREFIX}{id}"),
+    }
+}
+
+fn stock_key(sku: &str) -> Item {
+    HashMap::from([
+        ("pk".to_owned(), AttributeValue::S(format!("SKU#{sku}"))),
+        ("sk".to_owned(), AttributeValue::S("STOCK".to_owned())),
+    ])
+}
+
+fn key_item(key: &EntityKey) -> Item {
+    HashMap::from([
+        ("pk".to_owned(), AttributeValue::S(entity_pk(key))),
+        ("sk".to_owned(), AttributeValue::S(STATE.to_owned())),
+    ])
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OrderItem {
+    pk: String,
+    sk: String,
+    sequence: u64,
+    last_event_id: String,
+    customer_name: String,
+    email: String,
+    total_cents: u64,
+    status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cancel_reason: Option<String>,
+}
+
+/// Attributes an item may lack; a save removes them when the entity has none.
+const OPTIONAL_ATTRIBUTES: [&str; 1] = ["cancelReason"];
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ProductItem {
+    pk: String,
+    sk: String,
+    sequence: u64,
+    last_event_id: String,
+    name: String,
+    price_cents: u64,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DedupItem {
+    pk: String,
+    sk: String,
+    handled_at: u64,
+    expires_at: u64,
+}
+
+fn entity_to_item(entity: &Entity) -> Result<Item, StoreError> {
+    let pk = entity_pk(&entity.key());
+    let item = match entity {
+        Entity::Order(order) => to_item(OrderItem {
+            pk,
+            sk: STATE.to_owned(),
+            sequence: order.sequence,
+            last_event_id: order.last_event_id.clone(),
+            customer_name: order.customer_name.clone(),
+            email: order.email.clone(),
+            total_cents: order.total_cents,
+            status: match order.status {
+                OrderStatus::Open => "OPEN",
+                OrderStatus::Cancelled => "CANCELLED",
+            }
+            .to_owned(),
+            cancel_reason: order.cancel_reason.clone(),
+        }),
+        Entity::Product(product) => to_item(ProductItem {
+            pk,
+            sk: STATE.to_owned(),
+            sequence: product.sequence,
+            last_event_id: product.last_event_id.clone(),
+            name: product.name.clone(),
+            price_cents: product.price_cents,
+        }),
+    };
+    item.map_err(|err| build_error("serialize entity", err))
+}
+
+/// Reads an entity item; `Ok(None)` for an item that is not an entity.
+fn entity_from_item(item: Item) -> Result<Option<Entity>, StoreError> {
+    let pk = match item.get("pk") {
+        Some(AttributeValue::S(pk)) => pk.clone(),
+        _ => return Ok(None),
+    };
+    let corrupt = |err: serde_dynamo::Error| StoreError::Corrupt {
+        key: pk.clone(),
+        message: err.to_string(),
+    };
+    if let Some(id) = pk.strip_prefix(ORDER_PREFIX) {
+        let order: OrderItem = from_item(item).map_err(corrupt)?;
+        let status = match order.status.as_str() {
+            "OPEN" => OrderStatus::Open,
+            "CANCELLED" => OrderStatus::Cancelled,
+            other => {
+                return Err(StoreError::Corrupt {
+                    key: pk.clone(),
+                    message: format!("unknown status `{other}`"),
+                });
+            }
+        };
+        return Ok(Some(Entity::Order(Order {
+            id: id.to_owned(),
+            sequence: order.sequence,
+            last_event_id: order.last_event_id,
+            customer_name: order.customer_name,
+            email: order.email,
+            total_cents: order.total_cents,
+            status,
+            cancel_reason: order.cancel_reason,
+        })));
+    }
+    if let Some(id) = pk.strip_prefix(PRODUCT_PREFIX) {
+        let product: ProductItem = from_item(item).map_err(corrupt)?;
+        return Ok(Some(Entity::Product(Product {
+            id: id.to_owned(),
+            sequence: product.sequence,
+            last_event_id: product.last_event_id,
+            name: product.name,
+            price_cents: product.price_cents,
+        })));
+    }
+    Ok(None)
+}
+
+fn key_of_pk(pk: &str) -> Option<EntityKey> {
+    if let Some(id) = pk.strip_prefix(ORDER_PREFIX) {
+        return Some(EntityKey::Order(id.to_owned()));
+    }
+    pk.strip_prefix(PRODUCT_PREFIX)
+        .map(|id| EntityKey::Product(id.to_owned()))
+}
+
+/// `SET #a0 = :v0, ...` over every attribute but the key, `REMOVE` for the
+/// optional attributes the entity lacks.
+fn update_expression(item: Item) -> (String, Item, HashMap<String, String>) {
+    let mut names = HashMap::new();
+    let mut values = HashMap::new();
+    let mut sets = Vec::new();
+    let mut attributes: Vec<(String, AttributeValue)> = item
+        .into_iter()
+        .filter(|(name, _)| name != "pk" && name != "sk")
+        .collect();
+    attributes.sort_by(|a, b| a.0.cmp(&b.0));
+    for (index, (name, value)) in attributes.into_iter().enumerate() {
+        sets.push(format!("#a{index} = :v{index}"));
+        names.insert(format!("#a{index}"), name);
+        values.insert(format!(":v{index}"), value);
+    }
+    let mut expression = format!("SET {}", sets.join(", "));
+    let absent: Vec<&str> = OPTIONAL_ATTRIBUTES
+        .into_iter()
+        .filter(|name| !names.values().any(|present| present == name))
+        .collect();
+    let mut removed = Vec::new();
+    for (index, name) in absent.into_iter().enumerate() {
+        names.insert(format!("#r{index}"), name.to_owned());
+        removed.push(format!("#r{index}"));
+    }
+    if !removed.is_empty() {
+        expression.push_str(&format!(" REMOVE {}", removed.join(", ")));
+    }
+    (expression, values, names)
+}
+
+impl Store for DynamoStore {
+    async fn load(&self, keys: &[EntityKey]) -> Result<Loaded, StoreError> {
+        let mut unique: Vec<&EntityKey> = keys.iter().collect();
+        unique.sort();
+        unique.dedup();
+        let mut loaded = Loaded::new();
+        for chunk in unique.chunks(BATCH_GET_LIMIT) {
+            let mut pending = KeysAndAttributes::builder()
+                .set_keys(Some(chunk.iter().map(|key| key_item(key)).collect()))
+                .consistent_read(true)
+                .build()
+                .map_err(|err| build_error("BatchGetItem", err))?;
+            for attempt in 0..=UNPROCESSED_RETRIES {
+                self.count();
+                let output = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.table, pending)
+                    .send()
+                    .await
+                    .map_err(|err| request_error("BatchGetItem", &err))?;
+                for item in output
+                    .responses
+                    .and_then(|mut tables| tables.remove(&self.table))
+                    .unwrap_or_default()
+                {
+                    let pk = match item.get("pk") {
+                        Some(AttributeValue::S(pk)) => pk.clone(),
+                        _ => continue,
+                    };
+                    let Some(key) = key_of_pk(&pk) else { continue };
+                    match entity_from_item(item) {
+                        Ok(Some(entity)) => loaded.insert(key, Ok(entity)),
+                        Ok(None) => None,
+                        Err(err) => loaded.insert(key, Err(err)),
+                    };
+                }
+                match output
+                    .unprocessed_keys
+                    .and_then(|mut tables| tables.remove(&self.table))
+                {
+                    Some(rest) if !rest.keys.is_empty() => {
+                        if attempt == UNPROCESSED_RETRIES {
+                            return Err(StoreError::Request {
+                                operation: "BatchGetItem",
+                                message: format!(
+                                    "{} keys still unprocessed after retries",
+                                    rest.keys.len()
+                                ),
+                            });
+                        }
+                        tokio::time::sleep(Duration::from_millis(20 << attempt)).await;
+                        pending = rest;
+                    }
+                    _ => break,
+                }
+            }
+        }
+        Ok(loaded)
+    }
+
+    async fn save(&self, entity: &Entity, expected: Option<u64>) -> Result<Saved, StoreError> {
+        let (expression, values, names) = update_expression(entity_to_item(entity)?);
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key_item(&entity.key())))
+            .update_expression(expression)
+            .set_expression_attribute_names(Some(names))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        request = match expected {
+            None => request
+                .condition_expression("attribute_not_exists(pk)")
+                .set_expression_attribute_values(Some(values)),
+            Some(sequence) => {
+                let mut values = values;
+                values.insert(
+                    ":loaded".to_owned(),
+                    AttributeValue::N(sequence.to_string()),
+                );
+                request
+                    .condition_expression("#seq = :loaded")
+                    .expression_attribute_names("#seq", "sequence")
+                    .set_expression_attribute_values(Some(values))
+            }
+        };
+        self.count();
+        match request.send().await {
+            Ok(_) => Ok(Saved::Written),
+            Err(err) => match err.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(failed) => {
+                    let current = match failed.item {
+                        Some(item) => entity_from_item(item)?,
+                        None => None,
+                    };
+                    Ok(Saved::Conflict { current })
+                }
+                other => Err(StoreError::Request {
+                    operation: "UpdateItem",
+                    message: DisplayErrorContext(other).to_string(),
+                }),
+            },
+        }
+    }
+
+    async fn adjust_stock(&self, adjustment: &StockAdjustment) -> Result<Adjusted, StoreError> {
+        let dedup = to_item(DedupItem {
+            pk: format!("MESSAGE#{}", adjustment.event_id),
+            sk: format!("HANDLER#{}", adjustment.handler),
+            handled_at: adjustment.handled_at,
+            expires_at: adjustment.expires_at,
+        })
+        .map_err(|err| build_error("serialize dedup record", err))?;
+        let record = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(dedup))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .map_err(|err| build_error("TransactWriteItems", err))?;
+        let stock = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(stock_key(&adjustment.sku)))
+            .update_expression("ADD onHand :delta")
+            .expression_attribute_values(":delta", AttributeValue::N(adjustment.delta.to_string()))
+            .build()
+            .map_err(|err| build_error("TransactWriteItems", err))?;
+        self.count();
+        let result = self
+            .client
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().put(record).build())
+            .transact_items(TransactWriteItem::builder().update(stock).build())
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Adjusted::Applied),
+            Err(err) => match err.into_service_error() {
+                TransactWriteItemsError::TransactionCanceledException(cancelled)
+                    if cancelled
+                        .cancellation_reasons()
+                        .first()
+                        .and_then(|reason| reason.code())
+                        .is_some_and(|code| code == "ConditionalCheckFailed") =>
+                {
+                    Ok(Adjusted::Duplicate)
+                }
+                other => Err(StoreError::Request {
+                    operation: "TransactWriteItems",
+                    message: DisplayErrorContext(other).to_string(),
+                }),
+            },
+        }
+    }
+
+    async fn on_hand(&self, sku: &str) -> Result<Option<i64>, StoreError> {
+        self.count();
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(stock_key(sku)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|err| request_error("GetItem", &err))?;
+        match output.item.as_ref().and_then(|item| item.get("onHand")) {
+            None => Ok(None),
+            Some(AttributeValue::N(number)) => {
+                number.parse().map(Some).map_err(|_| StoreError::Corrupt {
+                    key: format!("SKU#{sku}"),
+                    message: format!("onHand `{number}` is not a 64-bit integer"),
+                })
+            }
+            Some(_) => Err(StoreError::Corrupt {
+                key: format!("SKU#{sku}"),
+                message: "onHand is not a number".into(),
+            }),
+        }
+    }
+}
+
+/// Creates a table with the contract's key schema, on-demand, with TTL on
+/// [`TTL_ATTRIBUTE`]. For `replay --create-table` and tests; production
+/// tables come from `template.yaml`.
+pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
+    let attribute = |name: &str| {
+        AttributeDefinition::builder()
+            .attribute_name(name)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+            .map_err(|err| build_error("CreateTable", err))
+    };
+    let key = |name: &str, key_type| {
+        KeySchemaElement::builder()
+            .attribute_name(name)
+            .key_type(key_type)
+            .build()
+            .map_err(|err| build_error("CreateTable", err))
+    };
+    client
+        .create_table()
+        .table_name(table)
+        .attribute_definitions(attribute("pk")?)
+        .attribute_definitions(attribute("sk")?)
+        .key_schema(key("pk", KeyType::Hash)?)
+        .key_schema(key("sk", KeyType::Range)?)
+        .billing_mode(BillingMode::PayPerRequest)
+        .send()
+        .await
+        .map_err(|err| request_error("CreateTable", &err))?;
+    client
+        .update_time_to_live()
+        .table_name(table)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .attribute_name(TTL_ATTRIBUTE)
+                .enabled(true)
+                .build()
+                .map_err(|err| build_error("UpdateTimeToLive", err))?,
+        )
+        .send()
+        .await
+        .map_err(|err| request_error("UpdateTimeToLive", &err))?;
+    Ok(())
+}
+
+/// A client for `endpoint_url` (DynamoDB Local, say), or for the endpoint the
+/// environment names. Without a region in the environment, `us-east-1`; for a
+/// loopback endpoint without credentials in the environment, fixed local ones
+/// (DynamoDB Local accepts any).
+pub async fn connect(endpoint_url: Option<&str>) -> Client {
+    let mut loader = aws_config::from_env();
+    if let Some(url) = endpoint_url {
+        loader = loader.endpoint_url(url);
+        let loopback = ["://localhost", "://127.", "://[::1]"]
+            .iter()
+            .any(|host| url.contains(host));
+        if loopback && std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
+            loader = loader.credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+                "local", "local", None, None, "local",
+            ));
+        }
+    }
+    let sdk = loader.load().await;
+    let mut config = aws_sdk_dynamodb::config::Builder::from(&sdk);
+    if sdk.region().is_none() {
+        config = config.region(aws_sdk_dynamodb::config::Region::new("us-east-1"));
+    }
+    Client::from_conf(config.build())
+}

@@ -1,0 +1,97 @@
+//! The in-memory store: the same conditional semantics as the DynamoDB one.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use super::{Adjusted, Loaded, Saved, Store, StoreError};
+use crate::domain::{Entity, EntityKey, StockAdjustment};
+
+#[derive(Debug, Default)]
+struct Tables {
+    entities: HashMap<EntityKey, Entity>,
+    on_hand: HashMap<String, i64>,
+    /// (event id, handler name) of every deduplication record.
+    handled: HashSet<(String, &'static str)>,
+}
+
+/// An embedded table. Each operation is atomic, as a DynamoDB request is.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    tables: Mutex<Tables>,
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn tables(&self) -> MutexGuard<'_, Tables> {
+        // A panic elsewhere while holding the lock leaves the maps whole:
+        // every operation below completes its change before it returns.
+        self.tables.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Every entity stored, ordered by key: for tests and `replay`.
+    pub fn entities(&self) -> Vec<Entity> {
+        let mut entities: Vec<Entity> = self.tables().entities.values().cloned().collect();
+        entities.sort_by_key(Entity::key);
+        entities
+    }
+
+    /// Every sku's `onHand`, ordered by sku.
+    pub fn stock(&self) -> Vec<(String, i64)> {
+        let mut stock: Vec<(String, i64)> = self
+            .tables()
+            .on_hand
+            .iter()
+            .map(|(sku, on_hand)| (sku.clone(), *on_hand))
+            .collect();
+        stock.sort();
+        stock
+    }
+}
+
+impl Store for MemoryStore {
+    async fn load(&self, keys: &[EntityKey]) -> Result<Loaded, StoreError> {
+        let tables = self.tables();
+        Ok(keys
+            .iter()
+            .filter_map(|key| {
+                tables
+                    .entities
+                    .get(key)
+                    .map(|entity| (key.clone(), Ok(entity.clone())))
+            })
+            .collect())
+    }
+
+    async fn save(&self, entity: &Entity, expected: Option<u64>) -> Result<Saved, StoreError> {
+        let mut tables = self.tables();
+        let key = entity.key();
+        let current = tables.entities.get(&key);
+        if current.map(Entity::sequence) != expected {
+            return Ok(Saved::Conflict {
+                current: current.cloned(),
+            });
+        }
+        tables.entities.insert(key, entity.clone());
+        Ok(Saved::Written)
+    }
+
+    async fn adjust_stock(&self, adjustment: &StockAdjustment) -> Result<Adjusted, StoreError> {
+        let mut tables = self.tables();
+        if !tables
+            .handled
+            .insert((adjustment.event_id.clone(), adjustment.handler))
+        {
+            return Ok(Adjusted::Duplicate);
+        }
+        let on_hand = tables.on_hand.entry(adjustment.sku.clone()).or_insert(0);
+        *on_hand = on_hand.saturating_add(adjustment.delta);
+        Ok(Adjusted::Applied)
+    }
+
+    async fn on_hand(&self, sku: &str) -> Result<Option<i64>, StoreError> {
+        Ok(self.tables().on_hand.get(sku).copied())
+    }
+}

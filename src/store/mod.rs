@@ -1,0 +1,83 @@
+//! What touches the table: a narrow trait and its two adapters.
+//!
+//! - [`dynamodb::DynamoStore`]: DynamoDB, with the contract's item layout.
+//! - [`memory::MemoryStore`]: in memory, with the same conditional semantics;
+//!   the embedded default of `replay` and the engine of fast tests.
+//!
+//! Stores know entities and stock adjustments; they know nothing of SQS.
+
+pub mod dynamodb;
+pub mod memory;
+
+use std::collections::HashMap;
+use std::future::Future;
+
+use crate::domain::{Entity, EntityKey, StockAdjustment};
+
+/// Entities as loaded: a missing key is an entity that does not exist; an
+/// item that exists but cannot be read is an error for that key alone.
+pub type Loaded = HashMap<EntityKey, Result<Entity, StoreError>>;
+
+/// A store operation that did not complete. The table may or may not hold
+/// its effect (a timeout, a lost answer): the caller reports the messages
+/// failed, and the guard sorts it out on redelivery.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    #[error("{operation} failed: {message}")]
+    Request {
+        operation: &'static str,
+        message: String,
+    },
+    #[error("{operation} did not answer within {millis} ms")]
+    Timeout {
+        operation: &'static str,
+        millis: u128,
+    },
+    #[error("item {key} cannot be read: {message}")]
+    Corrupt { key: String, message: String },
+}
+
+/// The answer to a conditional save.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Saved {
+    /// The entity was written.
+    Written,
+    /// The stored entity was no longer at the expected sequence: another
+    /// invocation wrote it first. `current` is what is stored now (`None`:
+    /// nothing), as returned by the failed condition itself.
+    Conflict { current: Option<Entity> },
+}
+
+/// The answer to a stock adjustment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Adjusted {
+    /// `onHand` moved by `delta`, and the deduplication record was written.
+    Applied,
+    /// The deduplication record existed: nothing changed.
+    Duplicate,
+}
+
+/// The table, as the batch runner sees it.
+pub trait Store: Send + Sync {
+    /// Loads the entities with strongly consistent reads, in as few requests
+    /// as the store allows.
+    fn load(&self, keys: &[EntityKey]) -> impl Future<Output = Result<Loaded, StoreError>> + Send;
+
+    /// Writes `entity` only if the stored one is still at `expected`
+    /// (`None`: only if there is none).
+    fn save(
+        &self,
+        entity: &Entity,
+        expected: Option<u64>,
+    ) -> impl Future<Output = Result<Saved, StoreError>> + Send;
+
+    /// Adds the adjustment's `delta` to its sku's `onHand` together with its
+    /// deduplication record, atomically, unless that record exists.
+    fn adjust_stock(
+        &self,
+        adjustment: &StockAdjustment,
+    ) -> impl Future<Output = Result<Adjusted, StoreError>> + Send;
+
+    /// The sku's `onHand`, `None` when no adjustment was ever applied.
+    fn on_hand(&self, sku: &str) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
+}
