@@ -51,8 +51,11 @@ impl MemoryStore {
     }
 }
 
+// Each operation first yields, as a request to a server would: concurrent
+// invocations on one store interleave between operations, never within one.
 impl Store for MemoryStore {
     async fn load(&self, keys: &[EntityKey]) -> Result<Loaded, StoreError> {
+        tokio::task::yield_now().await;
         let tables = self.tables();
         Ok(keys
             .iter()
@@ -66,6 +69,7 @@ impl Store for MemoryStore {
     }
 
     async fn save(&self, entity: &Entity, expected: Option<u64>) -> Result<Saved, StoreError> {
+        tokio::task::yield_now().await;
         let mut tables = self.tables();
         let key = entity.key();
         let current = tables.entities.get(&key);
@@ -79,6 +83,7 @@ impl Store for MemoryStore {
     }
 
     async fn adjust_stock(&self, adjustment: &StockAdjustment) -> Result<Adjusted, StoreError> {
+        tokio::task::yield_now().await;
         let mut tables = self.tables();
         if !tables
             .handled

@@ -81,3 +81,30 @@ pub trait Store: Send + Sync {
     /// The sku's `onHand`, `None` when no adjustment was ever applied.
     fn on_hand(&self, sku: &str) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
 }
+
+/// A shared store is a store: two runners on one table, as two concurrent
+/// invocations are.
+impl<S: Store> Store for std::sync::Arc<S> {
+    fn load(&self, keys: &[EntityKey]) -> impl Future<Output = Result<Loaded, StoreError>> + Send {
+        S::load(self, keys)
+    }
+
+    fn save(
+        &self,
+        entity: &Entity,
+        expected: Option<u64>,
+    ) -> impl Future<Output = Result<Saved, StoreError>> + Send {
+        S::save(self, entity, expected)
+    }
+
+    fn adjust_stock(
+        &self,
+        adjustment: &StockAdjustment,
+    ) -> impl Future<Output = Result<Adjusted, StoreError>> + Send {
+        S::adjust_stock(self, adjustment)
+    }
+
+    fn on_hand(&self, sku: &str) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send {
+        S::on_hand(self, sku)
+    }
+}

