@@ -290,3 +290,336 @@ fn kind(value: &Value) -> &'static str {
         Value::Object(_) => "an object",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn order_updated() -> Value {
+        json!({
+            "eventId": "0f8fad5b-d9cb-469f-a165-70867728950e",
+            "type": "OrderUpdated",
+            "aggregateId": "order-42",
+            "sequence": 2,
+            "data": { "customerName": "Ada Lovelace", "email": "ada@example.com", "totalCents": 1250 }
+        })
+    }
+
+    fn with(mut body: Value, path: &[&str], value: Option<Value>) -> String {
+        let (last, parents) = path.split_last().expect("a path");
+        let mut object = &mut body;
+        for key in parents {
+            object = &mut object[*key];
+        }
+        let map = object.as_object_mut().expect("an object");
+        match value {
+            Some(value) => map.insert((*last).to_owned(), value),
+            None => map.remove(*last),
+        };
+        body.to_string()
+    }
+
+    fn error_of(body: &str) -> InvalidMessage {
+        parse_body(body).expect_err("must be rejected")
+    }
+
+    #[test]
+    fn the_contract_example_parses_to_its_typed_event() {
+        let event = parse_body(&order_updated().to_string()).expect("valid");
+        let Event::OrderUpdated(event) = event else {
+            panic!("{event:?}")
+        };
+        assert_eq!(event.aggregate_id, "order-42");
+        assert_eq!(event.sequence, 2);
+        assert_eq!(event.data.total_cents, 1250);
+        assert_eq!(event.data.email, "ada@example.com");
+    }
+
+    #[test]
+    fn every_type_parses() {
+        let bodies = [
+            json!({"eventId":"e","type":"OrderCreated","aggregateId":"o","sequence":1,
+                   "data":{"customerName":"A","email":"a@x","totalCents":0}}),
+            json!({"eventId":"e","type":"OrderCancelled","aggregateId":"o","sequence":3,"data":{"reason":"r"}}),
+            json!({"eventId":"e","type":"ProductCreated","aggregateId":"p","sequence":1,
+                   "data":{"name":"Lamp","priceCents":10}}),
+            json!({"eventId":"e","type":"ProductPriceChanged","aggregateId":"p","sequence":2,"data":{"priceCents":0}}),
+            json!({"eventId":"e","type":"InventoryAdjusted","data":{"sku":"SKU-1","delta":-4}}),
+        ];
+        let types: Vec<&str> = bodies
+            .iter()
+            .map(|body| parse_body(&body.to_string()).expect("valid").type_name())
+            .collect();
+        assert_eq!(
+            types,
+            [
+                "OrderCreated",
+                "OrderCancelled",
+                "ProductCreated",
+                "ProductPriceChanged",
+                "InventoryAdjusted"
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_extra_fields_are_ignored() {
+        let body = with(order_updated(), &["traceId"], Some(json!("abc")));
+        let body: Value = serde_json::from_str(&body).expect("json");
+        let body = with(
+            body,
+            &["data", "loyaltyTier"],
+            Some(json!({"nested": true})),
+        );
+        assert!(parse_body(&body).is_ok());
+    }
+
+    #[test]
+    fn a_body_that_is_not_json_is_named_so() {
+        assert!(matches!(
+            error_of("{\"eventId\": "),
+            InvalidMessage::NotJson(_)
+        ));
+        assert!(matches!(error_of(""), InvalidMessage::NotJson(_)));
+        assert!(matches!(
+            error_of("order-42 updated"),
+            InvalidMessage::NotJson(_)
+        ));
+    }
+
+    #[test]
+    fn a_body_that_is_not_an_object_is_named_so() {
+        for body in ["[]", "42", "\"text\"", "null"] {
+            assert_eq!(error_of(body), InvalidMessage::NotAnObject, "{body}");
+        }
+    }
+
+    #[test]
+    fn missing_fields_are_named() {
+        for (path, field) in [
+            (&["eventId"][..], "eventId"),
+            (&["type"][..], "type"),
+            (&["aggregateId"][..], "aggregateId"),
+            (&["sequence"][..], "sequence"),
+            (&["data"][..], "data"),
+            (&["data", "customerName"][..], "data.customerName"),
+            (&["data", "email"][..], "data.email"),
+            (&["data", "totalCents"][..], "data.totalCents"),
+        ] {
+            assert_eq!(
+                error_of(&with(order_updated(), path, None)),
+                InvalidMessage::Missing(field),
+                "{path:?}"
+            );
+            // null counts as missing
+            assert_eq!(
+                error_of(&with(order_updated(), path, Some(Value::Null))),
+                InvalidMessage::Missing(field),
+                "{path:?} null"
+            );
+        }
+    }
+
+    #[test]
+    fn ill_typed_fields_are_named() {
+        for (path, value, field) in [
+            (&["eventId"][..], json!(17), "eventId"),
+            (&["type"][..], json!(["OrderUpdated"]), "type"),
+            (&["aggregateId"][..], json!(42), "aggregateId"),
+            (&["sequence"][..], json!("2"), "sequence"),
+            (&["sequence"][..], json!(2.5), "sequence"),
+            (&["sequence"][..], json!(true), "sequence"),
+            (&["data"][..], json!("{}"), "data"),
+            (
+                &["data", "customerName"][..],
+                json!({"first": "Ada"}),
+                "data.customerName",
+            ),
+            (&["data", "email"][..], json!(false), "data.email"),
+            (
+                &["data", "totalCents"][..],
+                json!("1250"),
+                "data.totalCents",
+            ),
+            (&["data", "totalCents"][..], json!(12.5), "data.totalCents"),
+        ] {
+            match error_of(&with(order_updated(), path, Some(value.clone()))) {
+                InvalidMessage::Invalid { field: named, .. } => {
+                    assert_eq!(named, field, "{path:?} = {value}")
+                }
+                other => panic!("{path:?} = {value}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn sequence_must_be_from_1_to_2_pow_63_minus_1() {
+        for bad in [
+            json!(0),
+            json!(-1),
+            json!(9_223_372_036_854_775_808u64),
+            json!(1e30),
+        ] {
+            let err = error_of(&with(order_updated(), &["sequence"], Some(bad.clone())));
+            assert!(
+                matches!(
+                    err,
+                    InvalidMessage::Invalid {
+                        field: "sequence",
+                        ..
+                    }
+                ),
+                "{bad}: {err:?}"
+            );
+        }
+        let max = with(
+            order_updated(),
+            &["sequence"],
+            Some(json!(9_223_372_036_854_775_807u64)),
+        );
+        assert_eq!(
+            parse_body(&max).expect("valid").sequence(),
+            Some(MAX_SEQUENCE)
+        );
+    }
+
+    #[test]
+    fn lengths_of_identifiers_are_checked_in_characters() {
+        let long_id = "é".repeat(128);
+        assert!(parse_body(&with(order_updated(), &["eventId"], Some(json!(long_id)))).is_ok());
+        for (path, value, field) in [
+            (&["eventId"][..], json!(""), "eventId"),
+            (&["eventId"][..], json!("x".repeat(129)), "eventId"),
+            (&["aggregateId"][..], json!(""), "aggregateId"),
+            (&["aggregateId"][..], json!("a".repeat(257)), "aggregateId"),
+        ] {
+            match error_of(&with(order_updated(), path, Some(value))) {
+                InvalidMessage::Invalid { field: named, .. } => assert_eq!(named, field),
+                other => panic!("{path:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn money_must_not_be_negative() {
+        let err = error_of(&with(
+            order_updated(),
+            &["data", "totalCents"],
+            Some(json!(-5)),
+        ));
+        assert_eq!(
+            err.to_string(),
+            "field `data.totalCents` must be >= 0, got -5"
+        );
+        let price = json!({"eventId":"e","type":"ProductPriceChanged","aggregateId":"p","sequence":2,
+                           "data":{"priceCents":-1}});
+        assert!(matches!(
+            error_of(&price.to_string()),
+            InvalidMessage::Invalid {
+                field: "data.priceCents",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn an_unknown_type_is_named() {
+        let err = error_of(&with(
+            order_updated(),
+            &["type"],
+            Some(json!("OrderShipped")),
+        ));
+        assert_eq!(err, InvalidMessage::UnknownType("OrderShipped".into()));
+        // Types are case-sensitive.
+        assert!(matches!(
+            error_of(&with(
+                order_updated(),
+                &["type"],
+                Some(json!("orderupdated"))
+            )),
+            InvalidMessage::UnknownType(_)
+        ));
+    }
+
+    #[test]
+    fn inventory_adjusted_rules() {
+        let adjusted =
+            json!({"eventId":"e","type":"InventoryAdjusted","data":{"sku":"SKU-1","delta":-4}});
+        let Ok(Event::InventoryAdjusted(event)) = parse_body(&adjusted.to_string()) else {
+            panic!()
+        };
+        assert_eq!((event.sku.as_str(), event.delta), ("SKU-1", -4));
+        for (path, value, expected) in [
+            (&["sequence"][..], Some(json!(1)), "sequence"),
+            (&["data", "sku"][..], None, "data.sku"),
+            (&["data", "sku"][..], Some(json!("")), "data.sku"),
+            (
+                &["data", "sku"][..],
+                Some(json!("s".repeat(257))),
+                "data.sku",
+            ),
+            (&["data", "delta"][..], None, "data.delta"),
+            (&["data", "delta"][..], Some(json!(1.5)), "data.delta"),
+            (&["data", "delta"][..], Some(json!("3")), "data.delta"),
+        ] {
+            let err = error_of(&with(adjusted.clone(), path, value));
+            let named = match err {
+                InvalidMessage::Missing(field) | InvalidMessage::Invalid { field, .. } => field,
+                other => panic!("{path:?}: {other:?}"),
+            };
+            assert_eq!(named, expected, "{path:?}");
+        }
+    }
+
+    #[test]
+    fn a_record_without_a_body_or_message_id() {
+        let mut message = SqsMessage::default();
+        assert!(
+            Record::read(&message).is_none(),
+            "no message id: cannot be reported"
+        );
+        message.message_id = Some(String::new());
+        assert!(
+            Record::read(&message).is_none(),
+            "an empty message id cannot be reported either"
+        );
+        message.message_id = Some("m1".into());
+        message
+            .attributes
+            .insert("MessageGroupId".into(), "order-9".into());
+        let record = Record::read(&message).expect("readable record");
+        assert_eq!(record.event, Err(InvalidMessage::NoBody));
+        assert_eq!(
+            record.stream, "order-9",
+            "an unreadable record belongs to its message group"
+        );
+    }
+
+    #[test]
+    fn the_stream_is_the_aggregate_or_the_sku() {
+        let mut message = SqsMessage::default();
+        message.message_id = Some("m1".into());
+        message
+            .attributes
+            .insert("MessageGroupId".into(), "group-from-sqs".into());
+        message
+            .attributes
+            .insert("ApproximateReceiveCount".into(), "3".into());
+        message.body = Some(order_updated().to_string());
+        let record = Record::read(&message).expect("readable");
+        assert_eq!(
+            (record.stream.as_str(), record.receive_count),
+            ("order-42", Some(3))
+        );
+        message.body = Some(
+            json!({"eventId":"e","type":"InventoryAdjusted","data":{"sku":"SKU-9","delta":1}})
+                .to_string(),
+        );
+        assert_eq!(Record::read(&message).expect("readable").stream, "SKU-9");
+        // Without a group id (a standard queue), an unreadable record is a stream of its own.
+        message.attributes.clear();
+        message.body = Some("not json".into());
+        assert_eq!(Record::read(&message).expect("readable").stream, "m1");
+    }
+}

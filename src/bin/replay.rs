@@ -86,11 +86,11 @@ async fn main() -> ExitCode {
     match (&args.endpoint_url, &args.table) {
         (Some(url), Some(table)) => {
             let client = connect(Some(url)).await;
-            if args.create_table {
-                if let Err(err) = create_table(&client, table).await {
-                    eprintln!("cannot create table {table}: {err}");
-                    return ExitCode::FAILURE;
-                }
+            if args.create_table
+                && let Err(err) = create_table(&client, table).await
+            {
+                eprintln!("cannot create table {table}: {err}");
+                return ExitCode::FAILURE;
             }
             let runner = Runner::new(
                 DynamoStore::new(client, table.clone()),

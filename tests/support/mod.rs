@@ -1,5 +1,6 @@
 //! What the black-box tests share: DynamoDB Local, started once per test
-//! binary on an ephemeral port, and sample events read at compile time.
+//! binary on an ephemeral port, a local Lambda Runtime API, and sample events
+//! read at compile time.
 #![allow(dead_code)] // each test binary uses part of this
 
 use std::io::Read;
@@ -8,6 +9,8 @@ use std::process::{ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+pub mod runtime_api;
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};

@@ -1,0 +1,228 @@
+//! The `projector` binary, as Lambda runs it: the real `lambda_runtime`
+//! against a local Runtime API, on DynamoDB Local.
+
+mod support;
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sequence_guard::domain::{Entity, EntityKey, OrderStatus};
+use sequence_guard::store::Store;
+use support::runtime_api::{Answer, RuntimeApi};
+use support::*;
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, Command};
+
+struct Function {
+    child: Child,
+    output: Arc<Mutex<String>>,
+    started: Instant,
+}
+
+impl Function {
+    fn output(&self) -> String {
+        self.output.lock().expect("output").clone()
+    }
+}
+
+/// Starts the projector binary with the environment Lambda gives it.
+fn start(api: &RuntimeApi, table: Option<&str>) -> Function {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_projector"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("AWS_LAMBDA_RUNTIME_API", &api.address)
+        .env("AWS_LAMBDA_FUNCTION_NAME", "sequence-guard")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_LAMBDA_LOG_STREAM_NAME", "2026/11/30/[$LATEST]0123")
+        .env("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/sequence-guard")
+        .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_ENDPOINT_URL_DYNAMODB", &dynamodb_local().endpoint)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(table) = table {
+        command.env("TABLE_NAME", table);
+    }
+    let started = Instant::now();
+    let mut child = command.spawn().expect("spawn projector");
+    let output = Arc::new(Mutex::new(String::new()));
+    for mut pipe in [
+        Box::new(child.stdout.take().expect("stdout"))
+            as Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+        Box::new(child.stderr.take().expect("stderr")),
+    ] {
+        let output = output.clone();
+        tokio::spawn(async move {
+            let mut buffer = [0u8; 4096];
+            while let Ok(read) = pipe.read(&mut buffer).await {
+                if read == 0 {
+                    break;
+                }
+                output
+                    .lock()
+                    .expect("output")
+                    .push_str(&String::from_utf8_lossy(&buffer[..read]));
+            }
+        });
+    }
+    Function {
+        child,
+        output,
+        started,
+    }
+}
+
+fn failures(answer: &Answer) -> Vec<String> {
+    let Answer::Response(body) = answer else {
+        panic!("expected a response, got {answer:?}")
+    };
+    let response: serde_json::Value = serde_json::from_str(body).expect("JSON response");
+    response["batchItemFailures"]
+        .as_array()
+        .expect("batchItemFailures is a list")
+        .iter()
+        .map(|failure| {
+            failure["itemIdentifier"]
+                .as_str()
+                .expect("itemIdentifier")
+                .to_owned()
+        })
+        .collect()
+}
+
+fn ids(json: &str, indices: &[usize]) -> Vec<String> {
+    let event = sample(json);
+    indices
+        .iter()
+        .map(|&index| event.records[index].message_id.clone().expect("id"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_projector_answers_sample_batches_with_their_failures_and_projects_them() {
+    let store = fresh_table().await;
+    let api = RuntimeApi::start().await;
+    let function = start(&api, Some(store.table()));
+
+    let answer = api.invoke(samples::ORDER_CREATED_AND_UPDATED).await;
+    assert_eq!(failures(&answer), Vec::<String>::new());
+    let first_call = api.first_next().expect("the function asked for work");
+    eprintln!(
+        "projector: process start to first call for work: {:?}",
+        first_call - function.started
+    );
+
+    assert_eq!(
+        failures(&api.invoke(samples::SAME_BATCH_REDELIVERED).await),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        failures(&api.invoke(samples::GAP).await),
+        ids(samples::GAP, &[0, 1])
+    );
+    assert_eq!(
+        failures(&api.invoke(samples::GAP_FILLED).await),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        failures(&api.invoke(samples::TWO_STREAMS_ONE_FAILING).await),
+        ids(samples::TWO_STREAMS_ONE_FAILING, &[3, 5])
+    );
+    assert_eq!(
+        failures(&api.invoke(samples::UNREADABLE_AND_INVALID).await),
+        ids(samples::UNREADABLE_AND_INVALID, &[0, 1, 2, 3, 4, 5, 6])
+    );
+    assert_eq!(
+        failures(&api.invoke(samples::INVENTORY).await),
+        Vec::<String>::new()
+    );
+
+    let key = EntityKey::Order("order-42".into());
+    let loaded = store.load(std::slice::from_ref(&key)).await.expect("load");
+    match loaded.get(&key) {
+        Some(Ok(Entity::Order(order))) => {
+            assert_eq!(
+                (order.sequence, order.total_cents, order.status),
+                (6, 2000, OrderStatus::Cancelled)
+            )
+        }
+        other => panic!("order-42: {other:?}"),
+    }
+    assert_eq!(store.on_hand("SKU-LAMP").await.expect("read"), Some(7));
+
+    // Logs: JSON lines; the invalid message named with its reason; no personal data.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let output = function.output();
+    let lines: Vec<serde_json::Value> = output
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|err| panic!("not a JSON log line ({err}): {line}"))
+        })
+        .collect();
+    let invalid_id = &ids(samples::UNREADABLE_AND_INVALID, &[2])[0];
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.to_string().contains(invalid_id.as_str())
+                && line.to_string().contains("OrderShipped")),
+        "no log line names the invalid message and its reason:\n{output}"
+    );
+    for personal in ["ada@example.com", "Ada Lovelace", "bob@example.com"] {
+        assert!(
+            !output.contains(personal),
+            "the logs leak `{personal}`:\n{output}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_without_a_message_id_fails_the_whole_invocation() {
+    let store = fresh_table().await;
+    let api = RuntimeApi::start().await;
+    let _function = start(&api, Some(store.table()));
+    let mut event: serde_json::Value =
+        serde_json::from_str(samples::ORDER_CREATED_AND_UPDATED).expect("json");
+    event["Records"][1]
+        .as_object_mut()
+        .expect("record")
+        .remove("messageId");
+    match api.invoke(&event.to_string()).await {
+        Answer::Error(body) => assert!(body.contains("messageId"), "{body}"),
+        other => panic!("expected an invocation error, got {other:?}"),
+    }
+    let key = EntityKey::Order("order-42".into());
+    assert!(
+        store
+            .load(std::slice::from_ref(&key))
+            .await
+            .expect("load")
+            .is_empty(),
+        "nothing was applied"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_table_name_the_projector_stops_at_start_naming_it() {
+    let api = RuntimeApi::start().await;
+    let mut function = start(&api, None);
+    let status = tokio::time::timeout(Duration::from_secs(30), function.child.wait())
+        .await
+        .expect("the projector stopped")
+        .expect("exit status");
+    assert!(!status.success());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        function.output().contains("TABLE_NAME"),
+        "{}",
+        function.output()
+    );
+    assert!(api.first_next().is_none(), "it never asked for work");
+}

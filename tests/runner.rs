@@ -1,0 +1,613 @@
+//! The batch runner on the in-memory store, with faults injected around it:
+//! what is reported failed, what is attempted, what reaches the store.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use sequence_guard::domain::{Entity, EntityKey, StockAdjustment};
+use sequence_guard::runner::{BatchError, BatchReport, Invocation, Outcome, Runner, RunnerConfig};
+use sequence_guard::store::memory::MemoryStore;
+use sequence_guard::store::{Adjusted, Loaded, Saved, Store, StoreError};
+use serde_json::json;
+use support::*;
+
+/// Faults to inject, by store operation.
+#[derive(Debug, Default, Clone)]
+struct Faults {
+    load_fails: bool,
+    /// Keys whose loaded item cannot be read.
+    corrupt: Vec<EntityKey>,
+    /// Saves of these aggregate ids fail without effect.
+    save_fails_for: Vec<String>,
+    /// Saves take effect, but the answer is lost.
+    save_answer_lost: bool,
+    /// Before each save, another writer moves the entity on.
+    save_always_raced: bool,
+    save_delay: Option<Duration>,
+    adjust_fails: bool,
+}
+
+/// The in-memory store behind a layer of faults, counting calls.
+#[derive(Default)]
+struct FaultyStore {
+    inner: MemoryStore,
+    faults: Mutex<Faults>,
+    loads: AtomicU32,
+    saves: AtomicU32,
+    adjusts: AtomicU32,
+}
+
+fn failure(operation: &'static str) -> StoreError {
+    StoreError::Request {
+        operation,
+        message: "injected fault: ProvisionedThroughputExceededException".into(),
+    }
+}
+
+impl FaultyStore {
+    fn with(faults: Faults) -> Arc<Self> {
+        Arc::new(FaultyStore {
+            faults: Mutex::new(faults),
+            ..Default::default()
+        })
+    }
+    fn faults(&self) -> Faults {
+        self.faults.lock().expect("faults").clone()
+    }
+    fn set(&self, faults: Faults) {
+        *self.faults.lock().expect("faults") = faults;
+    }
+    fn calls(&self) -> (u32, u32, u32) {
+        (
+            self.loads.load(Ordering::SeqCst),
+            self.saves.load(Ordering::SeqCst),
+            self.adjusts.load(Ordering::SeqCst),
+        )
+    }
+}
+
+impl Store for FaultyStore {
+    async fn load(&self, keys: &[EntityKey]) -> Result<Loaded, StoreError> {
+        self.loads.fetch_add(1, Ordering::SeqCst);
+        let faults = self.faults();
+        if faults.load_fails {
+            return Err(failure("BatchGetItem"));
+        }
+        let mut loaded = self.inner.load(keys).await?;
+        for key in faults.corrupt {
+            loaded.insert(
+                key.clone(),
+                Err(StoreError::Corrupt {
+                    key: format!("{key:?}"),
+                    message: "bad".into(),
+                }),
+            );
+        }
+        Ok(loaded)
+    }
+
+    async fn save(&self, entity: &Entity, expected: Option<u64>) -> Result<Saved, StoreError> {
+        self.saves.fetch_add(1, Ordering::SeqCst);
+        let faults = self.faults();
+        if let Some(delay) = faults.save_delay {
+            tokio::time::sleep(delay).await;
+        }
+        let id = match entity.key() {
+            EntityKey::Order(id) | EntityKey::Product(id) => id,
+        };
+        if faults.save_fails_for.contains(&id) {
+            return Err(failure("UpdateItem"));
+        }
+        if faults.save_always_raced {
+            // Another invocation writes the entity one step further first.
+            let key = entity.key();
+            let current = self
+                .inner
+                .load(std::slice::from_ref(&key))
+                .await?
+                .remove(&key)
+                .transpose()?;
+            if let Some(Entity::Product(mut product)) = current.clone() {
+                product.sequence += 1;
+                self.inner
+                    .save(&Entity::Product(product), current.map(|c| c.sequence()))
+                    .await?;
+            }
+        }
+        let saved = self.inner.save(entity, expected).await?;
+        if faults.save_answer_lost {
+            return Err(StoreError::Timeout {
+                operation: "UpdateItem",
+                millis: 3000,
+            });
+        }
+        Ok(saved)
+    }
+
+    async fn adjust_stock(&self, adjustment: &StockAdjustment) -> Result<Adjusted, StoreError> {
+        self.adjusts.fetch_add(1, Ordering::SeqCst);
+        if self.faults().adjust_fails {
+            return Err(failure("TransactWriteItems"));
+        }
+        self.inner.adjust_stock(adjustment).await
+    }
+
+    async fn on_hand(&self, sku: &str) -> Result<Option<i64>, StoreError> {
+        self.inner.on_hand(sku).await
+    }
+}
+
+fn no_deadline() -> Invocation {
+    Invocation {
+        deadline: None,
+        now: 1_764_489_600,
+    }
+}
+
+fn outcomes(report: &BatchReport) -> Vec<(&str, Outcome)> {
+    report
+        .messages
+        .iter()
+        .map(|message| (message.message_id.as_str(), message.outcome))
+        .collect()
+}
+
+fn failed_ids(report: &BatchReport) -> Vec<String> {
+    report
+        .response()
+        .batch_item_failures
+        .into_iter()
+        .map(|failure| failure.item_identifier)
+        .collect()
+}
+
+fn order_body(event_type: &str, order: &str, sequence: u64) -> String {
+    body(
+        event_type,
+        order,
+        sequence,
+        json!({ "customerName": "Ada", "email": "ada@example.com", "totalCents": sequence * 100 }),
+    )
+}
+
+async fn sequence_of<S: Store>(store: &S, key: EntityKey) -> Option<u64> {
+    store
+        .load(std::slice::from_ref(&key))
+        .await
+        .expect("load")
+        .remove(&key)
+        .map(|e| e.expect("ok").sequence())
+}
+
+#[tokio::test]
+async fn after_a_failure_the_rest_of_the_stream_is_not_attempted_and_other_streams_go_on() {
+    // GIVEN order-a: created, then 3 (a gap), then 2, which alone would apply.
+    let store = FaultyStore::with(Faults::default());
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let event = batch(vec![
+        message("a1", "order-a", &order_body("OrderCreated", "order-a", 1)),
+        message("b1", "order-b", &order_body("OrderCreated", "order-b", 1)),
+        message("a3", "order-a", &order_body("OrderUpdated", "order-a", 3)),
+        message("a2", "order-a", &order_body("OrderUpdated", "order-a", 2)),
+        message("b2", "order-b", &order_body("OrderUpdated", "order-b", 2)),
+    ]);
+    // WHEN the batch runs
+    let report = runner.run(&event, no_deadline()).await.expect("run");
+    // THEN a3 and everything after it in order-a fail; order-b completes.
+    assert_eq!(
+        outcomes(&report),
+        [
+            ("a1", Outcome::Applied),
+            ("b1", Outcome::Applied),
+            ("a3", Outcome::Gap),
+            ("a2", Outcome::Skipped),
+            ("b2", Outcome::Applied)
+        ]
+    );
+    assert_eq!(failed_ids(&report), ["a3", "a2"]);
+    assert_eq!(
+        sequence_of(&*store, EntityKey::Order("order-a".into())).await,
+        Some(1),
+        "a2 was not attempted"
+    );
+    assert_eq!(
+        sequence_of(&*store, EntityKey::Order("order-b".into())).await,
+        Some(2)
+    );
+}
+
+#[tokio::test]
+async fn a_batch_loads_once_and_writes_once_per_stream() {
+    let store = FaultyStore::with(Faults::default());
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let mut messages = Vec::new();
+    for order in 0..10 {
+        let id = format!("order-{order}");
+        for sequence in 1..=3 {
+            let event_type = if sequence == 1 {
+                "OrderCreated"
+            } else {
+                "OrderUpdated"
+            };
+            messages.push(message(
+                &format!("{id}-{sequence}"),
+                &id,
+                &order_body(event_type, &id, sequence),
+            ));
+        }
+    }
+    let event = batch(messages);
+    let report = runner.run(&event, no_deadline()).await.expect("run");
+    assert_eq!(report.count(Outcome::Applied), 30);
+    assert_eq!(store.calls(), (1, 10, 0), "one load, one write per stream");
+
+    // The same batch again: all duplicates, one load and no write at all.
+    let report = runner.run(&event, no_deadline()).await.expect("run");
+    assert_eq!(report.count(Outcome::Duplicate), 30);
+    assert_eq!(store.calls(), (2, 10, 0));
+}
+
+#[tokio::test]
+async fn a_record_without_a_message_id_fails_the_invocation_before_any_work() {
+    let store = FaultyStore::with(Faults::default());
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let mut anonymous = message("", "order-x", &order_body("OrderCreated", "order-x", 1));
+    anonymous.message_id = None;
+    let event = batch(vec![
+        message("ok", "order-y", &order_body("OrderCreated", "order-y", 1)),
+        anonymous,
+    ]);
+    assert_eq!(
+        runner.run(&event, no_deadline()).await,
+        Err(BatchError::MissingMessageId { index: 1 })
+    );
+    assert_eq!(store.calls(), (0, 0, 0), "nothing was attempted");
+}
+
+#[tokio::test]
+async fn a_failed_write_fails_its_run_and_the_rest_of_its_stream_only() {
+    let store = FaultyStore::with(Faults {
+        save_fails_for: vec!["order-bad".into()],
+        ..Default::default()
+    });
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let event = batch(vec![
+        message(
+            "bad1",
+            "order-bad",
+            &order_body("OrderCreated", "order-bad", 1),
+        ),
+        message(
+            "good1",
+            "order-good",
+            &order_body("OrderCreated", "order-good", 1),
+        ),
+        message(
+            "bad2",
+            "order-bad",
+            &order_body("OrderUpdated", "order-bad", 2),
+        ),
+    ]);
+    let report = runner.run(&event, no_deadline()).await.expect("run");
+    assert_eq!(
+        outcomes(&report),
+        [
+            ("bad1", Outcome::StorageError),
+            ("good1", Outcome::Applied),
+            ("bad2", Outcome::Skipped)
+        ]
+    );
+    let reason = report.messages[0].reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains("UpdateItem") && reason.contains("ProvisionedThroughputExceeded"),
+        "{reason}"
+    );
+    assert_eq!(failed_ids(&report), ["bad1", "bad2"]);
+    // Redelivered once the store is back: applied, nothing lost.
+    store.set(Faults::default());
+    let report = runner.run(&event, no_deadline()).await.expect("run");
+    assert_eq!(
+        outcomes(&report),
+        [
+            ("bad1", Outcome::Applied),
+            ("good1", Outcome::Duplicate),
+            ("bad2", Outcome::Applied)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn duplicates_before_a_failed_write_still_complete() {
+    let store = FaultyStore::with(Faults::default());
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let first = batch(vec![message(
+        "c1",
+        "order-d",
+        &order_body("OrderCreated", "order-d", 1),
+    )]);
+    runner.run(&first, no_deadline()).await.expect("run");
+    store.set(Faults {
+        save_fails_for: vec!["order-d".into()],
+        ..Default::default()
+    });
+    let event = batch(vec![
+        message("c1", "order-d", &order_body("OrderCreated", "order-d", 1)),
+        message("u2", "order-d", &order_body("OrderUpdated", "order-d", 2)),
+    ]);
+    let report = runner.run(&event, no_deadline()).await.expect("run");
+    assert_eq!(
+        outcomes(&report),
+        [("c1", Outcome::Duplicate), ("u2", Outcome::StorageError)]
+    );
+}
+
+#[tokio::test]
+async fn a_write_whose_answer_is_lost_is_retried_and_then_found_done() {
+    // The write takes effect, but the answer never comes back.
+    let store = FaultyStore::with(Faults {
+        save_answer_lost: true,
+        ..Default::default()
+    });
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let event = batch(vec![
+        message("p1", "product-l", &product_created("product-l")),
+        message("p2", "product-l", &price_changed("product-l", 2)),
+    ]);
+    let report = runner.run(&event, no_deadline()).await.expect("run");
+    assert_eq!(
+        outcomes(&report),
+        [("p1", Outcome::StorageError), ("p2", Outcome::Skipped)]
+    );
+    // SQS redelivers both; the guard finds them applied.
+    store.set(Faults::default());
+    let report = runner.run(&event, no_deadline()).await.expect("run");
+    assert_eq!(
+        outcomes(&report),
+        [("p1", Outcome::Duplicate), ("p2", Outcome::Duplicate)]
+    );
+    assert_eq!(
+        sequence_of(&*store, EntityKey::Product("product-l".into())).await,
+        Some(2),
+        "applied once"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_load_fails_entity_streams_but_not_inventory() {
+    let store = FaultyStore::with(Faults {
+        load_fails: true,
+        ..Default::default()
+    });
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let event = batch(vec![
+        message("o1", "order-l", &order_body("OrderCreated", "order-l", 1)),
+        message("i1", "SKU-L", &inventory_adjusted("inv-1", "SKU-L", 4)),
+        message("o2", "order-l", &order_body("OrderUpdated", "order-l", 2)),
+    ]);
+    let report = runner.run(&event, no_deadline()).await.expect("run");
+    assert_eq!(
+        outcomes(&report),
+        [
+            ("o1", Outcome::StorageError),
+            ("i1", Outcome::Applied),
+            ("o2", Outcome::Skipped)
+        ]
+    );
+    assert_eq!(store.calls(), (1, 0, 1), "no write after a failed load");
+}
+
+#[tokio::test]
+async fn an_unreadable_item_fails_its_stream_only() {
+    let store = FaultyStore::with(Faults {
+        corrupt: vec![EntityKey::Order("order-c".into())],
+        ..Default::default()
+    });
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let event = batch(vec![
+        message("c1", "order-c", &order_body("OrderUpdated", "order-c", 2)),
+        message("k1", "order-k", &order_body("OrderCreated", "order-k", 1)),
+    ]);
+    let report = runner.run(&event, no_deadline()).await.expect("run");
+    assert_eq!(
+        outcomes(&report),
+        [("c1", Outcome::StorageError), ("k1", Outcome::Applied)]
+    );
+}
+
+#[tokio::test]
+async fn a_failed_stock_transaction_fails_its_stream_only() {
+    let store = FaultyStore::with(Faults {
+        adjust_fails: true,
+        ..Default::default()
+    });
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let event = batch(vec![
+        message("i1", "SKU-F", &inventory_adjusted("inv-1", "SKU-F", 4)),
+        message("i2", "SKU-F", &inventory_adjusted("inv-2", "SKU-F", 1)),
+        message("o1", "order-f", &order_body("OrderCreated", "order-f", 1)),
+    ]);
+    let report = runner.run(&event, no_deadline()).await.expect("run");
+    assert_eq!(
+        outcomes(&report),
+        [
+            ("i1", Outcome::StorageError),
+            ("i2", Outcome::Skipped),
+            ("o1", Outcome::Applied)
+        ]
+    );
+    assert_eq!(store.calls().2, 1, "i2 was not attempted");
+    assert_eq!(store.on_hand("SKU-F").await.expect("read"), None);
+}
+
+#[tokio::test]
+async fn a_race_lost_too_often_is_failed_not_forced() {
+    let store = FaultyStore::with(Faults {
+        save_always_raced: true,
+        ..Default::default()
+    });
+    let runner = Runner::new(
+        store.clone(),
+        RunnerConfig {
+            condition_retries: 2,
+            ..RunnerConfig::default()
+        },
+    );
+    store
+        .inner
+        .save(&product_entity("product-r", 1), None)
+        .await
+        .expect("seed");
+    // The competing writer moves the product on before each of our writes.
+    let event = batch(vec![message(
+        "p2",
+        "product-r",
+        &price_changed("product-r", 2),
+    )]);
+    let report = runner.run(&event, no_deadline()).await.expect("run");
+    // First try expects 1 (raced to 2): decided again from 2, event 2 is a duplicate.
+    assert_eq!(outcomes(&report), [("p2", Outcome::Duplicate)]);
+    assert_eq!(store.calls().1, 1);
+
+    let event = batch(vec![
+        message("p3", "product-r", &price_changed("product-r", 3)),
+        message("p4", "product-r", &price_changed("product-r", 4)),
+        message("p5", "product-r", &price_changed("product-r", 5)),
+        message("p6", "product-r", &price_changed("product-r", 6)),
+    ]);
+    store
+        .inner
+        .save(&product_entity("product-r", 2), Some(2))
+        .await
+        .expect("reset");
+    let report = runner.run(&event, no_deadline()).await.expect("run");
+    // Every write loses; after 2 re-decisions the runner gives up on the run.
+    let failed: Vec<Outcome> = report
+        .messages
+        .iter()
+        .map(|message| message.outcome)
+        .collect();
+    assert!(failed.contains(&Outcome::StorageError), "{failed:?}");
+    let reason = report
+        .messages
+        .iter()
+        .find_map(|message| message.reason.clone())
+        .unwrap_or_default();
+    assert!(reason.contains("lost the race"), "{reason}");
+    assert_eq!(
+        store.calls().1,
+        1 + 3,
+        "the first run's write, then a try and two re-decisions"
+    );
+}
+
+fn product_entity(id: &str, sequence: u64) -> Entity {
+    Entity::Product(sequence_guard::domain::Product {
+        id: id.into(),
+        sequence,
+        last_event_id: format!("seed-{sequence}"),
+        name: "Lamp".into(),
+        price_cents: 1,
+    })
+}
+
+#[tokio::test]
+async fn past_the_deadline_nothing_is_attempted_and_everything_is_failed() {
+    let store = FaultyStore::with(Faults::default());
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let event = batch(vec![
+        message("o1", "order-t", &order_body("OrderCreated", "order-t", 1)),
+        message("i1", "SKU-T", &inventory_adjusted("inv-t", "SKU-T", 4)),
+    ]);
+    // 300 ms left, less than the 500 ms margin.
+    let invocation = Invocation {
+        deadline: Some(Instant::now() + Duration::from_millis(300)),
+        now: 0,
+    };
+    let report = runner.run(&event, invocation).await.expect("run");
+    assert_eq!(failed_ids(&report), ["o1", "i1"]);
+    assert_eq!(store.calls(), (0, 0, 0), "no store call was made");
+    assert!(
+        report
+            .messages
+            .iter()
+            .all(|message| message.outcome.is_failure())
+    );
+}
+
+#[tokio::test]
+async fn a_write_that_would_outlive_the_invocation_is_cut_and_failed() {
+    let store = FaultyStore::with(Faults {
+        save_delay: Some(Duration::from_secs(30)),
+        ..Default::default()
+    });
+    let runner = Runner::new(
+        store.clone(),
+        RunnerConfig {
+            deadline_margin: Duration::from_millis(100),
+            ..RunnerConfig::default()
+        },
+    );
+    let event = batch(vec![message(
+        "o1",
+        "order-s",
+        &order_body("OrderCreated", "order-s", 1),
+    )]);
+    let started = Instant::now();
+    let invocation = Invocation {
+        deadline: Some(started + Duration::from_millis(400)),
+        now: 0,
+    };
+    let report = runner.run(&event, invocation).await.expect("run");
+    assert_eq!(outcomes(&report), [("o1", Outcome::StorageError)]);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the runner did not wait for the slow write"
+    );
+    let reason = report.messages[0].reason.clone().unwrap_or_default();
+    assert!(reason.contains("did not answer"), "{reason}");
+}
+
+#[tokio::test]
+async fn bad_inputs_each_fail_alone() {
+    let store = FaultyStore::with(Faults::default());
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let mut no_body = message("no-body", "g-nobody", "");
+    no_body.body = None;
+    let event = batch(vec![
+        message("not-json", "g1", "{\"eventId\""),
+        message("deep", "g2", &"[".repeat(100_000)),
+        message("array", "g3", "[1,2,3]"),
+        message(
+            "unknown",
+            "g4",
+            &json!({"eventId":"e","type":"Nope","data":{}}).to_string(),
+        ),
+        message("zero", "g5", &order_body("OrderUpdated", "order-z", 0)),
+        message("binary", "g6", "\u{0}\u{1}\u{fffd}"),
+        no_body,
+        message(
+            "fine",
+            "order-fine",
+            &order_body("OrderCreated", "order-fine", 1),
+        ),
+    ]);
+    let report = runner.run(&event, no_deadline()).await.expect("run");
+    let expected_invalid = [
+        "not-json", "deep", "array", "unknown", "zero", "binary", "no-body",
+    ];
+    assert_eq!(failed_ids(&report), expected_invalid);
+    for message in &report.messages[..7] {
+        assert_eq!(message.outcome, Outcome::Invalid, "{}", message.message_id);
+        assert!(
+            message
+                .reason
+                .as_deref()
+                .is_some_and(|reason| !reason.is_empty())
+        );
+    }
+    assert_eq!(report.messages[7].outcome, Outcome::Applied);
+}
