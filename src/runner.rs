@@ -130,6 +130,8 @@ pub struct MessageReport {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BatchReport {
     pub messages: Vec<MessageReport>,
+    /// Requests the batch sent to the table.
+    pub requests: u64,
 }
 
 impl BatchReport {
@@ -195,6 +197,7 @@ impl<S: Store> Runner<S> {
                 Record::read(message).ok_or(BatchError::MissingMessageId { index })
             })
             .collect::<Result<Vec<Record>, BatchError>>()?;
+        let requests_before = self.store.requests();
 
         // Streams, in the order of their first message.
         let mut streams: Vec<Vec<&Record>> = Vec::new();
@@ -241,7 +244,8 @@ impl<S: Store> Runner<S> {
                 .copied()
                 .unwrap_or(usize::MAX)
         });
-        let report = BatchReport { messages };
+        let requests = self.store.requests().saturating_sub(requests_before);
+        let report = BatchReport { messages, requests };
         log_summary(&report);
         Ok(report)
     }
@@ -526,6 +530,7 @@ fn log_summary(report: &BatchReport) {
         skipped = count(Outcome::Skipped),
         storage_error = count(Outcome::StorageError),
         failed = report.response().batch_item_failures.len(),
+        dynamodb_requests = report.requests,
         "batch done"
     );
 }

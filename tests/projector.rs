@@ -226,3 +226,81 @@ async fn without_table_name_the_projector_stops_at_start_naming_it() {
     );
     assert!(api.first_next().is_none(), "it never asked for work");
 }
+
+/// The `dynamodb_requests` of each "batch done" log line, in order.
+fn requests_logged(output: &str) -> Vec<u64> {
+    output
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|line| line["fields"]["message"] == "batch done")
+        .filter_map(|line| line["fields"]["dynamodb_requests"].as_u64())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamodb_requests_per_message() {
+    let store = fresh_table().await;
+    let api = RuntimeApi::start().await;
+    let function = start(&api, Some(store.table()));
+    let json = |event: &aws_lambda_events::event::sqs::SqsEvent| {
+        serde_json::to_string(event).expect("json")
+    };
+
+    // (a) one new aggregate, 10 events in one batch
+    let mut messages = vec![message("a1", "product-a", &product_created("product-a"))];
+    messages.extend((2..=10).map(|n| {
+        message(
+            &format!("a{n}"),
+            "product-a",
+            &price_changed("product-a", n),
+        )
+    }));
+    assert_eq!(
+        failures(&api.invoke(&json(&batch(messages))).await),
+        Vec::<String>::new()
+    );
+
+    // (b) 10 existing aggregates, one update each (after a batch creating them)
+    let products: Vec<String> = (0..10).map(|n| format!("product-b{n}")).collect();
+    let created = batch(
+        products
+            .iter()
+            .map(|p| message(&format!("{p}-1"), p, &product_created(p)))
+            .collect(),
+    );
+    assert_eq!(
+        failures(&api.invoke(&json(&created)).await),
+        Vec::<String>::new()
+    );
+    let updates = batch(
+        products
+            .iter()
+            .map(|p| message(&format!("{p}-2"), p, &price_changed(p, 2)))
+            .collect(),
+    );
+    assert_eq!(
+        failures(&api.invoke(&json(&updates)).await),
+        Vec::<String>::new()
+    );
+
+    // (c) a batch of 10 duplicates: the same batch redelivered
+    assert_eq!(
+        failures(&api.invoke(&json(&updates)).await),
+        Vec::<String>::new()
+    );
+
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let requests = requests_logged(&function.output());
+    let [a, _, b, c] = requests[..] else {
+        panic!("four batch summaries expected: {requests:?}")
+    };
+    eprintln!(
+        "DynamoDB requests per message: (a) one new aggregate, 10 events: {a}/10 = {:.2}; \
+         (b) 10 aggregates, one update each: {b}/10 = {:.2}; (c) 10 duplicates: {c}/10 = {:.2}",
+        a as f64 / 10.0,
+        b as f64 / 10.0,
+        c as f64 / 10.0
+    );
+    // One consistent BatchGetItem per batch, one conditional write per stream, none for duplicates.
+    assert_eq!((a, b, c), (2, 11, 1));
+}

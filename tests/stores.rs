@@ -11,12 +11,16 @@ use sequence_guard::store::memory::MemoryStore;
 use sequence_guard::store::{Adjusted, Saved, Store};
 use support::*;
 
-const NOW: u64 = 1_764_489_600;
+// The real clock: DynamoDB Local deletes items whose TTL attribute
+// (`expiresAt` = now + 7 days) is in the past, as DynamoDB does.
+fn now() -> u64 {
+    sequence_guard::lambda::epoch_seconds()
+}
 
 fn invocation() -> Invocation {
     Invocation {
         deadline: None,
-        now: NOW,
+        now: now(),
     }
 }
 
@@ -54,8 +58,8 @@ fn adjustment(event_id: &str, sku: &str, delta: i64) -> StockAdjustment {
         handler: "StockOnHand",
         sku: sku.to_owned(),
         delta,
-        handled_at: NOW,
-        expires_at: NOW + 604_800,
+        handled_at: now(),
+        expires_at: now() + 604_800,
     }
 }
 

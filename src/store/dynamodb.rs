@@ -61,11 +61,6 @@ impl DynamoStore {
         }
     }
 
-    /// DynamoDB requests sent so far (each SDK call counts once).
-    pub fn requests(&self) -> u64 {
-        self.requests.load(Ordering::Relaxed)
-    }
-
     fn count(&self) {
         self.requests.fetch_add(1, Ordering::Relaxed);
     }
@@ -457,6 +452,12 @@ impl Store for DynamoStore {
                 message: "onHand is not a number".into(),
             }),
         }
+    }
+
+    /// DynamoDB requests sent so far (each SDK call counts once, whatever
+    /// the SDK retried inside it).
+    fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
     }
 }
 

@@ -80,6 +80,12 @@ pub trait Store: Send + Sync {
 
     /// The sku's `onHand`, `None` when no adjustment was ever applied.
     fn on_hand(&self, sku: &str) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
+
+    /// Requests sent to the table so far, for the invocation summary; a
+    /// store that sends none answers 0.
+    fn requests(&self) -> u64 {
+        0
+    }
 }
 
 /// A shared store is a store: two runners on one table, as two concurrent
@@ -106,5 +112,9 @@ impl<S: Store> Store for std::sync::Arc<S> {
 
     fn on_hand(&self, sku: &str) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send {
         S::on_hand(self, sku)
+    }
+
+    fn requests(&self) -> u64 {
+        S::requests(self)
     }
 }
