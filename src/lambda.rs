@@ -24,17 +24,22 @@ pub async fn handle<S: Store>(
         .map(|report| report.response())
 }
 
-/// The invocation's deadline (epoch milliseconds, as the Runtime API gives it)
-/// as an `Instant`; none when the runtime gave none.
+/// The invocation's deadline (epoch milliseconds, as the Runtime API gives
+/// it) as an `Instant`. Lambda's deadline is always ahead when an invocation
+/// arrives; one already behind is not a real deadline (`cargo lambda watch`
+/// sends its timeout, 600000, here): then the batch runs without one.
 fn deadline(deadline_ms: u64) -> Option<Instant> {
-    if deadline_ms == 0 {
-        return None;
-    }
     let deadline = UNIX_EPOCH + Duration::from_millis(deadline_ms);
-    let left = deadline
-        .duration_since(SystemTime::now())
-        .unwrap_or(Duration::ZERO);
-    Some(Instant::now() + left)
+    match deadline.duration_since(SystemTime::now()) {
+        Ok(left) => Some(Instant::now() + left),
+        Err(_) => {
+            tracing::warn!(
+                deadline_ms,
+                "the invocation's deadline had passed when it arrived: running without one"
+            );
+            None
+        }
+    }
 }
 
 /// Now, in epoch seconds.
@@ -53,5 +58,32 @@ impl From<BatchError> for lambda_runtime::Diagnostic {
             error_type: error_type.to_owned(),
             error_message: err.to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deadline_ahead_becomes_an_instant_and_one_behind_none() {
+        let now_ms = u64::try_from(
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis()),
+        )
+        .unwrap_or(u64::MAX);
+        let ahead = deadline(now_ms + 60_000).expect("a deadline ahead");
+        let left = ahead.duration_since(Instant::now());
+        assert!(
+            left > Duration::from_secs(55) && left <= Duration::from_secs(60),
+            "{left:?}"
+        );
+        assert_eq!(
+            deadline(600_000),
+            None,
+            "cargo lambda watch's relative value"
+        );
+        assert_eq!(deadline(0), None);
     }
 }
