@@ -171,6 +171,24 @@ enum Budget {
     Exhausted,
 }
 
+/// Why a store call did not complete.
+#[derive(Debug, Clone)]
+enum CallError {
+    /// Not attempted: the invocation's deadline is too near.
+    Deadline,
+    Store(StoreError),
+}
+
+impl CallError {
+    /// The outcome of the message whose call this was, and why.
+    fn outcome(&self) -> (Outcome, String) {
+        match self {
+            CallError::Deadline => (Outcome::Skipped, DEADLINE_REASON.to_owned()),
+            CallError::Store(err) => (Outcome::StorageError, err.to_string()),
+        }
+    }
+}
+
 const DEADLINE_REASON: &str = "not attempted: the invocation's deadline is too near";
 const SKIPPED_REASON: &str = "not attempted: an earlier message of its stream failed";
 
@@ -199,15 +217,16 @@ impl<S: Store> Runner<S> {
             .collect::<Result<Vec<Record>, BatchError>>()?;
         let requests_before = self.store.requests();
 
-        // Streams, in the order of their first message.
-        let mut streams: Vec<Vec<&Record>> = Vec::new();
+        // Streams, in the order of their first message; each holds the batch
+        // positions of its records.
+        let mut streams: Vec<Vec<usize>> = Vec::new();
         let mut stream_of: HashMap<&str, usize> = HashMap::new();
-        for record in &records {
+        for (position, record) in records.iter().enumerate() {
             let index = *stream_of.entry(record.stream.as_str()).or_insert_with(|| {
                 streams.push(Vec::new());
                 streams.len() - 1
             });
-            streams[index].push(record);
+            streams[index].push(position);
         }
 
         let keys: Vec<EntityKey> = records
@@ -220,30 +239,28 @@ impl<S: Store> Runner<S> {
             self.timed("BatchGetItem", &invocation, self.store.load(&keys))
                 .await
         };
-        if let Err(err) = &loaded {
+        if let Err(CallError::Store(err)) = &loaded {
             warn!(error = %err, "loading the batch's entities failed");
         }
 
-        let runs = streams.iter().map(|stream| {
+        let runs = streams.iter().map(|positions| {
+            let stream: Vec<&Record> = positions
+                .iter()
+                .map(|&position| &records[position])
+                .collect();
             let span = info_span!("stream", stream = %stream[0].stream);
-            self.run_stream(stream, &loaded, &invocation)
-                .instrument(span)
+            let loaded = &loaded;
+            async move { self.run_stream(&stream, loaded, &invocation).await }.instrument(span)
         });
-        let messages: Vec<MessageReport> = join_all(runs).await.into_iter().flatten().collect();
-
-        // Back into batch order.
-        let position: HashMap<&str, usize> = records
-            .iter()
-            .enumerate()
-            .map(|(index, record)| (record.message_id.as_str(), index))
-            .collect();
-        let mut messages = messages;
-        messages.sort_by_key(|message| {
-            position
-                .get(message.message_id.as_str())
-                .copied()
-                .unwrap_or(usize::MAX)
-        });
+        // One report per record of each stream, in stream order: put them back
+        // into batch order.
+        let mut slots: Vec<Option<MessageReport>> = vec![None; records.len()];
+        for (positions, reports) in streams.iter().zip(join_all(runs).await) {
+            for (&position, report) in positions.iter().zip(reports) {
+                slots[position] = Some(report);
+            }
+        }
+        let messages: Vec<MessageReport> = slots.into_iter().flatten().collect();
         let requests = self.store.requests().saturating_sub(requests_before);
         let report = BatchReport { messages, requests };
         log_summary(&report);
@@ -253,7 +270,7 @@ impl<S: Store> Runner<S> {
     async fn run_stream(
         &self,
         stream: &[&Record],
-        loaded: &Result<Loaded, StoreError>,
+        loaded: &Result<Loaded, CallError>,
         invocation: &Invocation,
     ) -> Vec<MessageReport> {
         let mut reports = Vec::with_capacity(stream.len());
@@ -277,20 +294,14 @@ impl<S: Store> Runner<S> {
                         self.config.dedup_ttl_seconds,
                     );
                     index += 1;
-                    let outcome = match self.budget(invocation) {
-                        Budget::Exhausted => (Outcome::Skipped, Some(DEADLINE_REASON.to_owned())),
-                        _ => match self
-                            .timed(
-                                "TransactWriteItems",
-                                invocation,
-                                self.store.adjust_stock(&adjustment),
-                            )
-                            .await
-                        {
-                            Ok(Adjusted::Applied) => (Outcome::Applied, None),
-                            Ok(Adjusted::Duplicate) => (Outcome::Duplicate, None),
-                            Err(err) => (Outcome::StorageError, Some(err.to_string())),
-                        },
+                    let call = self.store.adjust_stock(&adjustment);
+                    let outcome = match self.timed("TransactWriteItems", invocation, call).await {
+                        Ok(Adjusted::Applied) => (Outcome::Applied, None),
+                        Ok(Adjusted::Duplicate) => (Outcome::Duplicate, None),
+                        Err(err) => {
+                            let (outcome, reason) = err.outcome();
+                            (outcome, Some(reason))
+                        }
                     };
                     reports.push(report(record, outcome.0, outcome.1));
                     if outcome.0.is_failure() {
@@ -316,7 +327,11 @@ impl<S: Store> Runner<S> {
                     let run = &stream[index..end];
                     let current = match loaded {
                         Err(err) => Err(err.clone()),
-                        Ok(loaded) => loaded.get(&key).cloned().transpose(),
+                        Ok(loaded) => loaded
+                            .get(&key)
+                            .cloned()
+                            .transpose()
+                            .map_err(CallError::Store),
                     };
                     let outcomes = self.run_entity(run, current, invocation).await;
                     let failed = outcomes.iter().any(|(outcome, _)| outcome.is_failure());
@@ -359,18 +374,14 @@ impl<S: Store> Runner<S> {
     async fn run_entity(
         &self,
         run: &[&Record],
-        loaded: Result<Option<Entity>, StoreError>,
+        loaded: Result<Option<Entity>, CallError>,
         invocation: &Invocation,
     ) -> Vec<(Outcome, Option<String>)> {
         let mut base = match loaded {
             Ok(entity) => entity,
             Err(err) => {
-                return fail_from(
-                    skipped(run.len()),
-                    0,
-                    Outcome::StorageError,
-                    &err.to_string(),
-                );
+                let (outcome, reason) = err.outcome();
+                return fail_from(skipped(run.len()), 0, outcome, &reason);
             }
         };
         let mut attempt = 0;
@@ -406,9 +417,6 @@ impl<S: Store> Runner<S> {
             let Some(entity) = slot else {
                 return outcomes;
             };
-            if let Budget::Exhausted = self.budget(invocation) {
-                return fail_from(outcomes, first_applied, Outcome::Skipped, DEADLINE_REASON);
-            }
             let expected = base.as_ref().map(Entity::sequence);
             match self
                 .timed("UpdateItem", invocation, self.store.save(&entity, expected))
@@ -431,12 +439,8 @@ impl<S: Store> Runner<S> {
                     base = current;
                 }
                 Err(err) => {
-                    return fail_from(
-                        outcomes,
-                        first_applied,
-                        Outcome::StorageError,
-                        &err.to_string(),
-                    );
+                    let (outcome, reason) = err.outcome();
+                    return fail_from(outcomes, first_applied, outcome, &reason);
                 }
             }
         }
@@ -457,27 +461,24 @@ impl<S: Store> Runner<S> {
         }
     }
 
-    /// Runs a store call within the time left before the deadline.
+    /// Runs a store call within the time left before the deadline; does not
+    /// start it when there is none.
     async fn timed<T>(
         &self,
         operation: &'static str,
         invocation: &Invocation,
         call: impl Future<Output = Result<T, StoreError>>,
-    ) -> Result<T, StoreError> {
+    ) -> Result<T, CallError> {
         match self.budget(invocation) {
-            Budget::Unlimited => call.await,
-            Budget::Left(left) => {
-                tokio::time::timeout(left, call)
-                    .await
-                    .unwrap_or(Err(StoreError::Timeout {
-                        operation,
-                        millis: left.as_millis(),
-                    }))
-            }
-            Budget::Exhausted => Err(StoreError::Timeout {
-                operation,
-                millis: 0,
-            }),
+            Budget::Unlimited => call.await.map_err(CallError::Store),
+            Budget::Left(left) => match tokio::time::timeout(left, call).await {
+                Ok(result) => result.map_err(CallError::Store),
+                Err(_) => Err(CallError::Store(StoreError::Timeout {
+                    operation,
+                    millis: left.as_millis(),
+                })),
+            },
+            Budget::Exhausted => Err(CallError::Deadline),
         }
     }
 }

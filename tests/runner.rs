@@ -530,12 +530,11 @@ async fn past_the_deadline_nothing_is_attempted_and_everything_is_failed() {
     let report = runner.run(&event, invocation).await.expect("run");
     assert_eq!(failed_ids(&report), ["o1", "i1"]);
     assert_eq!(store.calls(), (0, 0, 0), "no store call was made");
-    assert!(
-        report
-            .messages
-            .iter()
-            .all(|message| message.outcome.is_failure())
-    );
+    for message in &report.messages {
+        assert_eq!(message.outcome, Outcome::Skipped, "{}", message.message_id);
+        let reason = message.reason.as_deref().unwrap_or_default();
+        assert!(reason.contains("deadline"), "{reason}");
+    }
 }
 
 #[tokio::test]
