@@ -450,3 +450,94 @@ macro_rules! store_suite {
 
 store_suite!(memory, Arc::new(MemoryStore::new()));
 store_suite!(dynamodb, fresh_table().await);
+
+/// What readers of the table depend on: the contract's keys, attribute names
+/// and types, read back raw from DynamoDB Local.
+#[tokio::test]
+async fn dynamodb_items_have_the_contract_layout() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use std::collections::HashMap;
+
+    let store = fresh_table().await;
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let before = now();
+    for (_, json) in samples::ALL {
+        runner.run(&sample(json), invocation()).await.expect("run");
+    }
+    let item = |pk: String, sk: &str| {
+        let store = store.clone();
+        let sk = sk.to_owned();
+        async move {
+            store
+                .client()
+                .get_item()
+                .table_name(store.table())
+                .key("pk", AttributeValue::S(pk.clone()))
+                .key("sk", AttributeValue::S(sk.clone()))
+                .consistent_read(true)
+                .send()
+                .await
+                .expect("GetItem")
+                .item
+                .unwrap_or_else(|| panic!("no item {pk} / {sk}"))
+        }
+    };
+    let s = |item: &HashMap<String, AttributeValue>, name: &str| match item.get(name) {
+        Some(AttributeValue::S(text)) => text.clone(),
+        other => panic!("{name}: expected S, got {other:?}"),
+    };
+    let n = |item: &HashMap<String, AttributeValue>, name: &str| match item.get(name) {
+        Some(AttributeValue::N(number)) => number.parse::<i64>().expect("integer"),
+        other => panic!("{name}: expected N, got {other:?}"),
+    };
+    let names = |item: &HashMap<String, AttributeValue>| {
+        let mut names: Vec<String> = item.keys().cloned().collect();
+        names.sort();
+        names
+    };
+
+    let order = item("ORDER#order-42".into(), "STATE").await;
+    assert_eq!(
+        names(&order),
+        [
+            "cancelReason",
+            "customerName",
+            "email",
+            "lastEventId",
+            "pk",
+            "sequence",
+            "sk",
+            "status",
+            "totalCents"
+        ]
+    );
+    assert_eq!((n(&order, "sequence"), n(&order, "totalCents")), (6, 2000));
+    assert_eq!(s(&order, "status"), "CANCELLED");
+    assert_eq!(s(&order, "cancelReason"), "customer request");
+    let open = item("ORDER#order-100".into(), "STATE").await;
+    assert_eq!(s(&open, "status"), "OPEN");
+    assert!(!open.contains_key("cancelReason"));
+
+    let product = item("PRODUCT#product-7".into(), "STATE").await;
+    assert_eq!(
+        names(&product),
+        ["lastEventId", "name", "pk", "priceCents", "sequence", "sk"]
+    );
+    assert_eq!(
+        (n(&product, "sequence"), n(&product, "priceCents")),
+        (3, 2999)
+    );
+
+    let stock = item("SKU#SKU-LAMP".into(), "STOCK").await;
+    assert_eq!(n(&stock, "onHand"), 7);
+
+    // The dedup record of the first SKU-LAMP adjustment.
+    let inventory = sample(samples::INVENTORY);
+    let body: serde_json::Value =
+        serde_json::from_str(inventory.records[0].body.as_deref().expect("body")).expect("json");
+    let event_id = body["eventId"].as_str().expect("eventId");
+    let record = item(format!("MESSAGE#{event_id}"), "HANDLER#StockOnHand").await;
+    let handled_at = n(&record, "handledAt");
+    assert!(handled_at >= before as i64 && handled_at <= now() as i64);
+    assert_eq!(n(&record, "expiresAt"), handled_at + 7 * 24 * 60 * 60);
+}

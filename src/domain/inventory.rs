@@ -36,3 +36,33 @@ pub fn on_inventory_adjusted(
         expires_at: now.saturating_add(dedup_ttl_seconds),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_adjustment_is_deduplicated_by_event_id_under_this_handler_until_its_ttl() {
+        let event = InventoryAdjusted {
+            event_id: "e1".into(),
+            sku: "SKU-1".into(),
+            delta: -3,
+        };
+        let adjustment = on_inventory_adjusted(&event, 1_000, 604_800);
+        assert_eq!(
+            adjustment,
+            StockAdjustment {
+                event_id: "e1".into(),
+                handler: "StockOnHand",
+                sku: "SKU-1".into(),
+                delta: -3,
+                handled_at: 1_000,
+                expires_at: 605_800,
+            }
+        );
+        assert_eq!(
+            on_inventory_adjusted(&event, u64::MAX, 10).expires_at,
+            u64::MAX
+        );
+    }
+}
