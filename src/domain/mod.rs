@@ -86,17 +86,13 @@ impl Entity {
 /// applies it atomically with its deduplication record, see [`inventory`].
 pub fn decide(slot: &mut Option<Entity>, event: &Event) -> Decision {
     match event {
-        Event::OrderCreated(e) => with_order(slot, |order| order::on_order_created(order, e)),
-        Event::OrderUpdated(e) => {
-            with_order(slot, |order| order::on_order_updated(order.as_mut(), e))
-        }
+        Event::OrderCreated(e) => with(slot, |order| order::on_order_created(order, e)),
+        Event::OrderUpdated(e) => with(slot, |order| order::on_order_updated(order.as_mut(), e)),
         Event::OrderCancelled(e) => {
-            with_order(slot, |order| order::on_order_cancelled(order.as_mut(), e))
+            with(slot, |order| order::on_order_cancelled(order.as_mut(), e))
         }
-        Event::ProductCreated(e) => {
-            with_product(slot, |product| product::on_product_created(product, e))
-        }
-        Event::ProductPriceChanged(e) => with_product(slot, |product| {
+        Event::ProductCreated(e) => with(slot, |product| product::on_product_created(product, e)),
+        Event::ProductPriceChanged(e) => with(slot, |product| {
             product::on_product_price_changed(product.as_mut(), e)
         }),
         // Not an entity event: never routed here by the runner. Retrying is the
@@ -105,37 +101,113 @@ pub fn decide(slot: &mut Option<Entity>, event: &Event) -> Decision {
     }
 }
 
-fn with_order(
-    slot: &mut Option<Entity>,
-    handler: impl FnOnce(&mut Option<Order>) -> Decision,
-) -> Decision {
-    let mut order = match slot.take() {
+/// Runs `handler` on the slot as the entity type it takes.
+fn with<T>(slot: &mut Option<Entity>, handler: impl FnOnce(&mut Option<T>) -> Decision) -> Decision
+where
+    T: TryFrom<Entity, Error = Entity> + Into<Entity>,
+{
+    let mut typed = match slot.take().map(T::try_from) {
         None => None,
-        Some(Entity::Order(order)) => Some(order),
-        Some(other) => {
+        Some(Ok(typed)) => Some(typed),
+        Some(Err(other)) => {
             // Slots are keyed by entity kind, so this cannot be; leave it as it is.
             *slot = Some(other);
             return Decision::NotCreated;
         }
     };
-    let decision = handler(&mut order);
-    *slot = order.map(Entity::Order);
+    let decision = handler(&mut typed);
+    *slot = typed.map(Into::into);
     decision
 }
 
-fn with_product(
-    slot: &mut Option<Entity>,
-    handler: impl FnOnce(&mut Option<Product>) -> Decision,
-) -> Decision {
-    let mut product = match slot.take() {
-        None => None,
-        Some(Entity::Product(product)) => Some(product),
-        Some(other) => {
-            *slot = Some(other);
-            return Decision::NotCreated;
+impl From<Order> for Entity {
+    fn from(order: Order) -> Self {
+        Entity::Order(order)
+    }
+}
+
+impl From<Product> for Entity {
+    fn from(product: Product) -> Self {
+        Entity::Product(product)
+    }
+}
+
+impl TryFrom<Entity> for Order {
+    type Error = Entity;
+    fn try_from(entity: Entity) -> Result<Self, Entity> {
+        match entity {
+            Entity::Order(order) => Ok(order),
+            other => Err(other),
         }
-    };
-    let decision = handler(&mut product);
-    *slot = product.map(Entity::Product);
-    decision
+    }
+}
+
+impl TryFrom<Entity> for Product {
+    type Error = Entity;
+    fn try_from(entity: Entity) -> Result<Self, Entity> {
+        match entity {
+            Entity::Product(product) => Ok(product),
+            other => Err(other),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::event::{OrderDetails, PriceChange};
+    use super::*;
+
+    fn updated(sequence: u64) -> Event {
+        Event::OrderUpdated(Sequenced {
+            event_id: format!("e{sequence}"),
+            aggregate_id: "x".into(),
+            sequence,
+            data: OrderDetails {
+                customer_name: "A".into(),
+                email: "a@x".into(),
+                total_cents: 1,
+            },
+        })
+    }
+
+    #[test]
+    fn decide_routes_to_the_handler_and_keeps_the_slot_typed() {
+        let created = Event::OrderCreated(Sequenced {
+            event_id: "e1".into(),
+            aggregate_id: "x".into(),
+            sequence: 1,
+            data: OrderDetails {
+                customer_name: "A".into(),
+                email: "a@x".into(),
+                total_cents: 1,
+            },
+        });
+        let mut slot = None;
+        assert_eq!(decide(&mut slot, &updated(2)), Decision::NotCreated);
+        assert_eq!(decide(&mut slot, &created), Decision::Applied);
+        assert_eq!(decide(&mut slot, &updated(2)), Decision::Applied);
+        assert_eq!(slot.as_ref().map(Entity::sequence), Some(2));
+        assert!(matches!(slot, Some(Entity::Order(_))));
+    }
+
+    #[test]
+    fn an_event_on_a_slot_of_another_kind_changes_nothing_and_is_retried() {
+        let product = Product {
+            id: "x".into(),
+            sequence: 1,
+            last_event_id: "p1".into(),
+            name: "Lamp".into(),
+            price_cents: 5,
+        };
+        let mut slot = Some(Entity::Product(product.clone()));
+        assert_eq!(decide(&mut slot, &updated(2)), Decision::NotCreated);
+        assert_eq!(slot, Some(Entity::Product(product.clone())));
+        let price = Event::ProductPriceChanged(Sequenced {
+            event_id: "p2".into(),
+            aggregate_id: "x".into(),
+            sequence: 2,
+            data: PriceChange { price_cents: 7 },
+        });
+        assert_eq!(decide(&mut slot, &price), Decision::Applied);
+    }
 }
