@@ -6,6 +6,8 @@
 //! | `DEDUP_TTL_SECONDS`  | how long deduplication records are kept              | 604800 (7 days) |
 //! | `DEADLINE_MARGIN_MS` | time kept in hand before the invocation's deadline   | 500       |
 //! | `CONDITION_RETRIES`  | re-decisions after a lost conditional write          | 3         |
+//! | `METRICS_NAMESPACE`  | CloudWatch namespace of the metrics                  | `SequenceGuard` |
+//! | `METRICS_SERVICE`    | the `Service` dimension of the metrics               | `sequence-guard` |
 //!
 //! The AWS SDK reads its own variables (`AWS_REGION`,
 //! `AWS_ENDPOINT_URL_DYNAMODB`, ...).
@@ -31,6 +33,8 @@ pub enum ConfigError {
 pub struct Config {
     pub table_name: String,
     pub runner: RunnerConfig,
+    pub metrics_namespace: String,
+    pub metrics_service: String,
 }
 
 impl Config {
@@ -56,8 +60,15 @@ impl Config {
         };
         let margin_ms = u64::try_from(defaults.deadline_margin.as_millis()).unwrap_or(u64::MAX);
         let retries = number("CONDITION_RETRIES", u64::from(defaults.condition_retries))?;
+        let text = |name: &str, default: &str| {
+            lookup(name)
+                .filter(|value| !value.trim().is_empty())
+                .unwrap_or_else(|| default.to_owned())
+        };
         Ok(Config {
             table_name,
+            metrics_namespace: text("METRICS_NAMESPACE", "SequenceGuard"),
+            metrics_service: text("METRICS_SERVICE", "sequence-guard"),
             runner: RunnerConfig {
                 dedup_ttl_seconds: number("DEDUP_TTL_SECONDS", defaults.dedup_ttl_seconds)?,
                 deadline_margin: Duration::from_millis(number("DEADLINE_MARGIN_MS", margin_ms)?),
@@ -101,6 +112,8 @@ mod tests {
         assert_eq!(defaults.table_name, "t");
         assert_eq!(defaults.runner.dedup_ttl_seconds, 604_800);
         assert_eq!(defaults.runner.deadline_margin, Duration::from_millis(500));
+        assert_eq!(defaults.metrics_namespace, "SequenceGuard");
+        assert_eq!(defaults.metrics_service, "sequence-guard");
         let set = config(&[
             ("TABLE_NAME", "t"),
             ("DEDUP_TTL_SECONDS", "60"),

@@ -5,23 +5,30 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 
+use crate::metrics::{self, Emf};
 use crate::runner::{BatchError, Invocation, Runner};
 use crate::store::Store;
 
-/// Handles one invocation. An `Err` fails the whole invocation (and so the
-/// whole batch); that happens only for a record without a message id.
+/// Handles one invocation: runs the batch, records its metrics (written
+/// as one EMF document when `emf` is given) and answers with the partial batch
+/// response. An `Err` fails the whole invocation (and so the whole batch);
+/// that happens only for a record without a message id.
 pub async fn handle<S: Store>(
     runner: &Runner<S>,
+    emf: Option<&Emf>,
     event: LambdaEvent<SqsEvent>,
 ) -> Result<SqsBatchResponse, BatchError> {
+    let started = Instant::now();
     let invocation = Invocation {
         deadline: deadline(event.context.deadline),
         now: epoch_seconds(),
     };
-    runner
-        .run(&event.payload, invocation)
-        .await
-        .map(|report| report.response())
+    let report = runner.run(&event.payload, invocation).await?;
+    metrics::record(&report, started.elapsed());
+    if let Some(emf) = emf {
+        emf.flush();
+    }
+    Ok(report.response())
 }
 
 /// The invocation's deadline (epoch milliseconds, as the Runtime API gives

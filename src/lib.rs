@@ -20,6 +20,7 @@
 //!   ([`store::memory`]) of the same semantics. Knows nothing of SQS.
 //! - [`config`]: the environment, read in one place.
 //! - [`lambda`]: from a Lambda invocation to the partial batch response.
+//! - [`metrics`]: the CloudWatch metrics of each invocation (EMF).
 //! - `src/bin/projector.rs`: the Lambda function; `src/bin/replay.rs`: runs
 //!   sample events through the same runner locally.
 
@@ -27,5 +28,6 @@ pub mod config;
 pub mod domain;
 pub mod envelope;
 pub mod lambda;
+pub mod metrics;
 pub mod runner;
 pub mod store;

@@ -124,6 +124,26 @@ pub struct MessageReport {
     pub sequence: Option<u64>,
     pub outcome: Outcome,
     pub reason: Option<String>,
+    /// For a gap: the sequence the entity waits for (the missing event).
+    pub waiting_for: Option<u64>,
+}
+
+/// The outcome of one message, as decided inside its stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Verdict {
+    outcome: Outcome,
+    reason: Option<String>,
+    waiting_for: Option<u64>,
+}
+
+impl Verdict {
+    fn new(outcome: Outcome, reason: Option<String>) -> Self {
+        Verdict {
+            outcome,
+            reason,
+            waiting_for: None,
+        }
+    }
 }
 
 /// What became of every message of a batch, in batch order.
@@ -280,7 +300,10 @@ impl<S: Store> Runner<S> {
             let event = match &record.event {
                 Err(invalid) => {
                     error!(message_id = %record.message_id, reason = %invalid, "invalid message");
-                    reports.push(report(record, Outcome::Invalid, Some(invalid.to_string())));
+                    reports.push(report(
+                        record,
+                        Verdict::new(Outcome::Invalid, Some(invalid.to_string())),
+                    ));
                     index += 1;
                     break;
                 }
@@ -296,15 +319,16 @@ impl<S: Store> Runner<S> {
                     index += 1;
                     let call = self.store.adjust_stock(&adjustment);
                     let outcome = match self.timed("TransactWriteItems", invocation, call).await {
-                        Ok(Adjusted::Applied) => (Outcome::Applied, None),
-                        Ok(Adjusted::Duplicate) => (Outcome::Duplicate, None),
+                        Ok(Adjusted::Applied) => Verdict::new(Outcome::Applied, None),
+                        Ok(Adjusted::Duplicate) => Verdict::new(Outcome::Duplicate, None),
                         Err(err) => {
                             let (outcome, reason) = err.outcome();
-                            (outcome, Some(reason))
+                            Verdict::new(outcome, Some(reason))
                         }
                     };
-                    reports.push(report(record, outcome.0, outcome.1));
-                    if outcome.0.is_failure() {
+                    let failed = outcome.outcome.is_failure();
+                    reports.push(report(record, outcome));
+                    if failed {
                         break;
                     }
                 }
@@ -334,9 +358,9 @@ impl<S: Store> Runner<S> {
                             .map_err(CallError::Store),
                     };
                     let outcomes = self.run_entity(run, current, invocation).await;
-                    let failed = outcomes.iter().any(|(outcome, _)| outcome.is_failure());
-                    for (record, (outcome, reason)) in run.iter().zip(outcomes) {
-                        reports.push(report(record, outcome, reason));
+                    let failed = outcomes.iter().any(|verdict| verdict.outcome.is_failure());
+                    for (record, verdict) in run.iter().zip(outcomes) {
+                        reports.push(report(record, verdict));
                     }
                     index = end;
                     if failed {
@@ -346,11 +370,7 @@ impl<S: Store> Runner<S> {
             }
         }
         for record in &stream[index..] {
-            reports.push(report(
-                record,
-                Outcome::Skipped,
-                Some(SKIPPED_REASON.to_owned()),
-            ));
+            reports.push(report(record, skipped_one()));
         }
         for message in reports
             .iter()
@@ -359,7 +379,9 @@ impl<S: Store> Runner<S> {
             if message.outcome != Outcome::Invalid {
                 warn!(
                     message_id = %message.message_id,
+                    stream = %message.stream,
                     sequence = message.sequence,
+                    waiting_for = message.waiting_for,
                     decision = message.outcome.as_str(),
                     reason = message.reason.as_deref().unwrap_or(""),
                     "message failed"
@@ -376,7 +398,7 @@ impl<S: Store> Runner<S> {
         run: &[&Record],
         loaded: Result<Option<Entity>, CallError>,
         invocation: &Invocation,
-    ) -> Vec<(Outcome, Option<String>)> {
+    ) -> Vec<Verdict> {
         let mut base = match loaded {
             Ok(entity) => entity,
             Err(err) => {
@@ -392,16 +414,22 @@ impl<S: Store> Runner<S> {
                 let Ok(event) = &record.event else { break };
                 let before = slot.as_ref().map(Entity::sequence);
                 let decision = domain::decide(&mut slot, event);
-                let reason = match decision {
-                    Decision::Gap => Some(format!(
-                        "gap: the entity is at sequence {}, waiting for {}",
-                        before.unwrap_or(0),
-                        before.unwrap_or(0) + 1
-                    )),
-                    Decision::NotCreated => Some("the entity has not been created yet".to_owned()),
-                    _ => None,
-                };
-                outcomes.push((Outcome::from(decision), reason));
+                let at = before.unwrap_or(0);
+                outcomes.push(match decision {
+                    Decision::Gap => Verdict {
+                        outcome: Outcome::Gap,
+                        reason: Some(format!(
+                            "gap: the entity is at sequence {at}, waiting for {}",
+                            at + 1
+                        )),
+                        waiting_for: Some(at + 1),
+                    },
+                    Decision::NotCreated => Verdict::new(
+                        Outcome::NotCreated,
+                        Some("the entity has not been created yet".to_owned()),
+                    ),
+                    done => Verdict::new(Outcome::from(done), None),
+                });
                 if !decision.is_done() {
                     break;
                 }
@@ -410,7 +438,7 @@ impl<S: Store> Runner<S> {
 
             let Some(first_applied) = outcomes
                 .iter()
-                .position(|(outcome, _)| *outcome == Outcome::Applied)
+                .position(|verdict| verdict.outcome == Outcome::Applied)
             else {
                 return outcomes; // nothing to write
             };
@@ -486,36 +514,36 @@ impl<S: Store> Runner<S> {
 /// Outcomes before `from` stand (duplicates decided on a consistent read);
 /// the message at `from` gets `outcome` with `reason`; the ones after it are
 /// skipped.
-fn fail_from(
-    outcomes: Vec<(Outcome, Option<String>)>,
-    from: usize,
-    outcome: Outcome,
-    reason: &str,
-) -> Vec<(Outcome, Option<String>)> {
+fn fail_from(outcomes: Vec<Verdict>, from: usize, outcome: Outcome, reason: &str) -> Vec<Verdict> {
     outcomes
         .into_iter()
         .enumerate()
         .map(|(index, decided)| match index.cmp(&from) {
             std::cmp::Ordering::Less => decided,
-            std::cmp::Ordering::Equal => (outcome, Some(reason.to_owned())),
-            std::cmp::Ordering::Greater => (Outcome::Skipped, Some(SKIPPED_REASON.to_owned())),
+            std::cmp::Ordering::Equal => Verdict::new(outcome, Some(reason.to_owned())),
+            std::cmp::Ordering::Greater => skipped_one(),
         })
         .collect()
 }
 
-fn skipped(len: usize) -> Vec<(Outcome, Option<String>)> {
-    vec![(Outcome::Skipped, Some(SKIPPED_REASON.to_owned())); len]
+fn skipped_one() -> Verdict {
+    Verdict::new(Outcome::Skipped, Some(SKIPPED_REASON.to_owned()))
 }
 
-fn report(record: &Record, outcome: Outcome, reason: Option<String>) -> MessageReport {
+fn skipped(len: usize) -> Vec<Verdict> {
+    vec![skipped_one(); len]
+}
+
+fn report(record: &Record, verdict: Verdict) -> MessageReport {
     let event = record.event.as_ref().ok();
     MessageReport {
         message_id: record.message_id.clone(),
         stream: record.stream.clone(),
         event_type: event.map(Event::type_name),
         sequence: event.and_then(Event::sequence),
-        outcome,
-        reason,
+        outcome: verdict.outcome,
+        reason: verdict.reason,
+        waiting_for: verdict.waiting_for,
     }
 }
 

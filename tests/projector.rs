@@ -39,6 +39,8 @@ fn start(api: &RuntimeApi, table: Option<&str>) -> Function {
         .env("AWS_LAMBDA_LOG_STREAM_NAME", "2026/11/30/[$LATEST]0123")
         .env("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/sequence-guard")
         .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
+        .env("METRICS_NAMESPACE", "SequenceGuardTest")
+        .env("METRICS_SERVICE", "projector-test")
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ACCESS_KEY_ID", "local")
         .env("AWS_SECRET_ACCESS_KEY", "local")
@@ -175,6 +177,60 @@ async fn the_projector_answers_sample_batches_with_their_failures_and_projects_t
                 && line.to_string().contains("OrderShipped")),
         "no log line names the invalid message and its reason:\n{output}"
     );
+    // Metrics: one EMF document per invocation, in the configured namespace.
+    let documents: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|line| line.get("_aws").is_some())
+        .collect();
+    assert_eq!(
+        documents.len(),
+        7,
+        "one EMF document per invocation:\n{output}"
+    );
+    for document in &documents {
+        let directive = &document["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(directive["Namespace"], "SequenceGuardTest");
+        assert_eq!(directive["Dimensions"][0][0], "Service");
+        assert_eq!(document["Service"], "projector-test");
+        let names: Vec<&str> = directive["Metrics"]
+            .as_array()
+            .expect("metrics")
+            .iter()
+            .filter_map(|m| m["Name"].as_str())
+            .collect();
+        for name in [
+            "Applied",
+            "Gap",
+            "Invalid",
+            "Messages",
+            "DynamoDbRequests",
+            "BatchDuration",
+        ] {
+            assert!(names.contains(&name), "{name} missing from {document}");
+        }
+    }
+    // The sixth invocation: 07-unreadable-and-invalid.json.
+    let invalid = documents[5];
+    assert_eq!(
+        (
+            &invalid["Messages"],
+            &invalid["Invalid"],
+            &invalid["Skipped"],
+            &invalid["Applied"]
+        ),
+        (
+            &serde_json::json!(8),
+            &serde_json::json!(6),
+            &serde_json::json!(1),
+            &serde_json::json!(1)
+        )
+    );
+    assert_eq!(documents[2]["Gap"], 1, "03-gap.json");
+    assert_eq!(
+        documents[0]["DynamoDbRequests"], 2,
+        "one load and one write"
+    );
+
     for personal in ["ada@example.com", "Ada Lovelace", "bob@example.com"] {
         assert!(
             !output.contains(personal),

@@ -7,6 +7,7 @@ use aws_lambda_events::event::sqs::SqsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
 use sequence_guard::config::Config;
 use sequence_guard::lambda::handle;
+use sequence_guard::metrics::Emf;
 use sequence_guard::runner::Runner;
 use sequence_guard::store::dynamodb::DynamoStore;
 
@@ -21,11 +22,18 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let emf = match Emf::install(&config.metrics_namespace, &config.metrics_service) {
+        Ok(emf) => Some(emf),
+        Err(err) => {
+            tracing::warn!(error = %err, "running without metrics");
+            None
+        }
+    };
     let sdk = aws_config::load_from_env().await;
     let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), config.table_name);
     let runner = Runner::new(store, config.runner);
     let served = lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
-        handle(&runner, event)
+        handle(&runner, emf.as_ref(), event)
     }))
     .await;
     match served {

@@ -1,0 +1,81 @@
+//! CloudWatch metrics, in the Embedded Metric Format: one document per
+//! invocation, written to stdout, where Lambda's log stream carries it to
+//! CloudWatch.
+//!
+//! | metric | unit | what |
+//! | --- | --- | --- |
+//! | `Applied`, `Duplicate`, `Gap`, `NotCreated`, `Invalid`, `Skipped`, `StorageError` | Count | messages by outcome |
+//! | `Messages` | Count | messages in the batch |
+//! | `DynamoDbRequests` | Count | requests the batch sent to the table |
+//! | `BatchDuration` | Milliseconds | time to run the batch |
+//!
+//! Every metric has the one dimension `Service`. The values are recorded
+//! through the `metrics` facade; without an installed [`Emf`] collector (in
+//! `replay` and in tests) recording does nothing.
+
+use std::time::Duration;
+
+use metrics::Unit;
+use metrics_cloudwatch_embedded::{Builder, Collector};
+
+use crate::runner::{BatchReport, Outcome};
+
+/// The metric name of an outcome.
+pub fn metric_name(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Applied => "Applied",
+        Outcome::Duplicate => "Duplicate",
+        Outcome::Gap => "Gap",
+        Outcome::NotCreated => "NotCreated",
+        Outcome::Invalid => "Invalid",
+        Outcome::Skipped => "Skipped",
+        Outcome::StorageError => "StorageError",
+    }
+}
+
+/// Records one batch.
+pub fn record(report: &BatchReport, elapsed: Duration) {
+    for outcome in Outcome::ALL {
+        metrics::counter!(metric_name(outcome)).increment(report.count(outcome) as u64);
+    }
+    metrics::counter!("Messages").increment(report.messages.len() as u64);
+    metrics::counter!("DynamoDbRequests").increment(report.requests);
+    metrics::histogram!("BatchDuration").record(elapsed.as_secs_f64() * 1000.0);
+}
+
+/// The process's EMF collector (the `metrics` recorder), installed once by
+/// the `projector` binary.
+#[derive(Clone, Copy)]
+pub struct Emf {
+    collector: &'static Collector,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot install the metrics collector: {0}")]
+pub struct MetricsError(String);
+
+impl Emf {
+    /// Installs the collector as the process's `metrics` recorder.
+    pub fn install(namespace: &str, service: &str) -> Result<Emf, MetricsError> {
+        let collector = Builder::new()
+            .cloudwatch_namespace(namespace.to_owned())
+            .with_dimension("Service", service.to_owned())
+            .emit_zeros(true)
+            .init()
+            .map_err(|err| MetricsError(err.to_string()))?;
+        for outcome in Outcome::ALL {
+            metrics::describe_counter!(metric_name(outcome), Unit::Count, "messages by outcome");
+        }
+        metrics::describe_counter!("Messages", Unit::Count, "messages in the batch");
+        metrics::describe_counter!("DynamoDbRequests", Unit::Count, "requests to the table");
+        metrics::describe_histogram!("BatchDuration", Unit::Milliseconds, "time to run the batch");
+        Ok(Emf { collector })
+    }
+
+    /// Writes what was recorded since the last flush as one EMF document.
+    pub fn flush(&self) {
+        if let Err(err) = self.collector.flush(std::io::stdout().lock()) {
+            tracing::warn!(error = %err, "cannot write the metrics document");
+        }
+    }
+}
