@@ -16,6 +16,16 @@ use std::time::Duration;
 
 use crate::runner::RunnerConfig;
 
+/// Every variable the projector reads (besides the SDK's and the runtime's).
+pub const VARIABLES: [&str; 6] = [
+    "TABLE_NAME",
+    "DEDUP_TTL_SECONDS",
+    "DEADLINE_MARGIN_MS",
+    "CONDITION_RETRIES",
+    "METRICS_NAMESPACE",
+    "METRICS_SERVICE",
+];
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     #[error("the environment variable {0} is required (the DynamoDB table to project into)")]

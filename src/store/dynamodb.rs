@@ -7,9 +7,9 @@
 //! | stock  | `SKU#<sku>`           | `STOCK`                |
 //! | dedup  | `MESSAGE#<eventId>`   | `HANDLER#<handler>`    |
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
@@ -36,13 +36,18 @@ const BATCH_GET_LIMIT: usize = 100;
 /// How often unprocessed keys of a BatchGetItem are asked for again.
 const UNPROCESSED_RETRIES: u32 = 5;
 
-/// The DynamoDB actions this adapter calls (the template's policy names
-/// exactly these).
-pub const ACTIONS_USED: [&str; 3] = [
-    "dynamodb:BatchGetItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:TransactWriteItems",
-];
+/// The IAM actions a DynamoDB operation of this adapter needs: a
+/// transaction is authorised by the actions it contains (a `Put` of the dedup
+/// record and an `Update` of the stock).
+pub fn iam_actions(operation: &str) -> &'static [&'static str] {
+    match operation {
+        "BatchGetItem" => &["dynamodb:BatchGetItem"],
+        "UpdateItem" => &["dynamodb:UpdateItem"],
+        "TransactWriteItems" => &["dynamodb:PutItem", "dynamodb:UpdateItem"],
+        "GetItem" => &["dynamodb:GetItem"],
+        _ => &[],
+    }
+}
 
 /// The table, through the AWS SDK. Cheap to clone; counts its requests.
 #[derive(Debug, Clone)]
@@ -50,6 +55,7 @@ pub struct DynamoStore {
     client: Client,
     table: String,
     requests: Arc<AtomicU64>,
+    operations: Arc<Mutex<BTreeSet<&'static str>>>,
 }
 
 impl DynamoStore {
@@ -58,11 +64,24 @@ impl DynamoStore {
             client,
             table: table.into(),
             requests: Arc::new(AtomicU64::new(0)),
+            operations: Arc::default(),
         }
     }
 
-    fn count(&self) {
+    fn count(&self, operation: &'static str) {
         self.requests.fetch_add(1, Ordering::Relaxed);
+        self.operations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(operation);
+    }
+
+    /// The DynamoDB operations called so far (see [`iam_actions`]).
+    pub fn operations(&self) -> BTreeSet<&'static str> {
+        self.operations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     pub fn client(&self) -> &Client {
@@ -286,7 +305,7 @@ impl Store for DynamoStore {
                 .build()
                 .map_err(|err| build_error("BatchGetItem", err))?;
             for attempt in 0..=UNPROCESSED_RETRIES {
-                self.count();
+                self.count("BatchGetItem");
                 let output = self
                     .client
                     .batch_get_item()
@@ -360,7 +379,7 @@ impl Store for DynamoStore {
                     .set_expression_attribute_values(Some(values))
             }
         };
-        self.count();
+        self.count("UpdateItem");
         match request.send().await {
             Ok(_) => Ok(Saved::Written),
             Err(err) => match err.into_service_error() {
@@ -400,7 +419,7 @@ impl Store for DynamoStore {
             .expression_attribute_values(":delta", AttributeValue::N(adjustment.delta.to_string()))
             .build()
             .map_err(|err| build_error("TransactWriteItems", err))?;
-        self.count();
+        self.count("TransactWriteItems");
         let result = self
             .client
             .transact_write_items()
@@ -429,7 +448,7 @@ impl Store for DynamoStore {
     }
 
     async fn on_hand(&self, sku: &str) -> Result<Option<i64>, StoreError> {
-        self.count();
+        self.count("GetItem");
         let output = self
             .client
             .get_item()

@@ -1,0 +1,256 @@
+//! `template.yaml` and the code agree: the binary, the environment, the key
+//! schema, the TTL attribute, the queue wiring, the metrics the alarms watch,
+//! and the DynamoDB actions in the policy against those the code calls.
+
+mod support;
+
+use std::collections::BTreeSet;
+
+use sequence_guard::config::VARIABLES;
+use sequence_guard::metrics::metric_name;
+use sequence_guard::runner::{Invocation, Outcome, Runner, RunnerConfig};
+use sequence_guard::store::dynamodb::{TTL_ATTRIBUTE, iam_actions};
+use serde_yaml::Value;
+use support::*;
+
+const TEMPLATE: &str = include_str!("../template.yaml");
+
+fn template() -> Value {
+    serde_yaml::from_str(TEMPLATE).expect("template.yaml is YAML")
+}
+
+/// A CloudFormation intrinsic (`!Ref X`, `!GetAtt X.Y`) as "Ref X" / "GetAtt X.Y".
+fn intrinsic(value: &Value) -> String {
+    match value {
+        Value::Tagged(tagged) => format!(
+            "{} {}",
+            tagged.tag.to_string().trim_start_matches('!'),
+            tagged.value.as_str().unwrap_or("?")
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+fn resource<'a>(template: &'a Value, name: &str) -> &'a Value {
+    let resource = &template["Resources"][name];
+    assert!(!resource.is_null(), "no resource {name}");
+    resource
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_sequence()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| item.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_function_is_the_projector_binary_on_al2023_arm64() {
+    let template = template();
+    let function = resource(&template, "ProjectorFunction");
+    assert_eq!(function["Type"], "AWS::Serverless::Function");
+    assert_eq!(function["Metadata"]["BuildMethod"], "rust-cargolambda");
+    assert_eq!(
+        function["Metadata"]["BuildProperties"]["Binary"],
+        "projector"
+    );
+    // The binary target exists: cargo built it for this test.
+    assert!(std::path::Path::new(env!("CARGO_BIN_EXE_projector")).exists());
+    let properties = &function["Properties"];
+    assert_eq!(properties["Handler"], "bootstrap");
+    assert_eq!(properties["Runtime"], "provided.al2023");
+    assert_eq!(strings(&properties["Architectures"]), ["arm64"]);
+    assert_eq!(properties["LoggingConfig"]["LogFormat"], "JSON");
+}
+
+#[test]
+fn the_environment_is_what_the_code_reads() {
+    let template = template();
+    let variables =
+        &resource(&template, "ProjectorFunction")["Properties"]["Environment"]["Variables"];
+    let names: Vec<&str> = variables
+        .as_mapping()
+        .expect("variables")
+        .keys()
+        .filter_map(Value::as_str)
+        .collect();
+    for name in &names {
+        assert!(
+            VARIABLES.contains(name),
+            "the template sets {name}, which the code does not read"
+        );
+    }
+    assert_eq!(intrinsic(&variables["TABLE_NAME"]), "Ref ProjectionTable");
+    assert_eq!(
+        intrinsic(&variables["METRICS_NAMESPACE"]),
+        "Ref MetricsNamespace"
+    );
+    assert_eq!(
+        intrinsic(&variables["METRICS_SERVICE"]),
+        "Ref AWS::StackName"
+    );
+}
+
+#[test]
+fn the_table_has_the_contract_key_schema_and_ttl() {
+    let template = template();
+    let table = resource(&template, "ProjectionTable");
+    assert_eq!(table["DeletionPolicy"], "Retain");
+    assert_eq!(table["UpdateReplacePolicy"], "Retain");
+    let properties = &table["Properties"];
+    assert_eq!(properties["BillingMode"], "PAY_PER_REQUEST");
+    let keys: Vec<(String, String)> = properties["KeySchema"]
+        .as_sequence()
+        .expect("key schema")
+        .iter()
+        .map(|key| {
+            (
+                key["AttributeName"].as_str().unwrap_or("").into(),
+                key["KeyType"].as_str().unwrap_or("").into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("pk".to_owned(), "HASH".to_owned()),
+            ("sk".to_owned(), "RANGE".to_owned())
+        ]
+    );
+    for definition in properties["AttributeDefinitions"]
+        .as_sequence()
+        .expect("definitions")
+    {
+        assert_eq!(definition["AttributeType"], "S");
+    }
+    assert_eq!(
+        properties["TimeToLiveSpecification"]["AttributeName"],
+        TTL_ATTRIBUTE
+    );
+    assert_eq!(properties["TimeToLiveSpecification"]["Enabled"], true);
+    assert_eq!(
+        properties["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"],
+        true
+    );
+    assert_eq!(properties["SSESpecification"]["SSEEnabled"], true);
+}
+
+#[test]
+fn the_queue_feeds_the_function_with_partial_batch_responses() {
+    let template = template();
+    let event = &resource(&template, "ProjectorFunction")["Properties"]["Events"]["Queue"];
+    assert_eq!(event["Type"], "SQS");
+    assert_eq!(
+        intrinsic(&event["Properties"]["Queue"]),
+        "GetAtt EventsQueue.Arn"
+    );
+    assert_eq!(event["Properties"]["BatchSize"], 10);
+    assert_eq!(
+        strings(&event["Properties"]["FunctionResponseTypes"]),
+        ["ReportBatchItemFailures"]
+    );
+    assert_eq!(
+        intrinsic(&event["Properties"]["ScalingConfig"]["MaximumConcurrency"]),
+        "Ref MaximumConcurrency"
+    );
+
+    let queue = &resource(&template, "EventsQueue")["Properties"];
+    assert_eq!(queue["FifoQueue"], true);
+    assert_eq!(queue["SqsManagedSseEnabled"], true);
+    assert_eq!(
+        intrinsic(&queue["RedrivePolicy"]["deadLetterTargetArn"]),
+        "GetAtt EventsDeadLetterQueue.Arn"
+    );
+    assert_eq!(
+        intrinsic(&queue["RedrivePolicy"]["maxReceiveCount"]),
+        "Ref MaxReceiveCount"
+    );
+    assert_eq!(template["Parameters"]["MaxReceiveCount"]["Default"], 5);
+    let dead_letters = &resource(&template, "EventsDeadLetterQueue")["Properties"];
+    assert_eq!(dead_letters["FifoQueue"], true);
+    assert_eq!(dead_letters["MessageRetentionPeriod"], 1_209_600);
+
+    // The visibility timeout is six times the function timeout, for every timeout allowed.
+    let allowed = template["Parameters"]["FunctionTimeout"]["AllowedValues"]
+        .as_sequence()
+        .expect("allowed");
+    for timeout in allowed {
+        let timeout = timeout.as_u64().expect("a number");
+        let visibility =
+            &template["Mappings"]["VisibilityTimeout"][timeout.to_string().as_str()]["Seconds"];
+        assert_eq!(visibility.as_u64(), Some(timeout * 6), "timeout {timeout}");
+    }
+}
+
+#[test]
+fn the_alarms_watch_metrics_the_code_emits() {
+    let template = template();
+    let emitted: Vec<&str> = Outcome::ALL
+        .iter()
+        .map(|outcome| metric_name(*outcome))
+        .collect();
+    for alarm in ["GapsSustainedAlarm", "InvalidSustainedAlarm"] {
+        let properties = &resource(&template, alarm)["Properties"];
+        let metric = properties["MetricName"].as_str().expect("metric name");
+        assert!(
+            emitted.contains(&metric),
+            "{alarm} watches {metric}, which the code does not emit"
+        );
+        assert_eq!(intrinsic(&properties["Namespace"]), "Ref MetricsNamespace");
+        assert_eq!(properties["Dimensions"][0]["Name"], "Service");
+    }
+    assert_eq!(
+        template["Parameters"]["MetricsNamespace"]["Default"],
+        "SequenceGuard"
+    );
+}
+
+/// Runs every sample through the runner on DynamoDB Local and compares the
+/// IAM actions of the operations it called with the policy's.
+#[tokio::test]
+async fn the_policy_names_exactly_the_dynamodb_actions_the_code_calls() {
+    let store = fresh_table().await;
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    for (_, json) in samples::ALL {
+        let invocation = Invocation {
+            deadline: None,
+            now: sequence_guard::lambda::epoch_seconds(),
+        };
+        runner.run(&sample(json), invocation).await.expect("run");
+    }
+    let called: BTreeSet<String> = store
+        .operations()
+        .into_iter()
+        .flat_map(|operation| {
+            iam_actions(operation)
+                .iter()
+                .map(|action| (*action).to_owned())
+        })
+        .collect();
+
+    let template = template();
+    let policies = resource(&template, "ProjectorFunction")["Properties"]["Policies"]
+        .as_sequence()
+        .expect("policies");
+    assert_eq!(policies.len(), 1, "one inline policy, no managed ones");
+    let statements = policies[0]["Statement"].as_sequence().expect("statements");
+    let mut allowed = BTreeSet::new();
+    for statement in statements {
+        assert_eq!(statement["Effect"], "Allow");
+        assert_eq!(
+            intrinsic(&statement["Resource"]),
+            "GetAtt ProjectionTable.Arn",
+            "only the table"
+        );
+        for action in strings(&statement["Action"]) {
+            assert!(!action.contains('*'), "no wildcards: {action}");
+            allowed.insert(action);
+        }
+    }
+    assert_eq!(allowed, called);
+}
