@@ -299,7 +299,13 @@ impl<S: Store> Runner<S> {
             let record = stream[index];
             let event = match &record.event {
                 Err(invalid) => {
-                    error!(message_id = %record.message_id, reason = %invalid, "invalid message");
+                    error!(
+                        message_id = %record.message_id,
+                        stream = %record.stream,
+                        decision = Outcome::Invalid.as_str(),
+                        reason = %invalid,
+                        "invalid message"
+                    );
                     reports.push(report(
                         record,
                         Verdict::new(Outcome::Invalid, Some(invalid.to_string())),
