@@ -38,6 +38,14 @@ impl MemoryStore {
         entities
     }
 
+    /// Whether a deduplication record exists for this event and handler.
+    pub fn handled(&self, event_id: &str, handler: &str) -> bool {
+        self.tables()
+            .handled
+            .iter()
+            .any(|(handled, name)| handled == event_id && *name == handler)
+    }
+
     /// Every sku's `onHand`, ordered by sku.
     pub fn stock(&self) -> Vec<(String, i64)> {
         let mut stock: Vec<(String, i64)> = self

@@ -118,3 +118,33 @@ impl<S: Store> Store for std::sync::Arc<S> {
         S::requests(self)
     }
 }
+
+/// A borrowed store is a store.
+impl<S: Store> Store for &S {
+    fn load(&self, keys: &[EntityKey]) -> impl Future<Output = Result<Loaded, StoreError>> + Send {
+        S::load(self, keys)
+    }
+
+    fn save(
+        &self,
+        entity: &Entity,
+        expected: Option<u64>,
+    ) -> impl Future<Output = Result<Saved, StoreError>> + Send {
+        S::save(self, entity, expected)
+    }
+
+    fn adjust_stock(
+        &self,
+        adjustment: &StockAdjustment,
+    ) -> impl Future<Output = Result<Adjusted, StoreError>> + Send {
+        S::adjust_stock(self, adjustment)
+    }
+
+    fn on_hand(&self, sku: &str) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send {
+        S::on_hand(self, sku)
+    }
+
+    fn requests(&self) -> u64 {
+        S::requests(self)
+    }
+}

@@ -1,0 +1,541 @@
+//! Property simulation: the batch runner and the in-memory store under a
+//! simulated SQS FIFO queue and Lambda event source mapping that batch at
+//! random, redeliver concurrently, crash between the write and the
+//! acknowledgement, and meet transient store failures before or after a write
+//! takes effect. Producers resend events under new message ids.
+//!
+//! Invariants, checked on every case:
+//! - the final state equals the in-order fold of each stream;
+//! - no effect lands twice (sequences that increment, stock that adds);
+//! - no message is acknowledged before its effect is durable;
+//! - every entity ever written is the fold of a prefix of its stream (no
+//!   stream applies an event out of order).
+//!
+//! `SIMULATION_CASES` sets the number of cases (default 10,000).
+
+mod support;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use sequence_guard::domain::inventory::STOCK_HANDLER;
+use sequence_guard::domain::{Entity, EntityKey, Order, OrderStatus, Product, StockAdjustment};
+use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
+use sequence_guard::store::memory::MemoryStore;
+use sequence_guard::store::{Adjusted, Loaded, Saved, Store, StoreError};
+use serde_json::json;
+use support::{batch, message};
+
+/// A small deterministic generator for the delivery decisions of one case.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // splitmix64
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 { 0 } else { self.next() % n }
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// One event a producer sends: its body, and how to check its effect.
+#[derive(Debug, Clone)]
+struct Sent {
+    body: String,
+    effect: Effect,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Effect {
+    /// The entity reached this sequence.
+    Entity(EntityKey, u64),
+    /// The stock adjustment with this event id was recorded.
+    Stock(String),
+}
+
+/// The shape of one case, drawn by proptest.
+#[derive(Debug, Clone)]
+struct Scenario {
+    products: Vec<u64>,
+    orders: Vec<u64>,
+    adjustments: Vec<(u8, i64)>,
+    resend_percent: u64,
+    fault_percent: u64,
+    crash_percent: u64,
+    concurrent_percent: u64,
+    seed: u64,
+}
+
+fn scenario() -> impl Strategy<Value = Scenario> {
+    (
+        prop::collection::vec(1u64..8, 0..4),
+        prop::collection::vec(1u64..6, 0..3),
+        prop::collection::vec((0u8..3, -5i64..10), 0..6),
+        0u64..30,
+        0u64..25,
+        0u64..20,
+        0u64..25,
+        any::<u64>(),
+    )
+        .prop_map(
+            |(
+                products,
+                orders,
+                adjustments,
+                resend_percent,
+                fault_percent,
+                crash_percent,
+                concurrent_percent,
+                seed,
+            )| {
+                Scenario {
+                    products,
+                    orders,
+                    adjustments,
+                    resend_percent,
+                    fault_percent,
+                    crash_percent,
+                    concurrent_percent,
+                    seed,
+                }
+            },
+        )
+}
+
+fn price(product: usize, sequence: u64) -> u64 {
+    100 * product as u64 + sequence
+}
+
+fn total(order: usize, sequence: u64) -> u64 {
+    1000 * order as u64 + sequence
+}
+
+/// The entity each stream should hold after its first `sequence` events.
+fn expected_product(product: usize, sequence: u64) -> Entity {
+    Entity::Product(Product {
+        id: format!("product-{product}"),
+        sequence,
+        last_event_id: format!("product-{product}-{sequence}"),
+        name: "Lamp".into(),
+        price_cents: price(product, sequence),
+    })
+}
+
+fn expected_order(order: usize, sequence: u64) -> Entity {
+    Entity::Order(Order {
+        id: format!("order-{order}"),
+        sequence,
+        last_event_id: format!("order-{order}-{sequence}"),
+        customer_name: "Ada".into(),
+        email: "ada@example.com".into(),
+        total_cents: total(order, sequence),
+        status: OrderStatus::Open,
+        cancel_reason: None,
+    })
+}
+
+/// The producers' streams: (group, events in order).
+fn streams(scenario: &Scenario) -> Vec<(String, Vec<Sent>)> {
+    let mut streams = Vec::new();
+    for (product, &events) in scenario.products.iter().enumerate() {
+        let id = format!("product-{product}");
+        let sent = (1..=events)
+            .map(|sequence| {
+                let (event_type, data) = if sequence == 1 {
+                    ("ProductCreated", json!({ "name": "Lamp", "priceCents": price(product, 1) }))
+                } else {
+                    ("ProductPriceChanged", json!({ "priceCents": price(product, sequence) }))
+                };
+                Sent {
+                    body: json!({ "eventId": format!("{id}-{sequence}"), "type": event_type, "aggregateId": id,
+                                  "sequence": sequence, "data": data })
+                    .to_string(),
+                    effect: Effect::Entity(EntityKey::Product(id.clone()), sequence),
+                }
+            })
+            .collect();
+        streams.push((id, sent));
+    }
+    for (order, &events) in scenario.orders.iter().enumerate() {
+        let id = format!("order-{order}");
+        let sent = (1..=events)
+            .map(|sequence| {
+                let event_type = if sequence == 1 { "OrderCreated" } else { "OrderUpdated" };
+                let data = json!({ "customerName": "Ada", "email": "ada@example.com", "totalCents": total(order, sequence) });
+                Sent {
+                    body: json!({ "eventId": format!("{id}-{sequence}"), "type": event_type, "aggregateId": id,
+                                  "sequence": sequence, "data": data })
+                    .to_string(),
+                    effect: Effect::Entity(EntityKey::Order(id.clone()), sequence),
+                }
+            })
+            .collect();
+        streams.push((id, sent));
+    }
+    let mut skus: Vec<(String, Vec<Sent>)> = (0..3)
+        .map(|sku| (format!("SKU-{sku}"), Vec::new()))
+        .collect();
+    for (index, (sku, delta)) in scenario.adjustments.iter().enumerate() {
+        let event_id = format!("adjust-{index}");
+        let group = &mut skus[*sku as usize];
+        group.1.push(Sent {
+            body: json!({ "eventId": event_id, "type": "InventoryAdjusted", "data": { "sku": group.0, "delta": delta } })
+                .to_string(),
+            effect: Effect::Stock(event_id.clone()),
+        });
+    }
+    streams.extend(skus.into_iter().filter(|(_, sent)| !sent.is_empty()));
+    streams
+}
+
+/// Faults injected around the in-memory store, and the prefix check.
+struct SimStore {
+    inner: MemoryStore,
+    plan: Mutex<(Rng, u64, u32)>, // (rng, fault percent, faults left)
+    expected: HashMap<EntityKey, Vec<Entity>>,
+    violations: Mutex<Vec<String>>,
+    faults: AtomicU64,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Fault {
+    None,
+    Before,
+    After,
+}
+
+impl SimStore {
+    fn fault(&self) -> Fault {
+        let mut plan = self.plan.lock().expect("plan");
+        let (rng, percent, left) = &mut *plan;
+        if *left == 0 || !rng.chance(*percent) {
+            return Fault::None;
+        }
+        *left -= 1;
+        self.faults.fetch_add(1, Ordering::Relaxed);
+        if rng.chance(50) {
+            Fault::Before
+        } else {
+            Fault::After
+        }
+    }
+
+    fn injected(operation: &'static str) -> StoreError {
+        StoreError::Request {
+            operation,
+            message: "injected transient fault".into(),
+        }
+    }
+}
+
+impl Store for SimStore {
+    async fn load(&self, keys: &[EntityKey]) -> Result<Loaded, StoreError> {
+        if self.fault() != Fault::None {
+            return Err(Self::injected("BatchGetItem"));
+        }
+        self.inner.load(keys).await
+    }
+
+    async fn save(&self, entity: &Entity, expected: Option<u64>) -> Result<Saved, StoreError> {
+        let fault = self.fault();
+        if fault == Fault::Before {
+            return Err(Self::injected("UpdateItem"));
+        }
+        let saved = self.inner.save(entity, expected).await?;
+        if saved == Saved::Written {
+            let prefix = self.expected.get(&entity.key()).and_then(|states| {
+                states.get(usize::try_from(entity.sequence()).ok()?.checked_sub(1)?)
+            });
+            if prefix != Some(entity) {
+                self.violations.lock().expect("violations").push(format!(
+                    "written entity is not the fold of a prefix of its stream: {entity:?}"
+                ));
+            }
+        }
+        if fault == Fault::After {
+            return Err(Self::injected("UpdateItem"));
+        }
+        Ok(saved)
+    }
+
+    async fn adjust_stock(&self, adjustment: &StockAdjustment) -> Result<Adjusted, StoreError> {
+        let fault = self.fault();
+        if fault == Fault::Before {
+            return Err(Self::injected("TransactWriteItems"));
+        }
+        let adjusted = self.inner.adjust_stock(adjustment).await?;
+        if fault == Fault::After {
+            return Err(Self::injected("TransactWriteItems"));
+        }
+        Ok(adjusted)
+    }
+
+    async fn on_hand(&self, sku: &str) -> Result<Option<i64>, StoreError> {
+        self.inner.on_hand(sku).await
+    }
+}
+
+/// A message in the simulated queue.
+#[derive(Debug, Clone)]
+struct Queued {
+    message_id: String,
+    sent: Sent,
+}
+
+struct Totals {
+    cases: AtomicU64,
+    messages: AtomicU64,
+    invocations: AtomicU64,
+    faults: AtomicU64,
+    crashes: AtomicU64,
+    concurrent: AtomicU64,
+}
+
+fn run_case(
+    scenario: &Scenario,
+    runtime: &tokio::runtime::Runtime,
+    totals: &Totals,
+) -> Result<(), TestCaseError> {
+    let mut rng = Rng(scenario.seed);
+    let streams = streams(scenario);
+
+    // The queue: one group per stream, with producer resends appended later in the group.
+    let mut groups: Vec<VecDeque<Queued>> = Vec::new();
+    let mut next_id = 0u64;
+    let mut new_id = || {
+        next_id += 1;
+        format!("m{next_id}")
+    };
+    for (_, sent) in &streams {
+        let mut group: VecDeque<Queued> = sent
+            .iter()
+            .map(|s| Queued {
+                message_id: new_id(),
+                sent: s.clone(),
+            })
+            .collect();
+        for s in sent {
+            if rng.chance(scenario.resend_percent) {
+                group.push_back(Queued {
+                    message_id: new_id(),
+                    sent: s.clone(),
+                });
+            }
+        }
+        groups.push(group);
+    }
+    let group_names: Vec<String> = streams.iter().map(|(name, _)| name.clone()).collect();
+    let messages: u64 = groups.iter().map(|g| g.len() as u64).sum();
+
+    let mut expected = HashMap::new();
+    for (product, &events) in scenario.products.iter().enumerate() {
+        expected.insert(
+            EntityKey::Product(format!("product-{product}")),
+            (1..=events)
+                .map(|s| expected_product(product, s))
+                .collect::<Vec<_>>(),
+        );
+    }
+    for (order, &events) in scenario.orders.iter().enumerate() {
+        expected.insert(
+            EntityKey::Order(format!("order-{order}")),
+            (1..=events)
+                .map(|s| expected_order(order, s))
+                .collect::<Vec<_>>(),
+        );
+    }
+    let store = SimStore {
+        inner: MemoryStore::new(),
+        plan: Mutex::new((Rng(scenario.seed ^ 0x5EED), scenario.fault_percent, 12)),
+        expected: expected.clone(),
+        violations: Mutex::new(Vec::new()),
+        faults: AtomicU64::new(0),
+    };
+    let runner = Runner::new(&store, RunnerConfig::default());
+
+    let mut invocations = 0u64;
+    while groups.iter().any(|group| !group.is_empty()) {
+        invocations += 1;
+        prop_assert!(invocations < 400, "no convergence after 400 invocations");
+        // A batch: up to 10 messages, heads of groups in a random order, several per group in order.
+        let limit = 1 + rng.below(10) as usize;
+        let mut order: Vec<usize> = (0..groups.len())
+            .filter(|&g| !groups[g].is_empty())
+            .collect();
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        let mut picked: Vec<(usize, Queued)> = Vec::new();
+        for g in order {
+            let take = 1 + rng.below(4) as usize;
+            for queued in groups[g].iter().take(take) {
+                if picked.len() < limit {
+                    picked.push((g, queued.clone()));
+                }
+            }
+        }
+        let event_of = |picked: &[(usize, Queued)]| {
+            batch(
+                picked
+                    .iter()
+                    .map(|(g, q)| message(&q.message_id, &group_names[*g], &q.sent.body))
+                    .collect(),
+            )
+        };
+        let first = event_of(&picked);
+        let invocation = Invocation {
+            deadline: None,
+            now: 1_700_000_000,
+        };
+
+        // Sometimes the visibility timeout expires mid-run: a second invocation gets a
+        // prefix of the same messages and runs concurrently.
+        let concurrent = rng.chance(scenario.concurrent_percent);
+        let reports = if concurrent {
+            totals.concurrent.fetch_add(1, Ordering::Relaxed);
+            let again = event_of(&picked[..1 + rng.below(picked.len() as u64) as usize]);
+            let (a, b) = runtime.block_on(async {
+                futures::join!(
+                    runner.run(&first, invocation),
+                    runner.run(&again, invocation)
+                )
+            });
+            vec![a, b]
+        } else {
+            vec![runtime.block_on(runner.run(&first, invocation))]
+        };
+
+        let crashed = rng.chance(scenario.crash_percent);
+        for report in reports {
+            let report = report.map_err(|err| TestCaseError::fail(err.to_string()))?;
+            for message in &report.messages {
+                if message.outcome.is_failure() {
+                    continue;
+                }
+                // Acknowledged: its effect must be durable now.
+                let queued = picked
+                    .iter()
+                    .find(|(_, q)| q.message_id == message.message_id)
+                    .map(|(_, q)| q.clone())
+                    .ok_or_else(|| TestCaseError::fail("acknowledged an unknown message"))?;
+                let durable = match &queued.sent.effect {
+                    Effect::Entity(key, sequence) => {
+                        let loaded = runtime.block_on(store.inner.load(std::slice::from_ref(key)));
+                        let at = loaded
+                            .map_err(|err| TestCaseError::fail(err.to_string()))?
+                            .get(key)
+                            .and_then(|e| e.as_ref().ok())
+                            .map(Entity::sequence);
+                        at.is_some_and(|at| at >= *sequence)
+                    }
+                    Effect::Stock(event_id) => store.inner.handled(event_id, STOCK_HANDLER),
+                };
+                prop_assert!(
+                    durable,
+                    "acknowledged before its effect was durable: {queued:?}"
+                );
+                if crashed {
+                    continue; // the invocation died before answering: nothing is deleted
+                }
+                for group in groups.iter_mut() {
+                    group.retain(|q| q.message_id != message.message_id);
+                }
+            }
+        }
+        if crashed {
+            totals.crashes.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    let violations = store.violations.lock().expect("violations").clone();
+    prop_assert!(violations.is_empty(), "{violations:?}");
+    // The final state is the in-order fold of every stream.
+    for (key, states) in &expected {
+        let loaded = runtime
+            .block_on(store.inner.load(std::slice::from_ref(key)))
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let stored = loaded.get(key).and_then(|e| e.as_ref().ok()).cloned();
+        prop_assert_eq!(stored.as_ref(), states.last(), "{:?}", key);
+    }
+    for sku in 0..3u8 {
+        let sum: i64 = scenario
+            .adjustments
+            .iter()
+            .filter(|(s, _)| *s == sku)
+            .map(|(_, delta)| delta)
+            .sum();
+        let any = scenario.adjustments.iter().any(|(s, _)| *s == sku);
+        let on_hand = runtime
+            .block_on(store.inner.on_hand(&format!("SKU-{sku}")))
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(
+            on_hand,
+            any.then_some(sum),
+            "SKU-{} adds each adjustment once",
+            sku
+        );
+    }
+    totals.cases.fetch_add(1, Ordering::Relaxed);
+    totals.messages.fetch_add(messages, Ordering::Relaxed);
+    totals.invocations.fetch_add(invocations, Ordering::Relaxed);
+    totals
+        .faults
+        .fetch_add(store.faults.load(Ordering::Relaxed), Ordering::Relaxed);
+    Ok(())
+}
+
+#[test]
+fn delivery_chaos_never_loses_or_repeats_an_effect() {
+    let cases: u32 = std::env::var("SIMULATION_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let totals = Totals {
+        cases: AtomicU64::new(0),
+        messages: AtomicU64::new(0),
+        invocations: AtomicU64::new(0),
+        faults: AtomicU64::new(0),
+        crashes: AtomicU64::new(0),
+        concurrent: AtomicU64::new(0),
+    };
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let result = runner.run(&scenario(), |scenario| {
+        run_case(&scenario, &runtime, &totals)
+    });
+    let violations = if result.is_ok() {
+        "0 violations"
+    } else {
+        "a violation (below)"
+    };
+    eprintln!(
+        "simulation: {} cases, {} messages, {} invocations, {} store faults injected, {} crashes before the answer, \
+         {} concurrent redeliveries, {violations}",
+        totals.cases.load(Ordering::Relaxed),
+        totals.messages.load(Ordering::Relaxed),
+        totals.invocations.load(Ordering::Relaxed),
+        totals.faults.load(Ordering::Relaxed),
+        totals.crashes.load(Ordering::Relaxed),
+        totals.concurrent.load(Ordering::Relaxed),
+    );
+    if let Err(err) = result {
+        panic!("{err}");
+    }
+}
