@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+pub mod function;
+pub mod localstack;
 pub mod runtime_api;
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};

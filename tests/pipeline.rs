@@ -1,0 +1,329 @@
+//! End to end: a real local SQS (LocalStack, FIFO queue with a FIFO
+//! dead-letter queue and a redrive policy) feeds the `projector` binary through
+//! a poller that behaves as Lambda's event source mapping, against DynamoDB
+//! Local.
+
+mod support;
+
+use std::time::Duration;
+
+use sequence_guard::domain::{Entity, EntityKey};
+use sequence_guard::store::Store;
+use sequence_guard::store::dynamodb::DynamoStore;
+use serde_json::json;
+use support::function::{Function, start};
+use support::localstack::{Poller, Queues, bodies, fifo_queues, send, sqs};
+use support::runtime_api::RuntimeApi;
+use support::*;
+
+struct Pipeline {
+    store: DynamoStore,
+    queues: Queues,
+    poller: Poller,
+    _function: Function,
+}
+
+async fn pipeline(name: &str, visibility_seconds: u32, max_receive_count: u32) -> Pipeline {
+    let store = fresh_table().await;
+    let sqs = sqs().await;
+    let queues = fifo_queues(&sqs, name, visibility_seconds, max_receive_count).await;
+    let api = RuntimeApi::start().await;
+    let function = start(&api, Some(store.table()));
+    let poller = Poller {
+        sqs,
+        queue_url: queues.url.clone(),
+        queue_arn: queues.arn.clone(),
+        api,
+    };
+    Pipeline {
+        store,
+        queues,
+        poller,
+        _function: function,
+    }
+}
+
+fn order_event(order: &str, sequence: u64) -> String {
+    let event_type = if sequence == 1 {
+        "OrderCreated"
+    } else {
+        "OrderUpdated"
+    };
+    body(
+        event_type,
+        order,
+        sequence,
+        json!({ "customerName": "Ada", "email": "ada@example.com", "totalCents": 100 * sequence }),
+    )
+}
+
+async fn sequence_of(store: &DynamoStore, key: EntityKey) -> Option<u64> {
+    let mut loaded = store.load(std::slice::from_ref(&key)).await.expect("load");
+    loaded
+        .remove(&key)
+        .map(|entity| entity.expect("readable").sequence())
+}
+
+async fn product(store: &DynamoStore, id: &str) -> (u64, u64) {
+    let key = EntityKey::Product(id.into());
+    match store
+        .load(std::slice::from_ref(&key))
+        .await
+        .expect("load")
+        .remove(&key)
+    {
+        Some(Ok(Entity::Product(product))) => (product.sequence, product.price_cents),
+        other => panic!("{id}: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_sent_in_order_end_in_the_in_order_state() {
+    let p = pipeline("in-order", 5, 3).await;
+    // GIVEN five orders, six events each, sent interleaved
+    for sequence in 1..=6 {
+        for order in 0..5 {
+            let id = format!("order-{order}");
+            send(
+                &p.poller.sqs,
+                &p.queues.url,
+                &id,
+                &format!("{id}:{sequence}"),
+                &order_event(&id, sequence),
+            )
+            .await;
+        }
+    }
+    // WHEN the event source mapping drains the queue
+    let polls = p.poller.drain(Duration::from_secs(60)).await;
+    // THEN every event is applied, nothing failed, nothing reached the DLQ
+    assert!(polls.iter().all(|poll| poll.failed.is_empty()), "{polls:?}");
+    assert_eq!(
+        polls.iter().map(|poll| poll.received.len()).sum::<usize>(),
+        30
+    );
+    for order in 0..5 {
+        assert_eq!(
+            sequence_of(&p.store, EntityKey::Order(format!("order-{order}"))).await,
+            Some(6)
+        );
+    }
+    assert!(bodies(&p.poller.sqs, &p.queues.dlq_url).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn producer_resends_that_sqs_cannot_catch_are_applied_once() {
+    let p = pipeline("resends", 5, 3).await;
+    send(
+        &p.poller.sqs,
+        &p.queues.url,
+        "product-r",
+        "product-r:1",
+        &product_created("product-r"),
+    )
+    .await;
+    for sequence in 2..=5 {
+        let event = price_changed("product-r", sequence);
+        send(
+            &p.poller.sqs,
+            &p.queues.url,
+            "product-r",
+            &format!("product-r:{sequence}"),
+            &event,
+        )
+        .await;
+        // The same event again after SQS's 5-minute window: a new deduplication id.
+        let resend = format!("product-r:{sequence}:resent");
+        send(&p.poller.sqs, &p.queues.url, "product-r", &resend, &event).await;
+    }
+    let adjustment = inventory_adjusted("adjust-r", "SKU-R", 7);
+    send(
+        &p.poller.sqs,
+        &p.queues.url,
+        "SKU-R",
+        "adjust-r",
+        &adjustment,
+    )
+    .await;
+    send(
+        &p.poller.sqs,
+        &p.queues.url,
+        "SKU-R",
+        "adjust-r:resent",
+        &adjustment,
+    )
+    .await;
+
+    let polls = p.poller.drain(Duration::from_secs(60)).await;
+    assert_eq!(
+        polls.iter().map(|poll| poll.received.len()).sum::<usize>(),
+        11,
+        "SQS delivered every resend"
+    );
+    // ProductPriceChanged increments: a double apply would show as a sequence too far.
+    assert_eq!(product(&p.store, "product-r").await, (5, 1005));
+    assert_eq!(p.store.on_hand("SKU-R").await.expect("read"), Some(7));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_whose_visibility_times_out_mid_run_races_a_second_invocation() {
+    // Visibility of 2 s: the first invocation is slower than that.
+    let p = pipeline("visibility", 2, 5).await;
+    send(
+        &p.poller.sqs,
+        &p.queues.url,
+        "product-v",
+        "product-v:1",
+        &product_created("product-v"),
+    )
+    .await;
+    for sequence in 2..=8 {
+        let event = price_changed("product-v", sequence);
+        send(
+            &p.poller.sqs,
+            &p.queues.url,
+            "product-v",
+            &format!("product-v:{sequence}"),
+            &event,
+        )
+        .await;
+    }
+    // A second function instance, as Lambda would scale out.
+    let second_api = RuntimeApi::start().await;
+    let _second = start(&second_api, Some(p.store.table()));
+    let second = Poller {
+        sqs: p.poller.sqs.clone(),
+        queue_url: p.queues.url.clone(),
+        queue_arn: p.queues.arn.clone(),
+        api: second_api,
+    };
+
+    // The first poller receives the batch and is held up past the visibility timeout.
+    let first_batch = p.poller.receive().await.expect("a batch");
+    assert_eq!(first_batch.len(), 8);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // The same messages are visible again: the second poller gets them...
+    let second_batch = second.receive().await.expect("the batch again");
+    let receive_counts: Vec<String> = second_batch
+        .iter()
+        .filter_map(|m| {
+            m.attributes
+                .as_ref()?
+                .get(&aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount)
+                .cloned()
+        })
+        .collect();
+    assert!(
+        receive_counts.iter().all(|count| count == "2"),
+        "{receive_counts:?}"
+    );
+    // ...and both invocations run at once.
+    let (a, b) = tokio::join!(p.poller.invoke(first_batch), second.invoke(second_batch));
+    assert!(
+        a.failed.is_empty() || b.failed.is_empty(),
+        "at least one completes: {a:?} {b:?}"
+    );
+    // Whatever is left comes back and is found done.
+    p.poller.drain(Duration::from_secs(30)).await;
+    assert_eq!(
+        product(&p.store, "product-v").await,
+        (8, 1008),
+        "each event applied exactly once"
+    );
+    assert!(bodies(&p.poller.sqs, &p.queues.dlq_url).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poison_message_reaches_the_dlq_while_the_rest_keeps_flowing() {
+    let p = pipeline("poison", 1, 2).await;
+    let poison =
+        "{\"eventId\": \"p-1\", \"type\": \"OrderCreated\", \"aggregateId\": \"order-poison\"";
+    send(
+        &p.poller.sqs,
+        &p.queues.url,
+        "order-poison",
+        "order-poison:1",
+        poison,
+    )
+    .await;
+    for sequence in 1..=4 {
+        for id in ["order-a", "order-b"] {
+            send(
+                &p.poller.sqs,
+                &p.queues.url,
+                id,
+                &format!("{id}:{sequence}"),
+                &order_event(id, sequence),
+            )
+            .await;
+        }
+    }
+    let polls = p.poller.drain(Duration::from_secs(60)).await;
+    assert_eq!(
+        sequence_of(&p.store, EntityKey::Order("order-a".into())).await,
+        Some(4)
+    );
+    assert_eq!(
+        sequence_of(&p.store, EntityKey::Order("order-b".into())).await,
+        Some(4)
+    );
+    assert_eq!(
+        bodies(&p.poller.sqs, &p.queues.dlq_url).await,
+        [poison.to_owned()]
+    );
+    let poison_failures = polls.iter().map(|poll| poll.failed.len()).sum::<usize>();
+    assert_eq!(
+        poison_failures, 2,
+        "failed on each of its maxReceiveCount deliveries, nothing else failed"
+    );
+}
+
+/// The known limit that parking removes: a gap that never heals blocks its
+/// group until `maxReceiveCount`, goes to the DLQ, and every later event of
+/// the stream gaps and follows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gap_that_never_heals_cascades_into_the_dlq() {
+    let p = pipeline("cascade", 1, 2).await;
+    for sequence in [1, 2, 4, 5, 6] {
+        let id = "order-gap";
+        send(
+            &p.poller.sqs,
+            &p.queues.url,
+            id,
+            &format!("{id}:{sequence}"),
+            &order_event(id, sequence),
+        )
+        .await;
+    }
+    send(
+        &p.poller.sqs,
+        &p.queues.url,
+        "order-ok",
+        "order-ok:1",
+        &order_event("order-ok", 1),
+    )
+    .await;
+    p.poller.drain(Duration::from_secs(90)).await;
+    assert_eq!(
+        sequence_of(&p.store, EntityKey::Order("order-gap".into())).await,
+        Some(2)
+    );
+    assert_eq!(
+        sequence_of(&p.store, EntityKey::Order("order-ok".into())).await,
+        Some(1)
+    );
+    let dead: Vec<u64> = bodies(&p.poller.sqs, &p.queues.dlq_url)
+        .await
+        .iter()
+        .filter_map(|body| {
+            serde_json::from_str::<serde_json::Value>(body).ok()?["sequence"].as_u64()
+        })
+        .collect();
+    let mut sorted = dead.clone();
+    sorted.sort_unstable();
+    assert_eq!(
+        sorted,
+        [4, 5, 6],
+        "the gap and everything behind it ended in the DLQ"
+    );
+}
