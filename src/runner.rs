@@ -7,7 +7,7 @@
 //! with the SQS partial batch response. It knows nothing of orders or products:
 //! events are routed to their handlers by [`domain::decide`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -15,9 +15,9 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use futures::future::join_all;
 use tracing::{Instrument, debug, error, info, info_span, warn};
 
-use crate::domain::{self, Decision, Entity, EntityKey, Event, inventory};
+use crate::domain::{self, Decision, Entity, EntityKey, Event, StockAdjustment, inventory};
 use crate::envelope::Record;
-use crate::store::{Adjusted, Loaded, Saved, Store, StoreError};
+use crate::store::{Adjusted, DedupKey, Loaded, MAX_ADJUSTMENTS, Saved, Store, StoreError};
 
 /// How the runner behaves; see [`crate::config`] for the environment.
 #[derive(Debug, Clone)]
@@ -191,6 +191,15 @@ enum Budget {
     Exhausted,
 }
 
+/// One entity's share of a stream: its messages (positions in the stream, in
+/// order), the entity as loaded, and as the dry run of the decisions leaves it.
+struct EntityPlan {
+    key: EntityKey,
+    base: Result<Option<Entity>, CallError>,
+    dry: Option<Entity>,
+    positions: Vec<usize>,
+}
+
 /// Why a store call did not complete.
 #[derive(Debug, Clone)]
 enum CallError {
@@ -211,6 +220,7 @@ impl CallError {
 
 const DEADLINE_REASON: &str = "not attempted: the invocation's deadline is too near";
 const SKIPPED_REASON: &str = "not attempted: an earlier message of its stream failed";
+const SETTLED_AFTER_FAILURE_REASON: &str = "an earlier message of its stream failed; this one was written at the same time and will be found done";
 
 impl<S: Store> Runner<S> {
     pub fn new(store: S, config: RunnerConfig) -> Self {
@@ -249,15 +259,19 @@ impl<S: Store> Runner<S> {
             streams[index].push(position);
         }
 
-        let keys: Vec<EntityKey> = records
-            .iter()
-            .filter_map(|record| record.event.as_ref().ok().and_then(Event::entity_key))
-            .collect();
-        let loaded = if keys.is_empty() {
-            Ok(Loaded::new())
+        // One read for the whole batch: its entities and its deduplication records.
+        let events = || {
+            records
+                .iter()
+                .filter_map(|record| record.event.as_ref().ok())
+        };
+        let keys: Vec<EntityKey> = events().filter_map(Event::entity_key).collect();
+        let dedup: Vec<DedupKey> = events().filter_map(dedup_key).collect();
+        let loaded = if keys.is_empty() && dedup.is_empty() {
+            Ok(Loaded::default())
         } else {
-            self.timed("BatchGetItem", &invocation, self.store.load(&keys))
-                .await
+            let load = self.store.load(&keys, &dedup);
+            self.timed("BatchGetItem", &invocation, load).await
         };
         if let Err(CallError::Store(err)) = &loaded {
             warn!(error = %err, "loading the batch's entities failed");
@@ -287,16 +301,20 @@ impl<S: Store> Runner<S> {
         Ok(report)
     }
 
+    /// Runs one stream: decides its messages in order up to the first that
+    /// cannot be done, then settles them with at most one write per entity and
+    /// one transaction for its stock adjustments, all at once.
     async fn run_stream(
         &self,
         stream: &[&Record],
         loaded: &Result<Loaded, CallError>,
         invocation: &Invocation,
     ) -> Vec<MessageReport> {
-        let mut reports = Vec::with_capacity(stream.len());
-        let mut index = 0;
-        while index < stream.len() {
-            let record = stream[index];
+        let mut verdicts: Vec<Option<Verdict>> = vec![None; stream.len()];
+        let mut entities: Vec<EntityPlan> = Vec::new();
+        let mut adjustments: Vec<(usize, StockAdjustment)> = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
+        for (position, record) in stream.iter().enumerate() {
             let event = match &record.event {
                 Err(invalid) => {
                     error!(
@@ -306,77 +324,99 @@ impl<S: Store> Runner<S> {
                         reason = %invalid,
                         "invalid message"
                     );
-                    reports.push(report(
-                        record,
-                        Verdict::new(Outcome::Invalid, Some(invalid.to_string())),
-                    ));
-                    index += 1;
+                    verdicts[position] =
+                        Some(Verdict::new(Outcome::Invalid, Some(invalid.to_string())));
                     break;
                 }
                 Ok(event) => event,
             };
-            match event {
-                Event::InventoryAdjusted(adjusted) => {
+            if let Event::InventoryAdjusted(adjusted) = event {
+                let known = loaded.as_ref().is_ok_and(|loaded| {
+                    dedup_key(event).is_some_and(|key| loaded.handled.contains(&key))
+                });
+                if known || !seen.insert(adjusted.event_id.as_str()) {
+                    verdicts[position] = Some(Verdict::new(Outcome::Duplicate, None));
+                } else {
                     let adjustment = inventory::on_inventory_adjusted(
                         adjusted,
                         invocation.now,
                         self.config.dedup_ttl_seconds,
                     );
-                    index += 1;
-                    let call = self.store.adjust_stock(&adjustment);
-                    let outcome = match self.timed("TransactWriteItems", invocation, call).await {
-                        Ok(Adjusted::Applied) => Verdict::new(Outcome::Applied, None),
-                        Ok(Adjusted::Duplicate) => Verdict::new(Outcome::Duplicate, None),
-                        Err(err) => {
-                            let (outcome, reason) = err.outcome();
-                            Verdict::new(outcome, Some(reason))
-                        }
-                    };
-                    let failed = outcome.outcome.is_failure();
-                    reports.push(report(record, outcome));
-                    if failed {
-                        break;
-                    }
+                    adjustments.push((position, adjustment));
                 }
-                entity_event => {
-                    // The run: this and the following messages on the same entity.
-                    let Some(key) = entity_event.entity_key() else {
-                        break;
-                    };
-                    let end = stream[index..]
-                        .iter()
-                        .position(|next| {
-                            next.event
-                                .as_ref()
-                                .ok()
-                                .and_then(Event::entity_key)
-                                .as_ref()
-                                != Some(&key)
-                        })
-                        .map_or(stream.len(), |offset| index + offset);
-                    let run = &stream[index..end];
-                    let current = match loaded {
+                continue;
+            }
+            let Some(key) = event.entity_key() else { break };
+            let index = match entities.iter().position(|plan| plan.key == key) {
+                Some(index) => index,
+                None => {
+                    let base = match loaded {
                         Err(err) => Err(err.clone()),
                         Ok(loaded) => loaded
+                            .entities
                             .get(&key)
                             .cloned()
                             .transpose()
                             .map_err(CallError::Store),
                     };
-                    let outcomes = self.run_entity(run, current, invocation).await;
-                    let failed = outcomes.iter().any(|verdict| verdict.outcome.is_failure());
-                    for (record, verdict) in run.iter().zip(outcomes) {
-                        reports.push(report(record, verdict));
-                    }
-                    index = end;
-                    if failed {
-                        break;
-                    }
+                    let dry = base.as_ref().ok().cloned().flatten();
+                    entities.push(EntityPlan {
+                        key,
+                        base,
+                        dry,
+                        positions: Vec::new(),
+                    });
+                    entities.len() - 1
                 }
+            };
+            let plan = &mut entities[index];
+            plan.positions.push(position);
+            if plan.base.is_err() || !domain::decide(&mut plan.dry, event).is_done() {
+                break; // this message fails: the ones after it are not attempted
             }
         }
-        for record in &stream[index..] {
-            reports.push(report(record, skipped_one()));
+
+        // Settle every entity and the stock adjustments concurrently.
+        let entity_runs = entities.into_iter().map(
+            |EntityPlan {
+                 base, positions, ..
+             }| async move {
+                let run: Vec<&Record> =
+                    positions.iter().map(|&position| stream[position]).collect();
+                (positions, self.run_entity(&run, base, invocation).await)
+            },
+        );
+        let (settled, stock) = futures::join!(
+            join_all(entity_runs),
+            self.settle_stock(adjustments, invocation)
+        );
+        for (positions, outcomes) in settled {
+            for (position, verdict) in positions.into_iter().zip(outcomes) {
+                verdicts[position] = Some(verdict);
+            }
+        }
+        for (position, verdict) in stock {
+            verdicts[position] = Some(verdict);
+        }
+
+        // After the first failure in stream order, every message is failed.
+        let mut failed = false;
+        let mut reports = Vec::with_capacity(stream.len());
+        for (record, verdict) in stream.iter().zip(verdicts) {
+            let verdict = match verdict {
+                Some(verdict) if failed && !verdict.outcome.is_failure() => {
+                    // Settled concurrently with the failure before it: done, but
+                    // reported failed; its redelivery will find it done.
+                    Verdict::new(
+                        Outcome::Skipped,
+                        Some(SETTLED_AFTER_FAILURE_REASON.to_owned()),
+                    )
+                }
+                Some(verdict) => verdict,
+                None => skipped_one(),
+            };
+            failed |= verdict.outcome.is_failure();
+            reports.push(report(record, verdict));
         }
         for message in reports
             .iter()
@@ -395,6 +435,79 @@ impl<S: Store> Runner<S> {
             }
         }
         reports
+    }
+
+    /// Writes a stream's stock adjustments, with their deduplication records,
+    /// in one transaction (in chunks of [`MAX_ADJUSTMENTS`]); adjustments
+    /// another invocation recorded meanwhile are duplicates, and the rest is
+    /// written again, a bounded number of times.
+    async fn settle_stock(
+        &self,
+        adjustments: Vec<(usize, StockAdjustment)>,
+        invocation: &Invocation,
+    ) -> Vec<(usize, Verdict)> {
+        let mut verdicts = Vec::with_capacity(adjustments.len());
+        let mut chunks = adjustments.chunks(MAX_ADJUSTMENTS);
+        while let Some(chunk) = chunks.next() {
+            let mut pending: Vec<&(usize, StockAdjustment)> = chunk.iter().collect();
+            let mut attempt = 0;
+            let failure = loop {
+                let batch: Vec<StockAdjustment> = pending
+                    .iter()
+                    .map(|(_, adjustment)| adjustment.clone())
+                    .collect();
+                match self
+                    .timed(
+                        "TransactWriteItems",
+                        invocation,
+                        self.store.adjust_stock(&batch),
+                    )
+                    .await
+                {
+                    Ok(Adjusted::Applied) => {
+                        verdicts.extend(pending.iter().map(|(position, _)| {
+                            (*position, Verdict::new(Outcome::Applied, None))
+                        }));
+                        break None;
+                    }
+                    Ok(Adjusted::Duplicates(existing)) => {
+                        let mut index = 0;
+                        pending.retain(|(position, _)| {
+                            let duplicate = existing.contains(&index);
+                            index += 1;
+                            if duplicate {
+                                verdicts.push((*position, Verdict::new(Outcome::Duplicate, None)));
+                            }
+                            !duplicate
+                        });
+                        attempt += 1;
+                        if pending.is_empty() {
+                            break None;
+                        }
+                        if attempt > self.config.condition_retries {
+                            break Some((
+                                Outcome::StorageError,
+                                format!(
+                                    "the stock transaction lost the race {attempt} times: another invocation keeps recording these events"
+                                ),
+                            ));
+                        }
+                    }
+                    Err(err) => break Some(err.outcome()),
+                }
+            };
+            if let Some((outcome, reason)) = failure {
+                // Nothing of this chunk was written, nor of the chunks after it.
+                let rest = pending.into_iter().chain(chunks.by_ref().flatten());
+                verdicts.extend(
+                    rest.map(|(position, _)| {
+                        (*position, Verdict::new(outcome, Some(reason.clone())))
+                    }),
+                );
+                break;
+            }
+        }
+        verdicts
     }
 
     /// Decides a run of messages on one entity and persists it with one
@@ -530,6 +643,17 @@ fn fail_from(outcomes: Vec<Verdict>, from: usize, outcome: Outcome, reason: &str
             std::cmp::Ordering::Greater => skipped_one(),
         })
         .collect()
+}
+
+/// The deduplication record an event is guarded by, if any.
+fn dedup_key(event: &Event) -> Option<DedupKey> {
+    match event {
+        Event::InventoryAdjusted(adjusted) => Some(DedupKey {
+            event_id: adjusted.event_id.clone(),
+            handler: inventory::STOCK_HANDLER,
+        }),
+        _ => None,
+    }
 }
 
 fn skipped_one() -> Verdict {

@@ -96,9 +96,10 @@ async fn assert_in_order_state(store: &DynamoStore, products: usize, events: u64
     for product in 0..products {
         let key = EntityKey::Product(format!("product-{product}"));
         match store
-            .load(std::slice::from_ref(&key))
+            .load(std::slice::from_ref(&key), &[])
             .await
             .expect("load")
+            .entities
             .remove(&key)
         {
             Some(Ok(Entity::Product(stored))) => {

@@ -58,7 +58,11 @@ fn order_event(order: &str, sequence: u64) -> String {
 }
 
 async fn sequence_of(store: &DynamoStore, key: EntityKey) -> Option<u64> {
-    let mut loaded = store.load(std::slice::from_ref(&key)).await.expect("load");
+    let mut loaded = store
+        .load(std::slice::from_ref(&key), &[])
+        .await
+        .expect("load")
+        .entities;
     loaded
         .remove(&key)
         .map(|entity| entity.expect("readable").sequence())
@@ -67,9 +71,10 @@ async fn sequence_of(store: &DynamoStore, key: EntityKey) -> Option<u64> {
 async fn product(store: &DynamoStore, id: &str) -> (u64, u64) {
     let key = EntityKey::Product(id.into());
     match store
-        .load(std::slice::from_ref(&key))
+        .load(std::slice::from_ref(&key), &[])
         .await
         .expect("load")
+        .entities
         .remove(&key)
     {
         Some(Ok(Entity::Product(product))) => (product.sequence, product.price_cents),

@@ -59,7 +59,11 @@ async fn the_projector_answers_sample_batches_with_their_failures_and_projects_t
     );
 
     let key = EntityKey::Order("order-42".into());
-    let loaded = store.load(std::slice::from_ref(&key)).await.expect("load");
+    let loaded = store
+        .load(std::slice::from_ref(&key), &[])
+        .await
+        .expect("load")
+        .entities;
     match loaded.get(&key) {
         Some(Ok(Entity::Order(order))) => {
             assert_eq!(
@@ -170,9 +174,10 @@ async fn a_record_without_a_message_id_fails_the_whole_invocation() {
     let key = EntityKey::Order("order-42".into());
     assert!(
         store
-            .load(std::slice::from_ref(&key))
+            .load(std::slice::from_ref(&key), &[])
             .await
             .expect("load")
+            .entities
             .is_empty(),
         "nothing was applied"
     );

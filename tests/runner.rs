@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use sequence_guard::domain::{Entity, EntityKey, StockAdjustment};
 use sequence_guard::runner::{BatchError, BatchReport, Invocation, Outcome, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
-use sequence_guard::store::{Adjusted, Loaded, Saved, Store, StoreError};
+use sequence_guard::store::{Adjusted, DedupKey, Loaded, Saved, Store, StoreError};
 use serde_json::json;
 use support::*;
 
@@ -71,15 +71,15 @@ impl FaultyStore {
 }
 
 impl Store for FaultyStore {
-    async fn load(&self, keys: &[EntityKey]) -> Result<Loaded, StoreError> {
+    async fn load(&self, keys: &[EntityKey], dedup: &[DedupKey]) -> Result<Loaded, StoreError> {
         self.loads.fetch_add(1, Ordering::SeqCst);
         let faults = self.faults();
         if faults.load_fails {
             return Err(failure("BatchGetItem"));
         }
-        let mut loaded = self.inner.load(keys).await?;
+        let mut loaded = self.inner.load(keys, dedup).await?;
         for key in faults.corrupt {
-            loaded.insert(
+            loaded.entities.insert(
                 key.clone(),
                 Err(StoreError::Corrupt {
                     key: format!("{key:?}"),
@@ -107,8 +107,9 @@ impl Store for FaultyStore {
             let key = entity.key();
             let current = self
                 .inner
-                .load(std::slice::from_ref(&key))
+                .load(std::slice::from_ref(&key), &[])
                 .await?
+                .entities
                 .remove(&key)
                 .transpose()?;
             if let Some(Entity::Product(mut product)) = current.clone() {
@@ -128,12 +129,12 @@ impl Store for FaultyStore {
         Ok(saved)
     }
 
-    async fn adjust_stock(&self, adjustment: &StockAdjustment) -> Result<Adjusted, StoreError> {
+    async fn adjust_stock(&self, adjustments: &[StockAdjustment]) -> Result<Adjusted, StoreError> {
         self.adjusts.fetch_add(1, Ordering::SeqCst);
         if self.faults().adjust_fails {
             return Err(failure("TransactWriteItems"));
         }
-        self.inner.adjust_stock(adjustment).await
+        self.inner.adjust_stock(adjustments).await
     }
 
     async fn on_hand(&self, sku: &str) -> Result<Option<i64>, StoreError> {
@@ -176,9 +177,10 @@ fn order_body(event_type: &str, order: &str, sequence: u64) -> String {
 
 async fn sequence_of<S: Store>(store: &S, key: EntityKey) -> Option<u64> {
     store
-        .load(std::slice::from_ref(&key))
+        .load(std::slice::from_ref(&key), &[])
         .await
         .expect("load")
+        .entities
         .remove(&key)
         .map(|e| e.expect("ok").sequence())
 }
@@ -431,16 +433,53 @@ async fn a_failed_stock_transaction_fails_its_stream_only() {
         message("o1", "order-f", &order_body("OrderCreated", "order-f", 1)),
     ]);
     let report = runner.run(&event, no_deadline()).await.expect("run");
+    // i1 and i2 share one transaction: both fail with it; order-f goes on.
     assert_eq!(
         outcomes(&report),
         [
             ("i1", Outcome::StorageError),
-            ("i2", Outcome::Skipped),
+            ("i2", Outcome::StorageError),
             ("o1", Outcome::Applied)
         ]
     );
-    assert_eq!(store.calls().2, 1, "i2 was not attempted");
+    assert_eq!(
+        store.calls().2,
+        1,
+        "one transaction for the sku's adjustments"
+    );
     assert_eq!(store.on_hand("SKU-F").await.expect("read"), None);
+}
+
+#[tokio::test]
+async fn a_skus_adjustments_are_one_transaction_and_known_duplicates_none() {
+    let store = FaultyStore::with(Faults::default());
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let event = batch(vec![
+        message("i1", "SKU-T", &inventory_adjusted("inv-1", "SKU-T", 4)),
+        message("i2", "SKU-T", &inventory_adjusted("inv-2", "SKU-T", -1)),
+        message(
+            "i1-again",
+            "SKU-T",
+            &inventory_adjusted("inv-1", "SKU-T", 4),
+        ),
+        message("i3", "SKU-T", &inventory_adjusted("inv-3", "SKU-T", 10)),
+    ]);
+    let report = runner.run(&event, no_deadline()).await.expect("run");
+    assert_eq!(
+        outcomes(&report),
+        [
+            ("i1", Outcome::Applied),
+            ("i2", Outcome::Applied),
+            ("i1-again", Outcome::Duplicate),
+            ("i3", Outcome::Applied)
+        ]
+    );
+    assert_eq!(store.calls(), (1, 0, 1), "one load, one transaction");
+    assert_eq!(store.on_hand("SKU-T").await.expect("read"), Some(13));
+    // Redelivered: the load finds every record; no transaction at all.
+    let report = runner.run(&event, no_deadline()).await.expect("run");
+    assert_eq!(report.count(Outcome::Duplicate), 4);
+    assert_eq!(store.calls(), (2, 0, 1));
 }
 
 #[tokio::test]

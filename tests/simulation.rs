@@ -25,7 +25,7 @@ use sequence_guard::domain::inventory::STOCK_HANDLER;
 use sequence_guard::domain::{Entity, EntityKey, Order, OrderStatus, Product, StockAdjustment};
 use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
-use sequence_guard::store::{Adjusted, Loaded, Saved, Store, StoreError};
+use sequence_guard::store::{Adjusted, DedupKey, Loaded, Saved, Store, StoreError};
 use serde_json::json;
 use support::{batch, message};
 
@@ -240,11 +240,11 @@ impl SimStore {
 }
 
 impl Store for SimStore {
-    async fn load(&self, keys: &[EntityKey]) -> Result<Loaded, StoreError> {
+    async fn load(&self, keys: &[EntityKey], dedup: &[DedupKey]) -> Result<Loaded, StoreError> {
         if self.fault() != Fault::None {
             return Err(Self::injected("BatchGetItem"));
         }
-        self.inner.load(keys).await
+        self.inner.load(keys, dedup).await
     }
 
     async fn save(&self, entity: &Entity, expected: Option<u64>) -> Result<Saved, StoreError> {
@@ -269,12 +269,12 @@ impl Store for SimStore {
         Ok(saved)
     }
 
-    async fn adjust_stock(&self, adjustment: &StockAdjustment) -> Result<Adjusted, StoreError> {
+    async fn adjust_stock(&self, adjustments: &[StockAdjustment]) -> Result<Adjusted, StoreError> {
         let fault = self.fault();
         if fault == Fault::Before {
             return Err(Self::injected("TransactWriteItems"));
         }
-        let adjusted = self.inner.adjust_stock(adjustment).await?;
+        let adjusted = self.inner.adjust_stock(adjustments).await?;
         if fault == Fault::After {
             return Err(Self::injected("TransactWriteItems"));
         }
@@ -431,9 +431,11 @@ fn run_case(
                     .ok_or_else(|| TestCaseError::fail("acknowledged an unknown message"))?;
                 let durable = match &queued.sent.effect {
                     Effect::Entity(key, sequence) => {
-                        let loaded = runtime.block_on(store.inner.load(std::slice::from_ref(key)));
+                        let loaded =
+                            runtime.block_on(store.inner.load(std::slice::from_ref(key), &[]));
                         let at = loaded
                             .map_err(|err| TestCaseError::fail(err.to_string()))?
+                            .entities
                             .get(key)
                             .and_then(|e| e.as_ref().ok())
                             .map(Entity::sequence);
@@ -463,9 +465,13 @@ fn run_case(
     // The final state is the in-order fold of every stream.
     for (key, states) in &expected {
         let loaded = runtime
-            .block_on(store.inner.load(std::slice::from_ref(key)))
+            .block_on(store.inner.load(std::slice::from_ref(key), &[]))
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let stored = loaded.get(key).and_then(|e| e.as_ref().ok()).cloned();
+        let stored = loaded
+            .entities
+            .get(key)
+            .and_then(|e| e.as_ref().ok())
+            .cloned();
         prop_assert_eq!(stored.as_ref(), states.last(), "{:?}", key);
     }
     for sku in 0..3u8 {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use sequence_guard::domain::{Entity, EntityKey, Order, OrderStatus, Product, StockAdjustment};
 use sequence_guard::runner::{BatchReport, Invocation, Outcome, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
-use sequence_guard::store::{Adjusted, Saved, Store};
+use sequence_guard::store::{Adjusted, DedupKey, Loaded, Saved, Store};
 use support::*;
 
 // The real clock: DynamoDB Local deletes items whose TTL attribute
@@ -48,7 +48,11 @@ fn product(id: &str, sequence: u64) -> Entity {
 }
 
 async fn get<S: Store>(store: &S, key: EntityKey) -> Option<Entity> {
-    let mut loaded = store.load(std::slice::from_ref(&key)).await.expect("load");
+    let mut loaded = store
+        .load(std::slice::from_ref(&key), &[])
+        .await
+        .expect("load")
+        .entities;
     loaded.remove(&key).map(|entity| entity.expect("readable"))
 }
 
@@ -60,6 +64,13 @@ fn adjustment(event_id: &str, sku: &str, delta: i64) -> StockAdjustment {
         delta,
         handled_at: now(),
         expires_at: now() + 604_800,
+    }
+}
+
+fn dedup(event_id: &str) -> DedupKey {
+    DedupKey {
+        event_id: event_id.to_owned(),
+        handler: "StockOnHand",
     }
 }
 
@@ -77,13 +88,16 @@ mod suite {
 
     pub async fn missing_entities_load_as_absent<S: Store>(store: S) {
         let loaded = store
-            .load(&[
-                EntityKey::Order("nobody".into()),
-                EntityKey::Product("nothing".into()),
-            ])
+            .load(
+                &[
+                    EntityKey::Order("nobody".into()),
+                    EntityKey::Product("nothing".into()),
+                ],
+                &[dedup("never-seen")],
+            )
             .await
             .expect("load");
-        assert!(loaded.is_empty(), "{loaded:?}");
+        assert_eq!(loaded, Loaded::default());
     }
 
     pub async fn entities_round_trip_with_every_attribute<S: Store>(store: S) {
@@ -175,7 +189,7 @@ mod suite {
                 .await
                 .expect("save");
         }
-        let loaded = store.load(&keys).await.expect("load");
+        let loaded = store.load(&keys, &[]).await.expect("load").entities;
         assert_eq!(loaded.len(), 75);
         assert!(loaded.contains_key(&EntityKey::Product("product-148".into())));
         assert!(!loaded.contains_key(&EntityKey::Product("product-149".into())));
@@ -183,29 +197,67 @@ mod suite {
 
     pub async fn a_stock_adjustment_applies_once_per_event<S: Store>(store: S) {
         assert_eq!(store.on_hand("SKU-1").await.expect("read"), None);
+        let adjust = async |adjustments: &[StockAdjustment]| {
+            store.adjust_stock(adjustments).await.expect("adjust")
+        };
         assert_eq!(
-            store
-                .adjust_stock(&adjustment("a", "SKU-1", 10))
-                .await
-                .expect("adjust"),
+            adjust(&[adjustment("a", "SKU-1", 10)]).await,
             Adjusted::Applied
         );
         assert_eq!(
-            store
-                .adjust_stock(&adjustment("b", "SKU-1", -3))
-                .await
-                .expect("adjust"),
+            adjust(&[adjustment("b", "SKU-1", -3)]).await,
             Adjusted::Applied
         );
         assert_eq!(
-            store
-                .adjust_stock(&adjustment("a", "SKU-1", 10))
-                .await
-                .expect("adjust"),
-            Adjusted::Duplicate
+            adjust(&[adjustment("a", "SKU-1", 10)]).await,
+            Adjusted::Duplicates(vec![0])
         );
         assert_eq!(store.on_hand("SKU-1").await.expect("read"), Some(7));
         assert_eq!(store.on_hand("SKU-2").await.expect("read"), None);
+        // The load sees which records exist.
+        let loaded = store
+            .load(&[], &[dedup("a"), dedup("b"), dedup("c")])
+            .await
+            .expect("load");
+        let mut handled: Vec<String> = loaded.handled.into_iter().map(|key| key.event_id).collect();
+        handled.sort();
+        assert_eq!(handled, ["a", "b"]);
+    }
+
+    /// Several adjustments, several skus, one atomic step; one known record
+    /// cancels all of it and says which.
+    pub async fn stock_adjustments_apply_together_or_not_at_all<S: Store>(store: S) {
+        let first = [
+            adjustment("x1", "SKU-X", 5),
+            adjustment("y1", "SKU-Y", 2),
+            adjustment("x2", "SKU-X", -1),
+        ];
+        assert_eq!(
+            store.adjust_stock(&first).await.expect("adjust"),
+            Adjusted::Applied
+        );
+        assert_eq!(store.on_hand("SKU-X").await.expect("read"), Some(4));
+        assert_eq!(store.on_hand("SKU-Y").await.expect("read"), Some(2));
+        let mixed = [
+            adjustment("x3", "SKU-X", 100),
+            adjustment("y1", "SKU-Y", 2),
+            adjustment("x2", "SKU-X", -1),
+        ];
+        assert_eq!(
+            store.adjust_stock(&mixed).await.expect("adjust"),
+            Adjusted::Duplicates(vec![1, 2])
+        );
+        assert_eq!(
+            store.on_hand("SKU-X").await.expect("read"),
+            Some(4),
+            "nothing of a cancelled step lands"
+        );
+        let rest = [adjustment("x3", "SKU-X", 100)];
+        assert_eq!(
+            store.adjust_stock(&rest).await.expect("adjust"),
+            Adjusted::Applied
+        );
+        assert_eq!(store.on_hand("SKU-X").await.expect("read"), Some(104));
     }
 
     /// The sample events, replayed in order, tell the story the README tells.
@@ -431,6 +483,10 @@ macro_rules! store_suite {
             #[tokio::test]
             async fn a_stock_adjustment_applies_once_per_event() {
                 suite::a_stock_adjustment_applies_once_per_event($store).await
+            }
+            #[tokio::test]
+            async fn stock_adjustments_apply_together_or_not_at_all() {
+                suite::stock_adjustments_apply_together_or_not_at_all($store).await
             }
             #[tokio::test]
             async fn the_sample_events_tell_their_story() {

@@ -24,7 +24,7 @@ use aws_sdk_dynamodb::types::{
 use serde::{Deserialize, Serialize};
 use serde_dynamo::aws_sdk_dynamodb_1::{from_item, to_item};
 
-use super::{Adjusted, Loaded, Saved, Store, StoreError};
+use super::{Adjusted, DedupKey, Loaded, Saved, Store, StoreError};
 use crate::domain::{Entity, EntityKey, Order, OrderStatus, Product, StockAdjustment};
 
 type Item = HashMap<String, AttributeValue>;
@@ -114,6 +114,8 @@ fn build_error(operation: &'static str, err: impl std::fmt::Display) -> StoreErr
 // ---- item layout -------------------------------------------------------------
 
 const ORDER_PREFIX: &str = "ORDER#";
+const DEDUP_PREFIX: &str = "MESSAGE#";
+const HANDLER_PREFIX: &str = "HANDLER#";
 const PRODUCT_PREFIX: &str = "PRODUCT#";
 const STATE: &str = "STATE";
 
@@ -129,6 +131,28 @@ fn stock_key(sku: &str) -> Item {
         ("pk".to_owned(), AttributeValue::S(format!("SKU#{sku}"))),
         ("sk".to_owned(), AttributeValue::S("STOCK".to_owned())),
     ])
+}
+
+fn dedup_key(key: &DedupKey) -> Item {
+    HashMap::from([
+        (
+            "pk".to_owned(),
+            AttributeValue::S(format!("{DEDUP_PREFIX}{}", key.event_id)),
+        ),
+        (
+            "sk".to_owned(),
+            AttributeValue::S(format!("{HANDLER_PREFIX}{}", key.handler)),
+        ),
+    ])
+}
+
+/// A key item as text, to sort and deduplicate keys.
+fn key_text(key: &Item) -> (String, String) {
+    let part = |name: &str| match key.get(name) {
+        Some(AttributeValue::S(text)) => text.clone(),
+        _ => String::new(),
+    };
+    (part("pk"), part("sk"))
 }
 
 fn key_item(key: &EntityKey) -> Item {
@@ -293,14 +317,18 @@ fn update_expression(item: Item) -> (String, Item, HashMap<String, String>) {
 }
 
 impl Store for DynamoStore {
-    async fn load(&self, keys: &[EntityKey]) -> Result<Loaded, StoreError> {
-        let mut unique: Vec<&EntityKey> = keys.iter().collect();
-        unique.sort();
-        unique.dedup();
-        let mut loaded = Loaded::new();
+    async fn load(&self, keys: &[EntityKey], dedup: &[DedupKey]) -> Result<Loaded, StoreError> {
+        let mut unique: Vec<Item> = keys
+            .iter()
+            .map(key_item)
+            .chain(dedup.iter().map(dedup_key))
+            .collect();
+        unique.sort_by_key(key_text);
+        unique.dedup_by(|a, b| key_text(a) == key_text(b));
+        let mut loaded = Loaded::default();
         for chunk in unique.chunks(BATCH_GET_LIMIT) {
             let mut pending = KeysAndAttributes::builder()
-                .set_keys(Some(chunk.iter().map(|key| key_item(key)).collect()))
+                .set_keys(Some(chunk.to_vec()))
                 .consistent_read(true)
                 .build()
                 .map_err(|err| build_error("BatchGetItem", err))?;
@@ -322,11 +350,25 @@ impl Store for DynamoStore {
                         Some(AttributeValue::S(pk)) => pk.clone(),
                         _ => continue,
                     };
+                    if let Some(event_id) = pk.strip_prefix(DEDUP_PREFIX) {
+                        let handler = match item.get("sk") {
+                            Some(AttributeValue::S(sk)) => sk.strip_prefix(HANDLER_PREFIX),
+                            _ => None,
+                        };
+                        // Only the handlers asked for (they are 'static names).
+                        if let Some(asked) = dedup
+                            .iter()
+                            .find(|key| key.event_id == event_id && Some(key.handler) == handler)
+                        {
+                            loaded.handled.insert(asked.clone());
+                        }
+                        continue;
+                    }
                     let Some(key) = key_of_pk(&pk) else { continue };
                     match entity_from_item(item) {
-                        Ok(Some(entity)) => loaded.insert(key, Ok(entity)),
+                        Ok(Some(entity)) => loaded.entities.insert(key, Ok(entity)),
                         Ok(None) => None,
-                        Err(err) => loaded.insert(key, Err(err)),
+                        Err(err) => loaded.entities.insert(key, Err(err)),
                     };
                 }
                 match output
@@ -398,46 +440,75 @@ impl Store for DynamoStore {
         }
     }
 
-    async fn adjust_stock(&self, adjustment: &StockAdjustment) -> Result<Adjusted, StoreError> {
-        let dedup = to_item(DedupItem {
-            pk: format!("MESSAGE#{}", adjustment.event_id),
-            sk: format!("HANDLER#{}", adjustment.handler),
-            handled_at: adjustment.handled_at,
-            expires_at: adjustment.expires_at,
-        })
-        .map_err(|err| build_error("serialize dedup record", err))?;
-        let record = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(dedup))
-            .condition_expression("attribute_not_exists(pk)")
-            .build()
-            .map_err(|err| build_error("TransactWriteItems", err))?;
-        let stock = Update::builder()
-            .table_name(&self.table)
-            .set_key(Some(stock_key(&adjustment.sku)))
-            .update_expression("ADD onHand :delta")
-            .expression_attribute_values(":delta", AttributeValue::N(adjustment.delta.to_string()))
-            .build()
-            .map_err(|err| build_error("TransactWriteItems", err))?;
+    async fn adjust_stock(&self, adjustments: &[StockAdjustment]) -> Result<Adjusted, StoreError> {
+        if adjustments.is_empty() {
+            return Ok(Adjusted::Applied);
+        }
+        // One transaction: a conditional Put of each deduplication record, then
+        // one ADD per sku with the sum of its deltas (a transaction may touch an
+        // item only once).
+        let mut items = Vec::with_capacity(adjustments.len() + 1);
+        for adjustment in adjustments {
+            let record = to_item(DedupItem {
+                pk: format!("{DEDUP_PREFIX}{}", adjustment.event_id),
+                sk: format!("{HANDLER_PREFIX}{}", adjustment.handler),
+                handled_at: adjustment.handled_at,
+                expires_at: adjustment.expires_at,
+            })
+            .map_err(|err| build_error("serialize dedup record", err))?;
+            let put = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(record))
+                .condition_expression("attribute_not_exists(pk)")
+                .build()
+                .map_err(|err| build_error("TransactWriteItems", err))?;
+            items.push(TransactWriteItem::builder().put(put).build());
+        }
+        let mut deltas: Vec<(&str, i128)> = Vec::new();
+        for adjustment in adjustments {
+            match deltas.iter_mut().find(|(sku, _)| *sku == adjustment.sku) {
+                Some((_, sum)) => *sum += i128::from(adjustment.delta),
+                None => deltas.push((&adjustment.sku, i128::from(adjustment.delta))),
+            }
+        }
+        for (sku, delta) in deltas {
+            let update = Update::builder()
+                .table_name(&self.table)
+                .set_key(Some(stock_key(sku)))
+                .update_expression("ADD onHand :delta")
+                .expression_attribute_values(":delta", AttributeValue::N(delta.to_string()))
+                .build()
+                .map_err(|err| build_error("TransactWriteItems", err))?;
+            items.push(TransactWriteItem::builder().update(update).build());
+        }
         self.count("TransactWriteItems");
         let result = self
             .client
             .transact_write_items()
-            .transact_items(TransactWriteItem::builder().put(record).build())
-            .transact_items(TransactWriteItem::builder().update(stock).build())
+            .set_transact_items(Some(items))
             .send()
             .await;
         match result {
             Ok(_) => Ok(Adjusted::Applied),
             Err(err) => match err.into_service_error() {
-                TransactWriteItemsError::TransactionCanceledException(cancelled)
-                    if cancelled
-                        .cancellation_reasons()
-                        .first()
-                        .and_then(|reason| reason.code())
-                        .is_some_and(|code| code == "ConditionalCheckFailed") =>
-                {
-                    Ok(Adjusted::Duplicate)
+                TransactWriteItemsError::TransactionCanceledException(cancelled) => {
+                    let reasons = cancelled.cancellation_reasons();
+                    let existing: Vec<usize> = reasons
+                        .iter()
+                        .take(adjustments.len())
+                        .enumerate()
+                        .filter(|(_, reason)| reason.code() == Some("ConditionalCheckFailed"))
+                        .map(|(index, _)| index)
+                        .collect();
+                    if existing.is_empty() {
+                        let codes: Vec<&str> =
+                            reasons.iter().filter_map(|reason| reason.code()).collect();
+                        return Err(StoreError::Request {
+                            operation: "TransactWriteItems",
+                            message: format!("transaction cancelled: {codes:?}"),
+                        });
+                    }
+                    Ok(Adjusted::Duplicates(existing))
                 }
                 other => Err(StoreError::Request {
                     operation: "TransactWriteItems",

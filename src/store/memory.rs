@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use super::{Adjusted, Loaded, Saved, Store, StoreError};
+use super::{Adjusted, DedupKey, Loaded, Saved, Store, StoreError};
 use crate::domain::{Entity, EntityKey, StockAdjustment};
 
 #[derive(Debug, Default)]
@@ -62,18 +62,29 @@ impl MemoryStore {
 // Each operation first yields, as a request to a server would: concurrent
 // invocations on one store interleave between operations, never within one.
 impl Store for MemoryStore {
-    async fn load(&self, keys: &[EntityKey]) -> Result<Loaded, StoreError> {
+    async fn load(&self, keys: &[EntityKey], dedup: &[DedupKey]) -> Result<Loaded, StoreError> {
         tokio::task::yield_now().await;
         let tables = self.tables();
-        Ok(keys
-            .iter()
-            .filter_map(|key| {
-                tables
-                    .entities
-                    .get(key)
-                    .map(|entity| (key.clone(), Ok(entity.clone())))
-            })
-            .collect())
+        Ok(Loaded {
+            entities: keys
+                .iter()
+                .filter_map(|key| {
+                    tables
+                        .entities
+                        .get(key)
+                        .map(|entity| (key.clone(), Ok(entity.clone())))
+                })
+                .collect(),
+            handled: dedup
+                .iter()
+                .filter(|key| {
+                    tables
+                        .handled
+                        .contains(&(key.event_id.clone(), key.handler))
+                })
+                .cloned()
+                .collect(),
+        })
     }
 
     async fn save(&self, entity: &Entity, expected: Option<u64>) -> Result<Saved, StoreError> {
@@ -90,17 +101,30 @@ impl Store for MemoryStore {
         Ok(Saved::Written)
     }
 
-    async fn adjust_stock(&self, adjustment: &StockAdjustment) -> Result<Adjusted, StoreError> {
+    async fn adjust_stock(&self, adjustments: &[StockAdjustment]) -> Result<Adjusted, StoreError> {
         tokio::task::yield_now().await;
         let mut tables = self.tables();
-        if !tables
-            .handled
-            .insert((adjustment.event_id.clone(), adjustment.handler))
-        {
-            return Ok(Adjusted::Duplicate);
+        // As a transaction: if any record exists, nothing changes.
+        let existing: Vec<usize> = adjustments
+            .iter()
+            .enumerate()
+            .filter(|(_, adjustment)| {
+                tables
+                    .handled
+                    .contains(&(adjustment.event_id.clone(), adjustment.handler))
+            })
+            .map(|(index, _)| index)
+            .collect();
+        if !existing.is_empty() {
+            return Ok(Adjusted::Duplicates(existing));
         }
-        let on_hand = tables.on_hand.entry(adjustment.sku.clone()).or_insert(0);
-        *on_hand = on_hand.saturating_add(adjustment.delta);
+        for adjustment in adjustments {
+            tables
+                .handled
+                .insert((adjustment.event_id.clone(), adjustment.handler));
+            let on_hand = tables.on_hand.entry(adjustment.sku.clone()).or_insert(0);
+            *on_hand = on_hand.saturating_add(adjustment.delta);
+        }
         Ok(Adjusted::Applied)
     }
 

@@ -9,14 +9,27 @@
 pub mod dynamodb;
 pub mod memory;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 
 use crate::domain::{Entity, EntityKey, StockAdjustment};
 
-/// Entities as loaded: a missing key is an entity that does not exist; an
-/// item that exists but cannot be read is an error for that key alone.
-pub type Loaded = HashMap<EntityKey, Result<Entity, StoreError>>;
+/// Identifies a deduplication record: an event handled by a handler.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DedupKey {
+    pub event_id: String,
+    pub handler: &'static str,
+}
+
+/// What a batch reads before it decides, in one go.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Loaded {
+    /// A missing key is an entity that does not exist; an item that exists
+    /// but cannot be read is an error for that key alone.
+    pub entities: HashMap<EntityKey, Result<Entity, StoreError>>,
+    /// The deduplication records, of those asked for, that exist.
+    pub handled: HashSet<DedupKey>,
+}
 
 /// A store operation that did not complete. The table may or may not hold
 /// its effect (a timeout, a lost answer): the caller reports the messages
@@ -48,20 +61,29 @@ pub enum Saved {
     Conflict { current: Option<Entity> },
 }
 
-/// The answer to a stock adjustment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The answer to a set of stock adjustments.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Adjusted {
-    /// `onHand` moved by `delta`, and the deduplication record was written.
+    /// Every `onHand` moved, and every deduplication record was written.
     Applied,
-    /// The deduplication record existed: nothing changed.
-    Duplicate,
+    /// Nothing changed: the deduplication records of these adjustments
+    /// (positions in the slice given) existed already.
+    Duplicates(Vec<usize>),
 }
+
+/// The most adjustments one `adjust_stock` takes (a DynamoDB transaction
+/// holds 100 actions: a record per adjustment and an update per sku).
+pub const MAX_ADJUSTMENTS: usize = 50;
 
 /// The table, as the batch runner sees it.
 pub trait Store: Send + Sync {
-    /// Loads the entities with strongly consistent reads, in as few requests
-    /// as the store allows.
-    fn load(&self, keys: &[EntityKey]) -> impl Future<Output = Result<Loaded, StoreError>> + Send;
+    /// Loads the entities and looks up the deduplication records, with
+    /// strongly consistent reads, in as few requests as the store allows.
+    fn load(
+        &self,
+        keys: &[EntityKey],
+        dedup: &[DedupKey],
+    ) -> impl Future<Output = Result<Loaded, StoreError>> + Send;
 
     /// Writes `entity` only if the stored one is still at `expected`
     /// (`None`: only if there is none).
@@ -71,11 +93,13 @@ pub trait Store: Send + Sync {
         expected: Option<u64>,
     ) -> impl Future<Output = Result<Saved, StoreError>> + Send;
 
-    /// Adds the adjustment's `delta` to its sku's `onHand` together with its
-    /// deduplication record, atomically, unless that record exists.
+    /// Adds every adjustment's `delta` to its sku's `onHand` and writes every
+    /// deduplication record, all in one atomic step, unless one of those
+    /// records exists (then nothing changes). At most
+    /// [`MAX_ADJUSTMENTS`] adjustments at a time.
     fn adjust_stock(
         &self,
-        adjustment: &StockAdjustment,
+        adjustments: &[StockAdjustment],
     ) -> impl Future<Output = Result<Adjusted, StoreError>> + Send;
 
     /// The sku's `onHand`, `None` when no adjustment was ever applied.
@@ -91,8 +115,12 @@ pub trait Store: Send + Sync {
 /// A shared store is a store: two runners on one table, as two concurrent
 /// invocations are.
 impl<S: Store> Store for std::sync::Arc<S> {
-    fn load(&self, keys: &[EntityKey]) -> impl Future<Output = Result<Loaded, StoreError>> + Send {
-        S::load(self, keys)
+    fn load(
+        &self,
+        keys: &[EntityKey],
+        dedup: &[DedupKey],
+    ) -> impl Future<Output = Result<Loaded, StoreError>> + Send {
+        S::load(self, keys, dedup)
     }
 
     fn save(
@@ -105,9 +133,9 @@ impl<S: Store> Store for std::sync::Arc<S> {
 
     fn adjust_stock(
         &self,
-        adjustment: &StockAdjustment,
+        adjustments: &[StockAdjustment],
     ) -> impl Future<Output = Result<Adjusted, StoreError>> + Send {
-        S::adjust_stock(self, adjustment)
+        S::adjust_stock(self, adjustments)
     }
 
     fn on_hand(&self, sku: &str) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send {
@@ -121,8 +149,12 @@ impl<S: Store> Store for std::sync::Arc<S> {
 
 /// A borrowed store is a store.
 impl<S: Store> Store for &S {
-    fn load(&self, keys: &[EntityKey]) -> impl Future<Output = Result<Loaded, StoreError>> + Send {
-        S::load(self, keys)
+    fn load(
+        &self,
+        keys: &[EntityKey],
+        dedup: &[DedupKey],
+    ) -> impl Future<Output = Result<Loaded, StoreError>> + Send {
+        S::load(self, keys, dedup)
     }
 
     fn save(
@@ -135,9 +167,9 @@ impl<S: Store> Store for &S {
 
     fn adjust_stock(
         &self,
-        adjustment: &StockAdjustment,
+        adjustments: &[StockAdjustment],
     ) -> impl Future<Output = Result<Adjusted, StoreError>> + Send {
-        S::adjust_stock(self, adjustment)
+        S::adjust_stock(self, adjustments)
     }
 
     fn on_hand(&self, sku: &str) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send {
