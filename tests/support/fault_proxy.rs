@@ -87,6 +87,18 @@ impl FaultProxy {
         percent: u64,
         faults: Vec<Fault>,
     ) -> FaultProxy {
+        Self::start_with_latency(upstream, seed, percent, faults, Duration::ZERO).await
+    }
+
+    /// As [`FaultProxy::start`], and every forwarded request waits `latency`
+    /// first, as over a network between a function and DynamoDB.
+    pub async fn start_with_latency(
+        upstream: String,
+        seed: u64,
+        percent: u64,
+        faults: Vec<Fault>,
+        latency: Duration,
+    ) -> FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let endpoint = format!("http://{}", listener.local_addr().expect("address"));
         let counts = Arc::new(Counts::default());
@@ -103,7 +115,9 @@ impl FaultProxy {
                     proxy_schedule.clone(),
                     upstream.clone(),
                 );
-                tokio::spawn(async move { serve(client, upstream, counts, schedule).await });
+                tokio::spawn(
+                    async move { serve(client, upstream, counts, schedule, latency).await },
+                );
             }
         });
         FaultProxy {
@@ -163,6 +177,7 @@ async fn serve(
     upstream: String,
     counts: Arc<Counts>,
     schedule: Arc<Mutex<Schedule>>,
+    latency: Duration,
 ) {
     let mut client = BufReader::new(client);
     while let Some((head, body)) = read_message(&mut client).await {
@@ -190,6 +205,9 @@ async fn serve(
                 return; // the connection closes without an answer
             }
             _ => {}
+        }
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
         }
         let Ok(upstream_stream) = TcpStream::connect(&upstream).await else {
             return; // upstream down: the client sees the connection close

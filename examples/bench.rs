@@ -1,0 +1,664 @@
+//! The benchmark: what a batch costs, side by side with a naive handler.
+//!
+//! ```text
+//! scripts/bench        # builds in release, starts DynamoDB Local, runs this
+//! ```
+//!
+//! Prints, never asserts:
+//! - on DynamoDB Local, for (a) one aggregate with 10 events in one batch,
+//!   (b) 10 existing aggregates with one update each, (c) a batch of 10
+//!   duplicates, (d) a realistic mix (1,000 aggregates, skewed activity, 1 %
+//!   duplicates, batches of 10): DynamoDB requests per message and sequential
+//!   round trips per batch, for the runner and for a naive handler (one read
+//!   and one write per message, in order: the literal reading of the guard);
+//! - on the embedded store: time per message (parse, decide, apply) on one
+//!   thread;
+//! - for the release `projector`: time from process start to its first call
+//!   for work, and peak memory after the mix.
+
+#[path = "../tests/support/runtime_api.rs"]
+mod runtime_api;
+
+#[allow(dead_code)] // only the latency of the faulty proxy is used here
+#[path = "../tests/support/fault_proxy.rs"]
+mod fault_proxy;
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use sequence_guard::domain::{self, EntityKey, Event, StockAdjustment, inventory};
+use sequence_guard::envelope::Record;
+use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
+use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
+use sequence_guard::store::memory::MemoryStore;
+use sequence_guard::store::{Adjusted, DedupKey, Loaded, Saved, Store, StoreError};
+use serde_json::json;
+
+// ---- workloads ------------------------------------------------------------
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn message(id: String, group: &str, body: String) -> SqsMessage {
+    let mut message = SqsMessage::default();
+    message.message_id = Some(id);
+    message.body = Some(body);
+    message
+        .attributes
+        .insert("MessageGroupId".into(), group.into());
+    message
+        .attributes
+        .insert("ApproximateReceiveCount".into(), "1".into());
+    message
+}
+
+fn batch(messages: Vec<SqsMessage>) -> SqsEvent {
+    let mut event = SqsEvent::default();
+    event.records = messages;
+    event
+}
+
+fn product_event(product: &str, sequence: u64) -> String {
+    let (event_type, data) = if sequence == 1 {
+        (
+            "ProductCreated",
+            json!({ "name": "Desk lamp", "priceCents": 1000 }),
+        )
+    } else {
+        (
+            "ProductPriceChanged",
+            json!({ "priceCents": 1000 + sequence }),
+        )
+    };
+    json!({ "eventId": format!("{product}-{sequence}"), "type": event_type, "aggregateId": product,
+            "sequence": sequence, "data": data })
+    .to_string()
+}
+
+fn order_event(order: &str, sequence: u64) -> String {
+    let event_type = if sequence == 1 {
+        "OrderCreated"
+    } else {
+        "OrderUpdated"
+    };
+    json!({ "eventId": format!("{order}-{sequence}"), "type": event_type, "aggregateId": order, "sequence": sequence,
+            "data": { "customerName": "Ada Lovelace", "email": "ada@example.com", "totalCents": 100 * sequence } })
+    .to_string()
+}
+
+struct Workload {
+    name: &'static str,
+    /// Batches run first and not measured (to create what the workload updates).
+    setup: Vec<SqsEvent>,
+    batches: Vec<SqsEvent>,
+}
+
+fn one_aggregate() -> Workload {
+    let messages = (1..=10)
+        .map(|s| message(format!("a-{s}"), "product-a", product_event("product-a", s)))
+        .collect();
+    Workload {
+        name: "(a) one aggregate, 10 events",
+        setup: vec![],
+        batches: vec![batch(messages)],
+    }
+}
+
+fn ten_updates() -> SqsEvent {
+    batch(
+        (0..10)
+            .map(|n| {
+                let id = format!("product-b{n}");
+                message(format!("{id}-2"), &id, product_event(&id, 2))
+            })
+            .collect(),
+    )
+}
+
+fn ten_creations() -> SqsEvent {
+    batch(
+        (0..10)
+            .map(|n| {
+                let id = format!("product-b{n}");
+                message(format!("{id}-1"), &id, product_event(&id, 1))
+            })
+            .collect(),
+    )
+}
+
+fn ten_aggregates() -> Workload {
+    Workload {
+        name: "(b) 10 aggregates, one update each",
+        setup: vec![ten_creations()],
+        batches: vec![ten_updates()],
+    }
+}
+
+fn ten_duplicates() -> Workload {
+    Workload {
+        name: "(c) 10 duplicates",
+        setup: vec![ten_creations(), ten_updates()],
+        batches: vec![ten_updates()],
+    }
+}
+
+/// 1,000 aggregates (700 products, 200 orders, 100 skus), activity skewed
+/// (Zipf-like), 1 % producer resends, in send order, batches of 10.
+fn realistic_mix(messages: usize, seed: u64) -> Workload {
+    let mut rng = Rng(seed);
+    let aggregates = 1000usize;
+    let weights: Vec<f64> = (1..=aggregates)
+        .map(|rank| 1.0 / (rank as f64).powf(1.1))
+        .collect();
+    let total: f64 = weights.iter().sum();
+    let mut cumulative = Vec::with_capacity(aggregates);
+    let mut sum = 0.0;
+    for weight in &weights {
+        sum += weight / total;
+        cumulative.push(sum);
+    }
+    // Shuffle which aggregate gets which rank.
+    let mut ids: Vec<usize> = (0..aggregates).collect();
+    for i in (1..ids.len()).rev() {
+        ids.swap(i, (rng.next() % (i as u64 + 1)) as usize);
+    }
+    let mut next_sequence: HashMap<usize, u64> = HashMap::new();
+    let mut sent: Vec<(String, String)> = Vec::new(); // (group, body)
+    let mut out = Vec::with_capacity(messages);
+    while out.len() < messages {
+        if !sent.is_empty() && rng.unit() < 0.01 {
+            let (group, body) = sent[(rng.next() % sent.len() as u64) as usize].clone();
+            out.push(message(format!("m{}", out.len()), &group, body));
+            continue;
+        }
+        let roll = rng.unit();
+        let rank = cumulative
+            .partition_point(|c| *c < roll)
+            .min(aggregates - 1);
+        let aggregate = ids[rank];
+        let (group, body) = if aggregate < 700 {
+            let id = format!("product-{aggregate}");
+            let sequence = next_sequence.entry(aggregate).or_insert(0);
+            *sequence += 1;
+            let body = product_event(&id, *sequence);
+            (id, body)
+        } else if aggregate < 900 {
+            let id = format!("order-{aggregate}");
+            let sequence = next_sequence.entry(aggregate).or_insert(0);
+            *sequence += 1;
+            let body = order_event(&id, *sequence);
+            (id, body)
+        } else {
+            let sku = format!("SKU-{aggregate}");
+            let body =
+                json!({ "eventId": format!("adjust-{}", out.len()), "type": "InventoryAdjusted",
+                               "data": { "sku": sku, "delta": (rng.next() % 7) as i64 - 3 } })
+                .to_string();
+            (sku, body)
+        };
+        sent.push((group.clone(), body.clone()));
+        out.push(message(format!("m{}", out.len()), &group, body));
+    }
+    let batches = out.chunks(10).map(|chunk| batch(chunk.to_vec())).collect();
+    Workload {
+        name: "(d) 1,000 aggregates, skewed, 1% resends",
+        setup: vec![],
+        batches,
+    }
+}
+
+// ---- measuring ----------------------------------------------------------------
+
+/// A store that records when each of its calls started and ended.
+struct Traced<S> {
+    inner: S,
+    calls: Mutex<Vec<(Instant, Instant)>>,
+}
+
+impl<S: Store> Traced<S> {
+    fn new(inner: S) -> Self {
+        Traced {
+            inner,
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+    fn record(&self, started: Instant) {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.push((started, Instant::now()));
+        }
+    }
+    /// The longest chain of calls each starting after the previous ended:
+    /// the sequential round trips since the last take.
+    fn take_round_trips(&self) -> usize {
+        let mut calls = self
+            .calls
+            .lock()
+            .map(|mut calls| std::mem::take(&mut *calls))
+            .unwrap_or_default();
+        calls.sort_by_key(|(_, end)| *end);
+        let mut longest = vec![0usize; calls.len()];
+        for i in 0..calls.len() {
+            let before = (0..i)
+                .filter(|&j| calls[j].1 <= calls[i].0)
+                .map(|j| longest[j])
+                .max()
+                .unwrap_or(0);
+            longest[i] = before + 1;
+        }
+        longest.into_iter().max().unwrap_or(0)
+    }
+}
+
+impl<S: Store> Store for Traced<S> {
+    async fn load(&self, keys: &[EntityKey], dedup: &[DedupKey]) -> Result<Loaded, StoreError> {
+        let started = Instant::now();
+        let result = self.inner.load(keys, dedup).await;
+        self.record(started);
+        result
+    }
+    async fn save(
+        &self,
+        entity: &sequence_guard::domain::Entity,
+        expected: Option<u64>,
+    ) -> Result<Saved, StoreError> {
+        let started = Instant::now();
+        let result = self.inner.save(entity, expected).await;
+        self.record(started);
+        result
+    }
+    async fn adjust_stock(&self, adjustments: &[StockAdjustment]) -> Result<Adjusted, StoreError> {
+        let started = Instant::now();
+        let result = self.inner.adjust_stock(adjustments).await;
+        self.record(started);
+        result
+    }
+    async fn on_hand(&self, sku: &str) -> Result<Option<i64>, StoreError> {
+        self.inner.on_hand(sku).await
+    }
+    fn requests(&self) -> u64 {
+        self.inner.requests()
+    }
+}
+
+/// The naive handler: each message in order, one read and (when it applies)
+/// one conditional write; a stock adjustment is its own transaction.
+async fn naive<S: Store>(store: &S, event: &SqsEvent, now: u64) {
+    let mut failed_streams: Vec<String> = Vec::new();
+    for message in &event.records {
+        let Some(record) = Record::read(message) else {
+            continue;
+        };
+        if failed_streams.contains(&record.stream) {
+            continue;
+        }
+        let ok = match &record.event {
+            Err(_) => false,
+            Ok(Event::InventoryAdjusted(adjusted)) => {
+                let adjustment = inventory::on_inventory_adjusted(adjusted, now, 604_800);
+                store
+                    .adjust_stock(std::slice::from_ref(&adjustment))
+                    .await
+                    .is_ok()
+            }
+            Ok(event) => {
+                let Some(key) = event.entity_key() else {
+                    continue;
+                };
+                match store.load(std::slice::from_ref(&key), &[]).await {
+                    Err(_) => false,
+                    Ok(mut loaded) => {
+                        let base = loaded.entities.remove(&key).and_then(Result::ok);
+                        let mut slot = base.clone();
+                        let decision = domain::decide(&mut slot, event);
+                        match (decision, slot) {
+                            (domain::Decision::Applied, Some(entity)) => {
+                                let expected = base.as_ref().map(|entity| entity.sequence());
+                                matches!(store.save(&entity, expected).await, Ok(Saved::Written))
+                            }
+                            (decision, _) => decision.is_done(),
+                        }
+                    }
+                }
+            }
+        };
+        if !ok {
+            failed_streams.push(record.stream.clone());
+        }
+    }
+}
+
+#[derive(Default)]
+struct Figures {
+    messages: usize,
+    requests: u64,
+    batches: usize,
+    max_round_trips: usize,
+    total_round_trips: usize,
+}
+
+impl Figures {
+    fn per_message(&self) -> f64 {
+        self.requests as f64 / self.messages.max(1) as f64
+    }
+    fn mean_round_trips(&self) -> f64 {
+        self.total_round_trips as f64 / self.batches.max(1) as f64
+    }
+}
+
+/// Runs a workload through the runner (or the naive handler) on a table of
+/// DynamoDB Local reached through `via` (the latency proxy).
+async fn measure(
+    endpoint: &str,
+    via: &str,
+    table: &str,
+    workload: &Workload,
+    naive_handler: bool,
+) -> Figures {
+    let client = connect(Some(endpoint)).await;
+    if let Err(err) = create_table(&client, table).await {
+        eprintln!("cannot create table {table}: {err}");
+        std::process::exit(1);
+    }
+    let store = Traced::new(DynamoStore::new(connect(Some(via)).await, table));
+    let runner = Runner::new(&store, RunnerConfig::default());
+    let invocation = || Invocation {
+        deadline: None,
+        now: sequence_guard::lambda::epoch_seconds(),
+    };
+    for event in &workload.setup {
+        let _ = runner.run(event, invocation()).await;
+    }
+    store.take_round_trips();
+    let mut figures = Figures::default();
+    for event in &workload.batches {
+        let before = store.requests();
+        if naive_handler {
+            naive(&store, event, invocation().now).await;
+        } else {
+            let _ = runner.run(event, invocation()).await;
+        }
+        let trips = store.take_round_trips();
+        figures.requests += store.requests() - before;
+        figures.messages += event.records.len();
+        figures.batches += 1;
+        figures.max_round_trips = figures.max_round_trips.max(trips);
+        figures.total_round_trips += trips;
+    }
+    figures
+}
+
+fn cpu_seconds() -> f64 {
+    // utime + stime of this process, in clock ticks (100 per second on Linux).
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|stat| {
+            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            Some(
+                (fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?)
+                    / 100.0,
+            )
+        })
+        .unwrap_or(0.0)
+}
+
+fn embedded_cpu(workload: &Workload, repeats: usize, naive_handler: bool) -> (f64, f64) {
+    let runtime = match tokio::runtime::Builder::new_current_thread().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("no runtime: {err}");
+            std::process::exit(1);
+        }
+    };
+    let messages: usize = workload
+        .batches
+        .iter()
+        .map(|b| b.records.len())
+        .sum::<usize>()
+        * repeats;
+    let cpu_before = cpu_seconds();
+    let started = Instant::now();
+    for _ in 0..repeats {
+        let store = MemoryStore::new();
+        let runner = Runner::new(&store, RunnerConfig::default());
+        let invocation = Invocation {
+            deadline: None,
+            now: 1_764_489_600,
+        };
+        for event in &workload.batches {
+            if naive_handler {
+                runtime.block_on(naive(&store, event, invocation.now));
+            } else {
+                let _ = runtime.block_on(runner.run(event, invocation));
+            }
+        }
+    }
+    let wall = started.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu_before;
+    (wall * 1e6 / messages as f64, cpu * 1e6 / messages as f64)
+}
+
+/// Starts the release projector against a local Runtime API; returns the time
+/// to its first call for work, and (after running `batches`) its peak memory.
+async fn projector_figures(endpoint: &str, batches: &[SqsEvent]) -> Option<(Duration, u64)> {
+    let exe = std::env::current_exe().ok()?;
+    let projector = exe.parent()?.parent()?.join("projector");
+    if !projector.exists() {
+        eprintln!(
+            "{} not found: build it with `cargo build --release --bin projector`",
+            projector.display()
+        );
+        return None;
+    }
+    let client = connect(Some(endpoint)).await;
+    create_table(&client, "projector-mix").await.ok()?;
+    let api = runtime_api::RuntimeApi::start().await;
+    let started = Instant::now();
+    let mut child = tokio::process::Command::new(&projector)
+        .env_clear()
+        .env("AWS_LAMBDA_RUNTIME_API", &api.address)
+        .env("AWS_LAMBDA_FUNCTION_NAME", "bench")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+        .env("TABLE_NAME", "projector-mix")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+        .env("AWS_LAMBDA_LOG_LEVEL", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .ok()?;
+    let pid = child.id()?;
+    let mut first_call = None;
+    for event in batches {
+        let body = serde_json::to_string(event).ok()?;
+        api.invoke(&body).await;
+        if first_call.is_none() {
+            first_call = api.first_next().map(|at| at - started);
+        }
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let peak_kb = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| {
+            value
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })?;
+    let _ = child.kill().await;
+    Some((first_call?, peak_kb))
+}
+
+async fn start_times(samples: usize) -> Vec<Duration> {
+    let mut times = Vec::new();
+    let Some(projector) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("projector")))
+    else {
+        return times;
+    };
+    for _ in 0..samples {
+        let api = runtime_api::RuntimeApi::start().await;
+        let started = Instant::now();
+        let Ok(mut child) = tokio::process::Command::new(&projector)
+            .env_clear()
+            .env("AWS_LAMBDA_RUNTIME_API", &api.address)
+            .env("AWS_LAMBDA_FUNCTION_NAME", "bench")
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+            .env("TABLE_NAME", "t")
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "local")
+            .env("AWS_SECRET_ACCESS_KEY", "local")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+        else {
+            return times;
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while api.first_next().is_none() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+        if let Some(at) = api.first_next() {
+            times.push(at - started);
+        }
+        let _ = child.kill().await;
+    }
+    times.sort();
+    times
+}
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut endpoint = None;
+    while let Some(arg) = args.next() {
+        if arg == "--endpoint-url" {
+            endpoint = args.next();
+        }
+    }
+    let Some(endpoint) = endpoint else {
+        eprintln!("usage: bench --endpoint-url URL (DynamoDB Local); scripts/bench does it all");
+        std::process::exit(2);
+    };
+    // A network between the function and DynamoDB: 2 ms per request, so that a
+    // round trip is not hidden by the client's own time to issue a request.
+    let upstream = endpoint.trim_start_matches("http://").to_owned();
+    let proxy = fault_proxy::FaultProxy::start_with_latency(
+        upstream,
+        1,
+        0,
+        vec![],
+        Duration::from_millis(2),
+    )
+    .await;
+    println!("== DynamoDB requests per message and sequential round trips per batch");
+    println!("   (DynamoDB Local behind a proxy adding 2 ms to each request)");
+    println!(
+        "{:<44} {:>14} {:>14} {:>7} {:>12} {:>12}",
+        "workload", "req/msg", "naive req/msg", "ratio", "trips max", "naive max"
+    );
+    let workloads = [
+        one_aggregate(),
+        ten_aggregates(),
+        ten_duplicates(),
+        realistic_mix(3000, 7),
+    ];
+    for (index, workload) in workloads.iter().enumerate() {
+        let ours = measure(
+            &endpoint,
+            &proxy.endpoint,
+            &format!("bench-{index}"),
+            workload,
+            false,
+        )
+        .await;
+        let theirs = measure(
+            &endpoint,
+            &proxy.endpoint,
+            &format!("bench-naive-{index}"),
+            workload,
+            true,
+        )
+        .await;
+        println!(
+            "{:<44} {:>14.3} {:>14.3} {:>6.1}x {:>5} (avg {:>4.2}) {:>5} (avg {:>5.2})",
+            workload.name,
+            ours.per_message(),
+            theirs.per_message(),
+            theirs.per_message() / ours.per_message().max(f64::MIN_POSITIVE),
+            ours.max_round_trips,
+            ours.mean_round_trips(),
+            theirs.max_round_trips,
+            theirs.mean_round_trips()
+        );
+    }
+
+    println!("\n== Embedded store: time per message (parse, decide, apply), one thread");
+    let mix = realistic_mix(3000, 11);
+    // On a thread of its own, outside the tokio runtime of main.
+    let ((wall, cpu), (naive_wall, naive_cpu)) = std::thread::scope(|scope| {
+        let ours = scope.spawn(|| embedded_cpu(&mix, 20, false)).join();
+        let theirs = scope.spawn(|| embedded_cpu(&mix, 20, true)).join();
+        (
+            ours.unwrap_or((f64::NAN, f64::NAN)),
+            theirs.unwrap_or((f64::NAN, f64::NAN)),
+        )
+    });
+    println!("runner: {wall:.2} µs/message wall, {cpu:.2} µs/message CPU (60,000 messages)");
+    println!("naive:  {naive_wall:.2} µs/message wall, {naive_cpu:.2} µs/message CPU");
+
+    println!("\n== Release projector");
+    let times = start_times(20).await;
+    if let (Some(first), Some(last)) = (times.first(), times.last()) {
+        println!(
+            "process start to first call for work: median {:.1} ms (min {:.1}, max {:.1}, {} runs)",
+            times[times.len() / 2].as_secs_f64() * 1e3,
+            first.as_secs_f64() * 1e3,
+            last.as_secs_f64() * 1e3,
+            times.len()
+        );
+    }
+    let mix = realistic_mix(3000, 13);
+    match projector_figures(&endpoint, &mix.batches).await {
+        Some((_, peak_kb)) => println!(
+            "peak memory (VmHWM) after {} batches of the mix: {:.1} MB",
+            mix.batches.len(),
+            peak_kb as f64 / 1024.0
+        ),
+        None => println!("peak memory: not measured"),
+    }
+    let size = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("projector")))
+        .and_then(|projector| std::fs::metadata(projector).ok());
+    if let Some(meta) = size {
+        println!(
+            "x86_64 release binary (stripped by the profile): {:.2} MB",
+            meta.len() as f64 / 1e6
+        );
+    }
+}
