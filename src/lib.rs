@@ -13,8 +13,9 @@
 //!   [`domain::decide`] routes an event to its handler. Knows nothing of SQS
 //!   or DynamoDB.
 //! - [`runner`]: the batch runner. Groups records into streams, runs them,
-//!   persists each run with one conditional write, and decides which messages
-//!   are reported failed. Knows nothing of orders.
+//!   persists each entity with one conditional write and each stream's stock
+//!   adjustments with one transaction, and decides which messages are reported
+//!   failed. Knows nothing of orders.
 //! - [`store`]: what touches the table. The [`store::Store`] trait, with a
 //!   DynamoDB adapter ([`store::dynamodb`]) and an in-memory one
 //!   ([`store::memory`]) of the same semantics. Knows nothing of SQS.

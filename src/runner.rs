@@ -1,11 +1,13 @@
 //! The batch runner: what decides which messages are reported failed.
 //!
 //! It reads every record on its own, groups the records into streams (in
-//! batch order), loads every entity the batch touches in one store call, runs
-//! the streams concurrently and the messages of a stream in order, persists
-//! each run of a stream on one entity with one conditional write, and answers
-//! with the SQS partial batch response. It knows nothing of orders or products:
-//! events are routed to their handlers by [`domain::decide`].
+//! batch order), reads every entity and deduplication record the batch needs
+//! in one store call, runs the streams concurrently and decides the messages of
+//! a stream in order, then settles each stream with one conditional write per
+//! entity and one transaction for its stock adjustments, all at once (two
+//! sequential round trips per batch), and answers with the SQS partial batch
+//! response. It knows nothing of orders or products: events are routed to
+//! their handlers by [`domain::decide`].
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
