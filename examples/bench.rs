@@ -19,6 +19,10 @@
 #[path = "../tests/support/runtime_api.rs"]
 mod runtime_api;
 
+#[allow(dead_code)] // some of the generator is for the simulation
+#[path = "../tests/support/rng.rs"]
+mod rng;
+
 #[allow(dead_code)] // only the latency of the faulty proxy is used here
 #[path = "../tests/support/fault_proxy.rs"]
 mod fault_proxy;
@@ -29,6 +33,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use rng::Rng;
 use sequence_guard::domain::{self, EntityKey, Event, StockAdjustment, inventory};
 use sequence_guard::envelope::Record;
 use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
@@ -38,21 +43,6 @@ use sequence_guard::store::{Adjusted, DedupKey, Loaded, Saved, Store, StoreError
 use serde_json::json;
 
 // ---- workloads ------------------------------------------------------------
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 fn message(id: String, group: &str, body: String) -> SqsMessage {
     let mut message = SqsMessage::default();

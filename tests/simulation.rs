@@ -27,27 +27,8 @@ use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
 use sequence_guard::store::{Adjusted, DedupKey, Loaded, Saved, Store, StoreError};
 use serde_json::json;
+use support::rng::Rng;
 use support::{batch, message};
-
-/// A small deterministic generator for the delivery decisions of one case.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // splitmix64
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next() % n }
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 /// One event a producer sends: its body, and how to check its effect.
 #[derive(Debug, Clone)]

@@ -112,71 +112,43 @@ pub trait Store: Send + Sync {
     }
 }
 
-/// A shared store is a store: two runners on one table, as two concurrent
-/// invocations are.
-impl<S: Store> Store for std::sync::Arc<S> {
-    fn load(
-        &self,
-        keys: &[EntityKey],
-        dedup: &[DedupKey],
-    ) -> impl Future<Output = Result<Loaded, StoreError>> + Send {
-        S::load(self, keys, dedup)
-    }
+/// A store behind a pointer is a store: `Arc<S>` (two runners on one table, as
+/// two concurrent invocations are) and `&S`.
+macro_rules! delegate_store {
+    ($($pointer:ty),+) => {$(
+        impl<S: Store> Store for $pointer {
+            fn load(
+                &self,
+                keys: &[EntityKey],
+                dedup: &[DedupKey],
+            ) -> impl Future<Output = Result<Loaded, StoreError>> + Send {
+                S::load(self, keys, dedup)
+            }
 
-    fn save(
-        &self,
-        entity: &Entity,
-        expected: Option<u64>,
-    ) -> impl Future<Output = Result<Saved, StoreError>> + Send {
-        S::save(self, entity, expected)
-    }
+            fn save(
+                &self,
+                entity: &Entity,
+                expected: Option<u64>,
+            ) -> impl Future<Output = Result<Saved, StoreError>> + Send {
+                S::save(self, entity, expected)
+            }
 
-    fn adjust_stock(
-        &self,
-        adjustments: &[StockAdjustment],
-    ) -> impl Future<Output = Result<Adjusted, StoreError>> + Send {
-        S::adjust_stock(self, adjustments)
-    }
+            fn adjust_stock(
+                &self,
+                adjustments: &[StockAdjustment],
+            ) -> impl Future<Output = Result<Adjusted, StoreError>> + Send {
+                S::adjust_stock(self, adjustments)
+            }
 
-    fn on_hand(&self, sku: &str) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send {
-        S::on_hand(self, sku)
-    }
+            fn on_hand(&self, sku: &str) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send {
+                S::on_hand(self, sku)
+            }
 
-    fn requests(&self) -> u64 {
-        S::requests(self)
-    }
+            fn requests(&self) -> u64 {
+                S::requests(self)
+            }
+        }
+    )+};
 }
 
-/// A borrowed store is a store.
-impl<S: Store> Store for &S {
-    fn load(
-        &self,
-        keys: &[EntityKey],
-        dedup: &[DedupKey],
-    ) -> impl Future<Output = Result<Loaded, StoreError>> + Send {
-        S::load(self, keys, dedup)
-    }
-
-    fn save(
-        &self,
-        entity: &Entity,
-        expected: Option<u64>,
-    ) -> impl Future<Output = Result<Saved, StoreError>> + Send {
-        S::save(self, entity, expected)
-    }
-
-    fn adjust_stock(
-        &self,
-        adjustments: &[StockAdjustment],
-    ) -> impl Future<Output = Result<Adjusted, StoreError>> + Send {
-        S::adjust_stock(self, adjustments)
-    }
-
-    fn on_hand(&self, sku: &str) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send {
-        S::on_hand(self, sku)
-    }
-
-    fn requests(&self) -> u64 {
-        S::requests(self)
-    }
-}
+delegate_store!(std::sync::Arc<S>, &S);

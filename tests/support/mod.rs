@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 pub mod fault_proxy;
 pub mod function;
 pub mod localstack;
+pub mod rng;
 pub mod runtime_api;
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
