@@ -7,7 +7,7 @@ mod support;
 
 use std::time::Duration;
 
-use sequence_guard::domain::{Entity, EntityKey};
+use sequence_guard::domain::EntityKey;
 use sequence_guard::store::Store;
 use sequence_guard::store::dynamodb::DynamoStore;
 use serde_json::json;
@@ -58,27 +58,28 @@ fn order_event(order: &str, sequence: u64) -> String {
 }
 
 async fn sequence_of(store: &DynamoStore, key: EntityKey) -> Option<u64> {
-    let mut loaded = store
-        .load(std::slice::from_ref(&key), &[])
-        .await
-        .expect("load")
-        .entities;
-    loaded
-        .remove(&key)
-        .map(|entity| entity.expect("readable").sequence())
+    entity(store, key).await.map(|entity| entity.sequence())
 }
 
-async fn product(store: &DynamoStore, id: &str) -> (u64, u64) {
-    let key = EntityKey::Product(id.into());
-    match store
-        .load(std::slice::from_ref(&key), &[])
-        .await
-        .expect("load")
-        .entities
-        .remove(&key)
-    {
-        Some(Ok(Entity::Product(product))) => (product.sequence, product.price_cents),
-        other => panic!("{id}: {other:?}"),
+/// A product's creation and price changes up to `last`, sent in order.
+async fn send_product(p: &Pipeline, id: &str, last: u64) {
+    send(
+        &p.poller.sqs,
+        &p.queues.url,
+        id,
+        &format!("{id}:1"),
+        &product_created(id),
+    )
+    .await;
+    for sequence in 2..=last {
+        send(
+            &p.poller.sqs,
+            &p.queues.url,
+            id,
+            &format!("{id}:{sequence}"),
+            &price_changed(id, sequence),
+        )
+        .await;
     }
 }
 
@@ -166,7 +167,7 @@ async fn producer_resends_that_sqs_cannot_catch_are_applied_once() {
         "SQS delivered every resend"
     );
     // ProductPriceChanged increments: a double apply would show as a sequence too far.
-    assert_eq!(product(&p.store, "product-r").await, (5, 1005));
+    assert_eq!(product_state(&p.store, "product-r").await, (5, 1005));
     assert_eq!(p.store.on_hand("SKU-R").await.expect("read"), Some(7));
 }
 
@@ -174,25 +175,7 @@ async fn producer_resends_that_sqs_cannot_catch_are_applied_once() {
 async fn a_message_whose_visibility_times_out_mid_run_races_a_second_invocation() {
     // Visibility of 2 s: the first invocation is slower than that.
     let p = pipeline("visibility", 2, 5).await;
-    send(
-        &p.poller.sqs,
-        &p.queues.url,
-        "product-v",
-        "product-v:1",
-        &product_created("product-v"),
-    )
-    .await;
-    for sequence in 2..=8 {
-        let event = price_changed("product-v", sequence);
-        send(
-            &p.poller.sqs,
-            &p.queues.url,
-            "product-v",
-            &format!("product-v:{sequence}"),
-            &event,
-        )
-        .await;
-    }
+    send_product(&p, "product-v", 8).await;
     // A second function instance, as Lambda would scale out.
     let second_api = RuntimeApi::start().await;
     let _second = start(&second_api, Some(p.store.table()));
@@ -241,7 +224,7 @@ async fn a_message_whose_visibility_times_out_mid_run_races_a_second_invocation(
     // Whatever is left comes back and is found done.
     p.poller.drain(Duration::from_secs(30)).await;
     assert_eq!(
-        product(&p.store, "product-v").await,
+        product_state(&p.store, "product-v").await,
         (8, 1008),
         "each event applied exactly once"
     );

@@ -176,13 +176,7 @@ fn order_body(event_type: &str, order: &str, sequence: u64) -> String {
 }
 
 async fn sequence_of<S: Store>(store: &S, key: EntityKey) -> Option<u64> {
-    store
-        .load(std::slice::from_ref(&key), &[])
-        .await
-        .expect("load")
-        .entities
-        .remove(&key)
-        .map(|e| e.expect("ok").sequence())
+    entity(store, key).await.map(|entity| entity.sequence())
 }
 
 #[tokio::test]

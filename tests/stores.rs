@@ -47,15 +47,6 @@ fn product(id: &str, sequence: u64) -> Entity {
     })
 }
 
-async fn get<S: Store>(store: &S, key: EntityKey) -> Option<Entity> {
-    let mut loaded = store
-        .load(std::slice::from_ref(&key), &[])
-        .await
-        .expect("load")
-        .entities;
-    loaded.remove(&key).map(|entity| entity.expect("readable"))
-}
-
 fn adjustment(event_id: &str, sku: &str, delta: i64) -> StockAdjustment {
     StockAdjustment {
         event_id: event_id.to_owned(),
@@ -118,16 +109,16 @@ mod suite {
             Saved::Written
         );
         assert_eq!(
-            get(&store, EntityKey::Order("order-1".into())).await,
+            entity(&store, EntityKey::Order("order-1".into())).await,
             Some(cancelled)
         );
         assert_eq!(
-            get(&store, EntityKey::Product("product-1".into())).await,
+            entity(&store, EntityKey::Product("product-1".into())).await,
             Some(product("product-1", 2))
         );
         // An order and a product may share an aggregate id: they are different items.
         assert_eq!(
-            get(&store, EntityKey::Product("order-1".into())).await,
+            entity(&store, EntityKey::Product("order-1".into())).await,
             None
         );
     }
@@ -145,7 +136,7 @@ mod suite {
             }
         );
         assert_eq!(
-            get(&store, EntityKey::Order("order-2".into())).await,
+            entity(&store, EntityKey::Order("order-2".into())).await,
             Some(order("order-2", 1))
         );
     }
@@ -176,7 +167,10 @@ mod suite {
             .await
             .expect("save");
         assert_eq!(missing, Saved::Conflict { current: None });
-        assert_eq!(get(&store, EntityKey::Order("order-4".into())).await, None);
+        assert_eq!(
+            entity(&store, EntityKey::Order("order-4".into())).await,
+            None
+        );
     }
 
     pub async fn a_load_reads_more_keys_than_one_request_takes<S: Store>(store: S) {
@@ -299,7 +293,7 @@ mod suite {
             assert_eq!(listed, failed, "{file}: batchItemFailures");
         }
         let store = runner.store();
-        match get(store, EntityKey::Order("order-42".into())).await {
+        match entity(store, EntityKey::Order("order-42".into())).await {
             Some(Entity::Order(order)) => {
                 assert_eq!(
                     (order.sequence, order.total_cents, order.status),
@@ -310,26 +304,32 @@ mod suite {
             other => panic!("order-42: {other:?}"),
         }
         assert_eq!(
-            get(store, EntityKey::Order("order-100".into()))
+            entity(store, EntityKey::Order("order-100".into()))
                 .await
                 .map(|e| e.sequence()),
             Some(3)
         );
         assert_eq!(
-            get(store, EntityKey::Order("order-200".into()))
+            entity(store, EntityKey::Order("order-200".into()))
                 .await
                 .map(|e| e.sequence()),
             Some(1)
         );
         assert_eq!(
-            get(store, EntityKey::Order("order-505".into()))
+            entity(store, EntityKey::Order("order-505".into()))
                 .await
                 .map(|e| e.sequence()),
             Some(1)
         );
-        assert_eq!(get(store, EntityKey::Order("order-77".into())).await, None);
-        assert_eq!(get(store, EntityKey::Order("order-500".into())).await, None);
-        match get(store, EntityKey::Product("product-7".into())).await {
+        assert_eq!(
+            entity(store, EntityKey::Order("order-77".into())).await,
+            None
+        );
+        assert_eq!(
+            entity(store, EntityKey::Order("order-500".into())).await,
+            None
+        );
+        match entity(store, EntityKey::Product("product-7".into())).await {
             Some(Entity::Product(product)) => {
                 assert_eq!((product.sequence, product.price_cents), (3, 2999))
             }
@@ -387,7 +387,7 @@ mod suite {
                 }
             }
             // The messages not done are redelivered from the head of the stream.
-            next = get(&store, EntityKey::Product("product-race".into()))
+            next = entity(&store, EntityKey::Product("product-race".into()))
                 .await
                 .map_or(0, |e| e.sequence())
                 + 1;
@@ -399,7 +399,7 @@ mod suite {
                 applied[sequence as usize]
             );
         }
-        match get(&store, EntityKey::Product("product-race".into())).await {
+        match entity(&store, EntityKey::Product("product-race".into())).await {
             Some(Entity::Product(product)) => {
                 assert_eq!(
                     product.sequence, last,

@@ -114,6 +114,29 @@ pub async fn fresh_table() -> DynamoStore {
     DynamoStore::new(client, name)
 }
 
+/// One entity as stored now (`None`: there is none).
+pub async fn entity<S: sequence_guard::store::Store>(
+    store: &S,
+    key: sequence_guard::domain::EntityKey,
+) -> Option<sequence_guard::domain::Entity> {
+    let mut loaded = store
+        .load(std::slice::from_ref(&key), &[])
+        .await
+        .expect("load")
+        .entities;
+    loaded.remove(&key).map(|entity| entity.expect("readable"))
+}
+
+/// A product's sequence and price as stored now.
+pub async fn product_state<S: sequence_guard::store::Store>(store: &S, id: &str) -> (u64, u64) {
+    match entity(store, sequence_guard::domain::EntityKey::Product(id.into())).await {
+        Some(sequence_guard::domain::Entity::Product(product)) => {
+            (product.sequence, product.price_cents)
+        }
+        other => panic!("{id}: {other:?}"),
+    }
+}
+
 /// A sample event of `events/`, as Lambda delivers it.
 pub fn sample(json: &str) -> SqsEvent {
     serde_json::from_str(json).expect("a sample event is an SQS event")
