@@ -39,7 +39,10 @@ use sequence_guard::envelope::Record;
 use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
 use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
 use sequence_guard::store::memory::MemoryStore;
-use sequence_guard::store::{Adjusted, DedupKey, Loaded, Saved, Store, StoreError};
+use sequence_guard::store::{
+    Adjusted, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, Saved, Store,
+    StoreError,
+};
 use serde_json::json;
 
 // ---- workloads ------------------------------------------------------------
@@ -261,15 +264,24 @@ impl<S: Store> Store for Traced<S> {
         self.record(started);
         result
     }
-    async fn save(
-        &self,
-        entity: &sequence_guard::domain::Entity,
-        expected: Option<u64>,
-    ) -> Result<Saved, StoreError> {
+    async fn commit(&self, commit: &Commit) -> Result<Committed, StoreError> {
         let started = Instant::now();
-        let result = self.inner.save(entity, expected).await;
+        let result = self.inner.commit(commit).await;
         self.record(started);
         result
+    }
+    async fn parked(
+        &self,
+        key: &EntityKey,
+        sequences: &[u64],
+    ) -> Result<Vec<ParkedEvent>, StoreError> {
+        let started = Instant::now();
+        let result = self.inner.parked(key, sequences).await;
+        self.record(started);
+        result
+    }
+    async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {
+        self.inner.inspect(key).await
     }
     async fn adjust_stock(&self, adjustments: &[StockAdjustment]) -> Result<Adjusted, StoreError> {
         let started = Instant::now();

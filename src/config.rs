@@ -6,6 +6,9 @@
 //! | `DEDUP_TTL_SECONDS`  | how long deduplication records are kept              | 604800 (7 days) |
 //! | `DEADLINE_MARGIN_MS` | time kept in hand before the invocation's deadline   | 500       |
 //! | `CONDITION_RETRIES`  | re-decisions after a lost conditional write          | 3         |
+//! | `GAP_POLICY`         | `park`: park a gap that keeps coming back; `retry`: always fail it | `park` |
+//! | `PARK_AFTER_RECEIVES`| the delivery (`ApproximateReceiveCount`) from which a gap is parked; keep it below the queue's `maxReceiveCount` | 3 |
+//! | `MAX_PARKED_PER_STREAM` | the most events parked on one entity (1 to 10000) | 1000 |
 //! | `METRICS_NAMESPACE`  | CloudWatch namespace of the metrics                  | `SequenceGuard` |
 //! | `METRICS_SERVICE`    | the `Service` dimension of the metrics               | `sequence-guard` |
 //!
@@ -14,14 +17,21 @@
 
 use std::time::Duration;
 
-use crate::runner::RunnerConfig;
+use crate::runner::{GapPolicy, RunnerConfig};
+
+/// The largest `MAX_PARKED_PER_STREAM`: the entity item's `parked` number set
+/// must stay far below DynamoDB's 400 KB item size.
+pub const MAX_PARKED_LIMIT: u64 = 10_000;
 
 /// Every variable the projector reads (besides the SDK's and the runtime's).
-pub const VARIABLES: [&str; 6] = [
+pub const VARIABLES: [&str; 9] = [
     "TABLE_NAME",
     "DEDUP_TTL_SECONDS",
     "DEADLINE_MARGIN_MS",
     "CONDITION_RETRIES",
+    "GAP_POLICY",
+    "PARK_AFTER_RECEIVES",
+    "MAX_PARKED_PER_STREAM",
     "METRICS_NAMESPACE",
     "METRICS_SERVICE",
 ];
@@ -68,6 +78,46 @@ impl Config {
                 }),
             }
         };
+        let within = |name: &'static str,
+                      default: u64,
+                      range: std::ops::RangeInclusive<u64>,
+                      expected: &'static str|
+         -> Result<u64, ConfigError> {
+            let value = number(name, default)?;
+            if range.contains(&value) {
+                Ok(value)
+            } else {
+                Err(ConfigError::Invalid {
+                    name,
+                    expected,
+                    value: value.to_string(),
+                })
+            }
+        };
+        let gap_policy = match lookup("GAP_POLICY").map(|value| value.trim().to_ascii_lowercase()) {
+            None => defaults.gap_policy,
+            Some(value) if value.is_empty() || value == "park" => GapPolicy::Park,
+            Some(value) if value == "retry" => GapPolicy::Retry,
+            Some(_) => {
+                return Err(ConfigError::Invalid {
+                    name: "GAP_POLICY",
+                    expected: "`park` or `retry`",
+                    value: lookup("GAP_POLICY").unwrap_or_default(),
+                });
+            }
+        };
+        let park_after = within(
+            "PARK_AFTER_RECEIVES",
+            u64::from(defaults.park_after_receives),
+            1..=u64::from(u32::MAX),
+            "a whole number from 1 (the first delivery)",
+        )?;
+        let max_parked = within(
+            "MAX_PARKED_PER_STREAM",
+            defaults.max_parked_per_stream as u64,
+            1..=MAX_PARKED_LIMIT,
+            "a whole number from 1 to 10000",
+        )?;
         let margin_ms = u64::try_from(defaults.deadline_margin.as_millis()).unwrap_or(u64::MAX);
         let retries = number("CONDITION_RETRIES", u64::from(defaults.condition_retries))?;
         let text = |name: &str, default: &str| {
@@ -87,6 +137,9 @@ impl Config {
                     expected: "a whole number below 2^32",
                     value: retries.to_string(),
                 })?,
+                gap_policy,
+                park_after_receives: u32::try_from(park_after).unwrap_or(u32::MAX),
+                max_parked_per_stream: usize::try_from(max_parked).unwrap_or(usize::MAX),
             },
         })
     }
@@ -132,6 +185,37 @@ mod tests {
         .expect("valid");
         assert_eq!(set.runner.dedup_ttl_seconds, 60);
         assert_eq!(set.runner.deadline_margin, Duration::from_millis(250));
+    }
+
+    #[test]
+    fn parking_defaults_and_bad_values() {
+        let defaults = config(&[("TABLE_NAME", "t")]).expect("valid");
+        assert_eq!(defaults.runner.gap_policy, GapPolicy::Park);
+        assert_eq!(defaults.runner.park_after_receives, 3);
+        assert_eq!(defaults.runner.max_parked_per_stream, 1000);
+        let set = config(&[
+            ("TABLE_NAME", "t"),
+            ("GAP_POLICY", "Retry"),
+            ("PARK_AFTER_RECEIVES", "2"),
+            ("MAX_PARKED_PER_STREAM", "10"),
+        ])
+        .expect("valid");
+        assert_eq!(set.runner.gap_policy, GapPolicy::Retry);
+        assert_eq!(set.runner.park_after_receives, 2);
+        assert_eq!(set.runner.max_parked_per_stream, 10);
+        for (name, value) in [
+            ("GAP_POLICY", "drop"),
+            ("PARK_AFTER_RECEIVES", "0"),
+            ("PARK_AFTER_RECEIVES", "three"),
+            ("MAX_PARKED_PER_STREAM", "0"),
+            ("MAX_PARKED_PER_STREAM", "10001"),
+        ] {
+            let err = config(&[("TABLE_NAME", "t"), (name, value)]).expect_err(value);
+            assert!(
+                err.to_string().contains(name) && err.to_string().contains(value),
+                "{err}"
+            );
+        }
     }
 
     #[test]

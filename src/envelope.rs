@@ -61,6 +61,8 @@ pub struct Record {
     pub stream: String,
     /// `ApproximateReceiveCount`, when SQS gave it.
     pub receive_count: Option<u32>,
+    /// The body as received (kept to park the event).
+    pub body: String,
     pub event: Result<Event, InvalidMessage>,
 }
 
@@ -94,6 +96,7 @@ impl Record {
             message_id,
             stream,
             receive_count,
+            body: message.body.clone().unwrap_or_default(),
             event,
         })
     }

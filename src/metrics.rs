@@ -4,7 +4,10 @@
 //!
 //! | metric | unit | what |
 //! | --- | --- | --- |
-//! | `Applied`, `Duplicate`, `Gap`, `NotCreated`, `Invalid`, `Skipped`, `StorageError` | Count | messages by outcome |
+//! | `Applied`, `Duplicate`, `Parked`, `Conflict`, `Gap`, `NotCreated`, `Invalid`, `Skipped`, `StorageError` | Count | messages by outcome |
+//! | `Drained` | Count | parked events applied (their gap closed) |
+//! | `ParkingFull` | Count | gaps failed because `MAX_PARKED_PER_STREAM` events are parked on their entity |
+//! | `OldestParkedAge` | Seconds | per entity that parked or drained: how long its oldest parked event has waited |
 //! | `Messages` | Count | messages in the batch |
 //! | `DynamoDbRequests` | Count | requests the batch sent to the table |
 //! | `BatchDuration` | Milliseconds | time to run the batch |
@@ -25,6 +28,8 @@ pub fn metric_name(outcome: Outcome) -> &'static str {
     match outcome {
         Outcome::Applied => "Applied",
         Outcome::Duplicate => "Duplicate",
+        Outcome::Parked => "Parked",
+        Outcome::Conflict => "Conflict",
         Outcome::Gap => "Gap",
         Outcome::NotCreated => "NotCreated",
         Outcome::Invalid => "Invalid",
@@ -37,6 +42,15 @@ pub fn metric_name(outcome: Outcome) -> &'static str {
 pub fn record(report: &BatchReport, elapsed: Duration) {
     for outcome in Outcome::ALL {
         metrics::counter!(metric_name(outcome)).increment(report.count(outcome) as u64);
+    }
+    metrics::counter!("Drained").increment(report.drained() as u64);
+    metrics::counter!("ParkingFull").increment(report.parking_full() as u64);
+    for age in report
+        .parking
+        .iter()
+        .filter_map(|parking| parking.oldest_parked_age_seconds)
+    {
+        metrics::histogram!("OldestParkedAge").record(age as f64);
     }
     metrics::counter!("Messages").increment(report.messages.len() as u64);
     metrics::counter!("DynamoDbRequests").increment(report.requests);
@@ -66,6 +80,13 @@ impl Emf {
         for outcome in Outcome::ALL {
             metrics::describe_counter!(metric_name(outcome), Unit::Count, "messages by outcome");
         }
+        metrics::describe_counter!("Drained", Unit::Count, "parked events applied");
+        metrics::describe_counter!("ParkingFull", Unit::Count, "gaps not parked: no room");
+        metrics::describe_histogram!(
+            "OldestParkedAge",
+            Unit::Seconds,
+            "how long the oldest parked event has waited"
+        );
         metrics::describe_counter!("Messages", Unit::Count, "messages in the batch");
         metrics::describe_counter!("DynamoDbRequests", Unit::Count, "requests to the table");
         metrics::describe_histogram!("BatchDuration", Unit::Milliseconds, "time to run the batch");

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use sequence_guard::domain::{Entity, EntityKey, StockAdjustment};
 use sequence_guard::runner::{BatchError, BatchReport, Invocation, Outcome, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
-use sequence_guard::store::{Adjusted, DedupKey, Loaded, Saved, Store, StoreError};
+use sequence_guard::store::{
+    Adjusted, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, Store, StoreError,
+};
 use serde_json::json;
 use support::*;
 
@@ -90,21 +92,21 @@ impl Store for FaultyStore {
         Ok(loaded)
     }
 
-    async fn save(&self, entity: &Entity, expected: Option<u64>) -> Result<Saved, StoreError> {
+    async fn commit(&self, commit: &Commit) -> Result<Committed, StoreError> {
         self.saves.fetch_add(1, Ordering::SeqCst);
         let faults = self.faults();
         if let Some(delay) = faults.save_delay {
             tokio::time::sleep(delay).await;
         }
-        let id = match entity.key() {
-            EntityKey::Order(id) | EntityKey::Product(id) => id,
+        let id = match &commit.key {
+            EntityKey::Order(id) | EntityKey::Product(id) => id.clone(),
         };
         if faults.save_fails_for.contains(&id) {
             return Err(failure("UpdateItem"));
         }
         if faults.save_always_raced {
             // Another invocation writes the entity one step further first.
-            let key = entity.key();
+            let key = commit.key.clone();
             let current = self
                 .inner
                 .load(std::slice::from_ref(&key), &[])
@@ -113,20 +115,35 @@ impl Store for FaultyStore {
                 .remove(&key)
                 .transpose()?;
             if let Some(Entity::Product(mut product)) = current.clone() {
+                // As another invocation applying the next event would.
                 product.sequence += 1;
+                product.last_event_id =
+                    format!("{}-{}-ProductPriceChanged", product.id, product.sequence);
                 self.inner
                     .save(&Entity::Product(product), current.map(|c| c.sequence()))
                     .await?;
             }
         }
-        let saved = self.inner.save(entity, expected).await?;
+        let committed = self.inner.commit(commit).await?;
         if faults.save_answer_lost {
             return Err(StoreError::Timeout {
                 operation: "UpdateItem",
                 millis: 3000,
             });
         }
-        Ok(saved)
+        Ok(committed)
+    }
+
+    async fn parked(
+        &self,
+        key: &EntityKey,
+        sequences: &[u64],
+    ) -> Result<Vec<ParkedEvent>, StoreError> {
+        self.inner.parked(key, sequences).await
+    }
+
+    async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {
+        self.inner.inspect(key).await
     }
 
     async fn adjust_stock(&self, adjustments: &[StockAdjustment]) -> Result<Adjusted, StoreError> {

@@ -25,7 +25,9 @@ use sequence_guard::domain::inventory::STOCK_HANDLER;
 use sequence_guard::domain::{Entity, EntityKey, Order, OrderStatus, Product, StockAdjustment};
 use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
-use sequence_guard::store::{Adjusted, DedupKey, Loaded, Saved, Store, StoreError};
+use sequence_guard::store::{
+    Adjusted, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, Store, StoreError,
+};
 use serde_json::json;
 use support::rng::Rng;
 use support::{batch, message};
@@ -228,13 +230,13 @@ impl Store for SimStore {
         self.inner.load(keys, dedup).await
     }
 
-    async fn save(&self, entity: &Entity, expected: Option<u64>) -> Result<Saved, StoreError> {
+    async fn commit(&self, commit: &Commit) -> Result<Committed, StoreError> {
         let fault = self.fault();
         if fault == Fault::Before {
             return Err(Self::injected("UpdateItem"));
         }
-        let saved = self.inner.save(entity, expected).await?;
-        if saved == Saved::Written {
+        let committed = self.inner.commit(commit).await?;
+        if let (Committed::Written, Some(entity)) = (&committed, &commit.entity) {
             let prefix = self.expected.get(&entity.key()).and_then(|states| {
                 states.get(usize::try_from(entity.sequence()).ok()?.checked_sub(1)?)
             });
@@ -247,7 +249,22 @@ impl Store for SimStore {
         if fault == Fault::After {
             return Err(Self::injected("UpdateItem"));
         }
-        Ok(saved)
+        Ok(committed)
+    }
+
+    async fn parked(
+        &self,
+        key: &EntityKey,
+        sequences: &[u64],
+    ) -> Result<Vec<ParkedEvent>, StoreError> {
+        if self.fault() != Fault::None {
+            return Err(Self::injected("BatchGetItem"));
+        }
+        self.inner.parked(key, sequences).await
+    }
+
+    async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {
+        self.inner.inspect(key).await
     }
 
     async fn adjust_stock(&self, adjustments: &[StockAdjustment]) -> Result<Adjusted, StoreError> {

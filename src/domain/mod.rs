@@ -70,6 +70,14 @@ impl Entity {
         }
     }
 
+    /// The id of the last event applied (the one at [`Entity::sequence`]).
+    pub fn last_event_id(&self) -> &str {
+        match self {
+            Entity::Order(order) => &order.last_event_id,
+            Entity::Product(product) => &product.last_event_id,
+        }
+    }
+
     pub fn key(&self) -> EntityKey {
         match self {
             Entity::Order(order) => EntityKey::Order(order.id.clone()),

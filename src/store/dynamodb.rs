@@ -6,8 +6,15 @@
 //! | product| `PRODUCT#<aggregateId>` | `STATE`              |
 //! | stock  | `SKU#<sku>`           | `STOCK`                |
 //! | dedup  | `MESSAGE#<eventId>`   | `HANDLER#<handler>`    |
+//! | parked event | the entity's pk | `PENDING#<sequence, 20 digits>` |
+//! | conflict | the entity's pk   | `CONFLICT#<sequence, 20 digits>#<eventId>` |
+//!
+//! An entity item also holds `parked` (a number set: the sequences parked on
+//! it) and `parkedSince` while it has any; an item with only those is not
+//! an entity yet.
 
 use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -17,14 +24,17 @@ use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, KeysAndAttributes,
-    Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
-    TransactWriteItem, Update,
+    AttributeDefinition, AttributeValue, BillingMode, Delete, KeySchemaElement, KeyType,
+    KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
+    TimeToLiveSpecification, TransactWriteItem, Update,
 };
 use serde::{Deserialize, Serialize};
 use serde_dynamo::aws_sdk_dynamodb_1::{from_item, to_item};
 
-use super::{Adjusted, DedupKey, Loaded, Saved, Store, StoreError};
+use super::{
+    Adjusted, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded, ParkedEvent,
+    Parking, Store, StoreError, Stored,
+};
 use crate::domain::{Entity, EntityKey, Order, OrderStatus, Product, StockAdjustment};
 
 type Item = HashMap<String, AttributeValue>;
@@ -44,7 +54,9 @@ pub fn iam_actions(operation: &str) -> &'static [&'static str] {
         "BatchGetItem" => &["dynamodb:BatchGetItem"],
         "UpdateItem" => &["dynamodb:UpdateItem"],
         "TransactWriteItems" => &["dynamodb:PutItem", "dynamodb:UpdateItem"],
+        "TransactWriteItems/Delete" => &["dynamodb:DeleteItem"],
         "GetItem" => &["dynamodb:GetItem"],
+        "Query" => &["dynamodb:Query"],
         _ => &[],
     }
 }
@@ -70,6 +82,11 @@ impl DynamoStore {
 
     fn count(&self, operation: &'static str) {
         self.requests.fetch_add(1, Ordering::Relaxed);
+        self.note(operation);
+    }
+
+    /// Records an operation (for [`iam_actions`]) without counting a request.
+    fn note(&self, operation: &'static str) {
         self.operations
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -118,6 +135,26 @@ const DEDUP_PREFIX: &str = "MESSAGE#";
 const HANDLER_PREFIX: &str = "HANDLER#";
 const PRODUCT_PREFIX: &str = "PRODUCT#";
 const STATE: &str = "STATE";
+const PENDING_PREFIX: &str = "PENDING#";
+const CONFLICT_PREFIX: &str = "CONFLICT#";
+/// The entity item's number set of parked sequences, and since when it has any.
+const PARKED: &str = "parked";
+const PARKED_SINCE: &str = "parkedSince";
+
+fn pending_sk(sequence: u64) -> String {
+    format!("{PENDING_PREFIX}{sequence:020}")
+}
+
+fn conflict_sk(sequence: u64, event_id: &str) -> String {
+    format!("{CONFLICT_PREFIX}{sequence:020}#{event_id}")
+}
+
+fn item_key(pk: String, sk: String) -> Item {
+    HashMap::from([
+        ("pk".to_owned(), AttributeValue::S(pk)),
+        ("sk".to_owned(), AttributeValue::S(sk)),
+    ])
+}
 
 fn entity_pk(key: &EntityKey) -> String {
     match key {
@@ -191,6 +228,27 @@ struct ProductItem {
     price_cents: u64,
 }
 
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ParkedItem {
+    pk: String,
+    sk: String,
+    event_id: String,
+    #[serde(rename = "type")]
+    event_type: String,
+    body: String,
+    message_id: String,
+    parked_at: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConflictItem {
+    sk: String,
+    body: String,
+    seen_at: u64,
+}
+
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct DedupItem {
@@ -240,6 +298,10 @@ fn entity_from_item(item: Item) -> Result<Option<Entity>, StoreError> {
         key: pk.clone(),
         message: err.to_string(),
     };
+    if !item.contains_key("sequence") {
+        // An item that only records parked events: not created yet.
+        return Ok(None);
+    }
     if let Some(id) = pk.strip_prefix(ORDER_PREFIX) {
         let order: OrderItem = from_item(item).map_err(corrupt)?;
         let status = match order.status.as_str() {
@@ -276,6 +338,95 @@ fn entity_from_item(item: Item) -> Result<Option<Entity>, StoreError> {
     Ok(None)
 }
 
+/// Reads what an entity item records of parked events.
+fn parking_from_item(item: &Item) -> Result<Parking, StoreError> {
+    let corrupt = |message: String| StoreError::Corrupt {
+        key: match item.get("pk") {
+            Some(AttributeValue::S(pk)) => pk.clone(),
+            _ => String::new(),
+        },
+        message,
+    };
+    let sequences = match item.get(PARKED) {
+        None => BTreeSet::new(),
+        Some(AttributeValue::Ns(numbers)) => numbers
+            .iter()
+            .map(|number| {
+                number
+                    .parse()
+                    .map_err(|_| corrupt(format!("parked sequence `{number}` is not a sequence")))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(corrupt("`parked` is not a number set".to_owned())),
+    };
+    let since = match item.get(PARKED_SINCE) {
+        None => None,
+        Some(AttributeValue::N(number)) => Some(
+            number
+                .parse()
+                .map_err(|_| corrupt(format!("`parkedSince` `{number}` is not a time")))?,
+        ),
+        Some(_) => return Err(corrupt("`parkedSince` is not a number".to_owned())),
+    };
+    Ok(Parking { sequences, since })
+}
+
+/// Reads an entity item whole: the entity, if created, and its parking.
+fn stored_from_item(item: Item) -> Result<Stored, StoreError> {
+    let parking = parking_from_item(&item)?;
+    Ok(Stored {
+        entity: entity_from_item(item)?,
+        parking,
+    })
+}
+
+fn parked_from_item(item: Item) -> Result<ParkedEvent, StoreError> {
+    let parked: ParkedItem = from_item(item).map_err(|err| StoreError::Corrupt {
+        key: "a parked event".to_owned(),
+        message: err.to_string(),
+    })?;
+    let sequence = parked
+        .sk
+        .strip_prefix(PENDING_PREFIX)
+        .and_then(|digits| digits.parse().ok())
+        .ok_or_else(|| StoreError::Corrupt {
+            key: format!("{} {}", parked.pk, parked.sk),
+            message: "the sort key holds no sequence".to_owned(),
+        })?;
+    Ok(ParkedEvent {
+        sequence,
+        event_id: parked.event_id,
+        event_type: parked.event_type,
+        body: parked.body,
+        message_id: parked.message_id,
+        parked_at: parked.parked_at,
+    })
+}
+
+fn conflict_from_item(item: Item) -> Result<ConflictRecord, StoreError> {
+    let conflict: ConflictItem = from_item(item).map_err(|err| StoreError::Corrupt {
+        key: "a conflict record".to_owned(),
+        message: err.to_string(),
+    })?;
+    let parsed = conflict
+        .sk
+        .strip_prefix(CONFLICT_PREFIX)
+        .and_then(|rest| rest.split_once('#'))
+        .and_then(|(digits, event_id)| Some((digits.parse().ok()?, event_id.to_owned())));
+    let Some((sequence, event_id)) = parsed else {
+        return Err(StoreError::Corrupt {
+            key: conflict.sk,
+            message: "the sort key holds no sequence and event id".to_owned(),
+        });
+    };
+    Ok(ConflictRecord {
+        sequence,
+        event_id,
+        body: conflict.body,
+        seen_at: conflict.seen_at,
+    })
+}
+
 fn key_of_pk(pk: &str) -> Option<EntityKey> {
     if let Some(id) = pk.strip_prefix(ORDER_PREFIX) {
         return Some(EntityKey::Order(id.to_owned()));
@@ -284,49 +435,138 @@ fn key_of_pk(pk: &str) -> Option<EntityKey> {
         .map(|id| EntityKey::Product(id.to_owned()))
 }
 
-/// `SET #a0 = :v0, ...` over every attribute but the key, `REMOVE` for the
-/// optional attributes the entity lacks.
-fn update_expression(item: Item) -> (String, Item, HashMap<String, String>) {
-    let mut names = HashMap::new();
-    let mut values = HashMap::new();
-    let mut sets = Vec::new();
-    let mut attributes: Vec<(String, AttributeValue)> = item
-        .into_iter()
-        .filter(|(name, _)| name != "pk" && name != "sk")
-        .collect();
-    attributes.sort_by(|a, b| a.0.cmp(&b.0));
-    for (index, (name, value)) in attributes.into_iter().enumerate() {
-        sets.push(format!("#a{index} = :v{index}"));
-        names.insert(format!("#a{index}"), name);
-        values.insert(format!(":v{index}"), value);
-    }
-    let mut expression = format!("SET {}", sets.join(", "));
-    let absent: Vec<&str> = OPTIONAL_ATTRIBUTES
-        .into_iter()
-        .filter(|name| !names.values().any(|present| present == name))
-        .collect();
-    let mut removed = Vec::new();
-    for (index, name) in absent.into_iter().enumerate() {
-        names.insert(format!("#r{index}"), name.to_owned());
-        removed.push(format!("#r{index}"));
-    }
-    if !removed.is_empty() {
-        expression.push_str(&format!(" REMOVE {}", removed.join(", ")));
-    }
-    (expression, values, names)
+/// An update and condition expression under construction, with the names
+/// and values they use.
+#[derive(Debug, Default)]
+struct Expression {
+    sets: Vec<String>,
+    removes: Vec<String>,
+    conditions: Vec<String>,
+    names: HashMap<String, String>,
+    values: Item,
 }
 
-impl Store for DynamoStore {
-    async fn load(&self, keys: &[EntityKey], dedup: &[DedupKey]) -> Result<Loaded, StoreError> {
-        let mut unique: Vec<Item> = keys
-            .iter()
-            .map(key_item)
-            .chain(dedup.iter().map(dedup_key))
+impl Expression {
+    /// The placeholder of an attribute name (one per name).
+    fn name(&mut self, attribute: &str) -> String {
+        if let Some((alias, _)) = self.names.iter().find(|(_, name)| *name == attribute) {
+            return alias.clone();
+        }
+        let alias = format!("#n{}", self.names.len());
+        self.names.insert(alias.clone(), attribute.to_owned());
+        alias
+    }
+
+    fn value(&mut self, value: AttributeValue) -> String {
+        let alias = format!(":v{}", self.values.len());
+        self.values.insert(alias.clone(), value);
+        alias
+    }
+
+    fn set(&mut self, attribute: &str, value: AttributeValue) {
+        let name = self.name(attribute);
+        let value = self.value(value);
+        self.sets.push(format!("{name} = {value}"));
+    }
+
+    /// `SET attribute = if_not_exists(attribute, value)`: keeps what is there.
+    fn set_if_absent(&mut self, attribute: &str, value: AttributeValue) {
+        let name = self.name(attribute);
+        let value = self.value(value);
+        self.sets
+            .push(format!("{name} = if_not_exists({name}, {value})"));
+    }
+
+    fn remove(&mut self, attribute: &str) {
+        let name = self.name(attribute);
+        self.removes.push(name);
+    }
+
+    fn update(&self) -> String {
+        let mut update = String::new();
+        if !self.sets.is_empty() {
+            let _ = write!(update, "SET {}", self.sets.join(", "));
+        }
+        if !self.removes.is_empty() {
+            if !update.is_empty() {
+                update.push(' ');
+            }
+            let _ = write!(update, "REMOVE {}", self.removes.join(", "));
+        }
+        update
+    }
+
+    fn condition(&self) -> Option<String> {
+        (!self.conditions.is_empty()).then(|| self.conditions.join(" AND "))
+    }
+
+    fn values(&self) -> Option<Item> {
+        (!self.values.is_empty()).then(|| self.values.clone())
+    }
+}
+
+/// The conditional update of an entity's item for a commit: the entity's
+/// attributes (`REMOVE` for the optional ones it lacks), the parked set as
+/// the commit leaves it, and the condition that the item is as expected.
+fn entity_update(commit: &Commit) -> Result<Expression, StoreError> {
+    let mut expression = Expression::default();
+    if let Some(entity) = &commit.entity {
+        let mut attributes: Vec<(String, AttributeValue)> = entity_to_item(entity)?
+            .into_iter()
+            .filter(|(name, _)| name != "pk" && name != "sk")
             .collect();
-        unique.sort_by_key(key_text);
-        unique.dedup_by(|a, b| key_text(a) == key_text(b));
-        let mut loaded = Loaded::default();
-        for chunk in unique.chunks(BATCH_GET_LIMIT) {
+        attributes.sort_by(|a, b| a.0.cmp(&b.0));
+        for name in OPTIONAL_ATTRIBUTES {
+            if !attributes.iter().any(|(present, _)| present == name) {
+                expression.remove(name);
+            }
+        }
+        for (name, value) in attributes {
+            expression.set(&name, value);
+        }
+    }
+    if !commit.park.is_empty() || !commit.drain.is_empty() {
+        let parked = commit.parked_after();
+        if parked.is_empty() {
+            expression.remove(PARKED);
+            expression.remove(PARKED_SINCE);
+        } else {
+            let numbers = parked.iter().map(u64::to_string).collect();
+            expression.set(PARKED, AttributeValue::Ns(numbers));
+            expression.set_if_absent(PARKED_SINCE, AttributeValue::N(commit.now.to_string()));
+        }
+    }
+    let sequence = expression.name("sequence");
+    let condition = match commit.expected.sequence {
+        None => format!("attribute_not_exists({sequence})"),
+        Some(loaded) => {
+            let loaded = expression.value(AttributeValue::N(loaded.to_string()));
+            format!("{sequence} = {loaded}")
+        }
+    };
+    expression.conditions.push(condition);
+    // Parking only adds sequences and draining moves the sequence: the same
+    // sequence and the same number of parked sequences is the same set.
+    let parked = expression.name(PARKED);
+    let condition = match commit.expected.parked.len() {
+        0 => format!("attribute_not_exists({parked})"),
+        count => {
+            let count = expression.value(AttributeValue::N(count.to_string()));
+            format!("size({parked}) = {count}")
+        }
+    };
+    expression.conditions.push(condition);
+    Ok(expression)
+}
+
+impl DynamoStore {
+    /// Reads items by key with strongly consistent reads, in chunks of
+    /// [`BATCH_GET_LIMIT`], asking again for unprocessed keys.
+    async fn batch_get(&self, mut keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
+        keys.sort_by_key(key_text);
+        keys.dedup_by(|a, b| key_text(a) == key_text(b));
+        let mut items = Vec::new();
+        for chunk in keys.chunks(BATCH_GET_LIMIT) {
             let mut pending = KeysAndAttributes::builder()
                 .set_keys(Some(chunk.to_vec()))
                 .consistent_read(true)
@@ -341,36 +581,12 @@ impl Store for DynamoStore {
                     .send()
                     .await
                     .map_err(|err| request_error("BatchGetItem", &err))?;
-                for item in output
-                    .responses
-                    .and_then(|mut tables| tables.remove(&self.table))
-                    .unwrap_or_default()
-                {
-                    let pk = match item.get("pk") {
-                        Some(AttributeValue::S(pk)) => pk.clone(),
-                        _ => continue,
-                    };
-                    if let Some(event_id) = pk.strip_prefix(DEDUP_PREFIX) {
-                        let handler = match item.get("sk") {
-                            Some(AttributeValue::S(sk)) => sk.strip_prefix(HANDLER_PREFIX),
-                            _ => None,
-                        };
-                        // Only the handlers asked for (they are 'static names).
-                        if let Some(asked) = dedup
-                            .iter()
-                            .find(|key| key.event_id == event_id && Some(key.handler) == handler)
-                        {
-                            loaded.handled.insert(asked.clone());
-                        }
-                        continue;
-                    }
-                    let Some(key) = key_of_pk(&pk) else { continue };
-                    match entity_from_item(item) {
-                        Ok(Some(entity)) => loaded.entities.insert(key, Ok(entity)),
-                        Ok(None) => None,
-                        Err(err) => loaded.entities.insert(key, Err(err)),
-                    };
-                }
+                items.extend(
+                    output
+                        .responses
+                        .and_then(|mut tables| tables.remove(&self.table))
+                        .unwrap_or_default(),
+                );
                 match output
                     .unprocessed_keys
                     .and_then(|mut tables| tables.remove(&self.table))
@@ -392,45 +608,41 @@ impl Store for DynamoStore {
                 }
             }
         }
-        Ok(loaded)
+        Ok(items)
     }
 
-    async fn save(&self, entity: &Entity, expected: Option<u64>) -> Result<Saved, StoreError> {
-        let (expression, values, names) = update_expression(entity_to_item(entity)?);
-        let mut request = self
+    /// One entity's item, read again (after a transaction lost to a
+    /// concurrent park of the same sequence).
+    async fn stored(&self, key: &EntityKey) -> Result<Stored, StoreError> {
+        let item = self.batch_get(vec![key_item(key)]).await?.pop();
+        item.map_or(Ok(Stored::default()), stored_from_item)
+    }
+
+    /// A commit that writes only the entity's item: one conditional UpdateItem.
+    async fn update_entity(&self, commit: &Commit) -> Result<Committed, StoreError> {
+        let expression = entity_update(commit)?;
+        self.count("UpdateItem");
+        let result = self
             .client
             .update_item()
             .table_name(&self.table)
-            .set_key(Some(key_item(&entity.key())))
-            .update_expression(expression)
-            .set_expression_attribute_names(Some(names))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        request = match expected {
-            None => request
-                .condition_expression("attribute_not_exists(pk)")
-                .set_expression_attribute_values(Some(values)),
-            Some(sequence) => {
-                let mut values = values;
-                values.insert(
-                    ":loaded".to_owned(),
-                    AttributeValue::N(sequence.to_string()),
-                );
-                request
-                    .condition_expression("#seq = :loaded")
-                    .expression_attribute_names("#seq", "sequence")
-                    .set_expression_attribute_values(Some(values))
-            }
-        };
-        self.count("UpdateItem");
-        match request.send().await {
-            Ok(_) => Ok(Saved::Written),
+            .set_key(Some(key_item(&commit.key)))
+            .update_expression(expression.update())
+            .set_condition_expression(expression.condition())
+            .set_expression_attribute_names(Some(expression.names.clone()))
+            .set_expression_attribute_values(expression.values())
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Committed::Written),
             Err(err) => match err.into_service_error() {
                 UpdateItemError::ConditionalCheckFailedException(failed) => {
-                    let current = match failed.item {
-                        Some(item) => entity_from_item(item)?,
-                        None => None,
-                    };
-                    Ok(Saved::Conflict { current })
+                    Ok(Committed::Conflict {
+                        current: failed
+                            .item
+                            .map_or(Ok(Stored::default()), stored_from_item)?,
+                    })
                 }
                 other => Err(StoreError::Request {
                     operation: "UpdateItem",
@@ -438,6 +650,231 @@ impl Store for DynamoStore {
                 }),
             },
         }
+    }
+}
+
+impl Store for DynamoStore {
+    async fn load(&self, keys: &[EntityKey], dedup: &[DedupKey]) -> Result<Loaded, StoreError> {
+        let wanted: Vec<Item> = keys
+            .iter()
+            .map(key_item)
+            .chain(dedup.iter().map(dedup_key))
+            .collect();
+        let mut loaded = Loaded::default();
+        for item in self.batch_get(wanted).await? {
+            let pk = match item.get("pk") {
+                Some(AttributeValue::S(pk)) => pk.clone(),
+                _ => continue,
+            };
+            if let Some(event_id) = pk.strip_prefix(DEDUP_PREFIX) {
+                let handler = match item.get("sk") {
+                    Some(AttributeValue::S(sk)) => sk.strip_prefix(HANDLER_PREFIX),
+                    _ => None,
+                };
+                // Only the handlers asked for (they are 'static names).
+                if let Some(asked) = dedup
+                    .iter()
+                    .find(|key| key.event_id == event_id && Some(key.handler) == handler)
+                {
+                    loaded.handled.insert(asked.clone());
+                }
+                continue;
+            }
+            let Some(key) = key_of_pk(&pk) else { continue };
+            match stored_from_item(item) {
+                Ok(stored) => {
+                    if !stored.parking.sequences.is_empty() {
+                        loaded.parking.insert(key.clone(), stored.parking);
+                    }
+                    if let Some(entity) = stored.entity {
+                        loaded.entities.insert(key, Ok(entity));
+                    }
+                }
+                Err(err) => {
+                    loaded.entities.insert(key, Err(err));
+                }
+            }
+        }
+        Ok(loaded)
+    }
+
+    async fn commit(&self, commit: &Commit) -> Result<Committed, StoreError> {
+        if commit.touches_entity() && commit.items() == 1 {
+            return self.update_entity(commit).await;
+        }
+        let pk = entity_pk(&commit.key);
+        let transaction = |err| build_error("TransactWriteItems", err);
+        let mut items = Vec::with_capacity(commit.items());
+        if commit.touches_entity() {
+            let expression = entity_update(commit)?;
+            let update = Update::builder()
+                .table_name(&self.table)
+                .set_key(Some(key_item(&commit.key)))
+                .update_expression(expression.update())
+                .set_condition_expression(expression.condition())
+                .set_expression_attribute_names(Some(expression.names.clone()))
+                .set_expression_attribute_values(expression.values())
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .build()
+                .map_err(transaction)?;
+            items.push(TransactWriteItem::builder().update(update).build());
+        }
+        for event in &commit.park {
+            let item = to_item(ParkedItem {
+                pk: pk.clone(),
+                sk: pending_sk(event.sequence),
+                event_id: event.event_id.clone(),
+                event_type: event.event_type.clone(),
+                body: event.body.clone(),
+                message_id: event.message_id.clone(),
+                parked_at: event.parked_at,
+            })
+            .map_err(|err| build_error("serialize parked event", err))?;
+            let put = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .condition_expression("attribute_not_exists(pk)")
+                .build()
+                .map_err(transaction)?;
+            items.push(TransactWriteItem::builder().put(put).build());
+        }
+        for sequence in &commit.drain {
+            let delete = Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(item_key(pk.clone(), pending_sk(*sequence))))
+                .build()
+                .map_err(transaction)?;
+            items.push(TransactWriteItem::builder().delete(delete).build());
+        }
+        for conflict in &commit.conflicts {
+            // Recorded once: a conflict seen again keeps its first record.
+            let mut expression = Expression::default();
+            expression.set_if_absent("body", AttributeValue::S(conflict.body.clone()));
+            expression.set_if_absent("seenAt", AttributeValue::N(conflict.seen_at.to_string()));
+            let update = Update::builder()
+                .table_name(&self.table)
+                .set_key(Some(item_key(
+                    pk.clone(),
+                    conflict_sk(conflict.sequence, &conflict.event_id),
+                )))
+                .update_expression(expression.update())
+                .set_expression_attribute_names(Some(expression.names.clone()))
+                .set_expression_attribute_values(expression.values())
+                .build()
+                .map_err(transaction)?;
+            items.push(TransactWriteItem::builder().update(update).build());
+        }
+        if items.is_empty() {
+            return Ok(Committed::Written);
+        }
+        self.count("TransactWriteItems");
+        if !commit.drain.is_empty() {
+            self.note("TransactWriteItems/Delete");
+        }
+        let result = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Committed::Written),
+            Err(err) => match err.into_service_error() {
+                TransactWriteItemsError::TransactionCanceledException(cancelled) => {
+                    let reasons = cancelled.cancellation_reasons();
+                    let failed = |reason: &aws_sdk_dynamodb::types::CancellationReason| {
+                        reason.code() == Some("ConditionalCheckFailed")
+                    };
+                    match reasons.first() {
+                        Some(first) if commit.touches_entity() && failed(first) => {
+                            let current = first
+                                .item()
+                                .cloned()
+                                .map_or(Ok(Stored::default()), stored_from_item)?;
+                            Ok(Committed::Conflict { current })
+                        }
+                        // A parked event's slot was taken meanwhile.
+                        _ if reasons.iter().any(failed) => Ok(Committed::Conflict {
+                            current: self.stored(&commit.key).await?,
+                        }),
+                        _ => {
+                            let codes: Vec<&str> =
+                                reasons.iter().filter_map(|reason| reason.code()).collect();
+                            Err(StoreError::Request {
+                                operation: "TransactWriteItems",
+                                message: format!("transaction cancelled: {codes:?}"),
+                            })
+                        }
+                    }
+                }
+                other => Err(StoreError::Request {
+                    operation: "TransactWriteItems",
+                    message: DisplayErrorContext(other).to_string(),
+                }),
+            },
+        }
+    }
+
+    async fn parked(
+        &self,
+        key: &EntityKey,
+        sequences: &[u64],
+    ) -> Result<Vec<ParkedEvent>, StoreError> {
+        if sequences.is_empty() {
+            return Ok(Vec::new());
+        }
+        let pk = entity_pk(key);
+        let keys = sequences
+            .iter()
+            .map(|sequence| item_key(pk.clone(), pending_sk(*sequence)))
+            .collect();
+        let mut parked = self
+            .batch_get(keys)
+            .await?
+            .into_iter()
+            .map(parked_from_item)
+            .collect::<Result<Vec<_>, _>>()?;
+        parked.sort_by_key(|event| event.sequence);
+        Ok(parked)
+    }
+
+    async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {
+        let mut inspection = Inspection::default();
+        let mut start: Option<Item> = None;
+        loop {
+            self.count("Query");
+            let output = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", AttributeValue::S(entity_pk(key)))
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|err| request_error("Query", &err))?;
+            for item in output.items.unwrap_or_default() {
+                let sk = match item.get("sk") {
+                    Some(AttributeValue::S(sk)) => sk.clone(),
+                    _ => continue,
+                };
+                if sk == STATE {
+                    inspection.stored = stored_from_item(item)?;
+                } else if sk.starts_with(PENDING_PREFIX) {
+                    inspection.parked.push(parked_from_item(item)?);
+                } else if sk.starts_with(CONFLICT_PREFIX) {
+                    inspection.conflicts.push(conflict_from_item(item)?);
+                }
+            }
+            match output.last_evaluated_key {
+                Some(last) if !last.is_empty() => start = Some(last),
+                _ => break,
+            }
+        }
+        Ok(inspection)
     }
 
     async fn adjust_stock(&self, adjustments: &[StockAdjustment]) -> Result<Adjusted, StoreError> {

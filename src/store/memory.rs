@@ -1,17 +1,45 @@
 //! The in-memory store: the same conditional semantics as the DynamoDB one.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use super::{Adjusted, DedupKey, Loaded, Saved, Store, StoreError};
+use super::{
+    Adjusted, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded, ParkedEvent,
+    Parking, Store, StoreError, Stored,
+};
 use crate::domain::{Entity, EntityKey, StockAdjustment};
 
 #[derive(Debug, Default)]
 struct Tables {
     entities: HashMap<EntityKey, Entity>,
+    /// Parked events by entity and sequence; an entity is in this map only
+    /// while it has some (as the item's `parked` set is removed when empty).
+    parked: HashMap<EntityKey, BTreeMap<u64, ParkedEvent>>,
+    parked_since: HashMap<EntityKey, u64>,
+    conflicts: HashMap<EntityKey, BTreeMap<(u64, String), ConflictRecord>>,
     on_hand: HashMap<String, i64>,
     /// (event id, handler name) of every deduplication record.
     handled: HashSet<(String, &'static str)>,
+}
+
+impl Tables {
+    fn parking(&self, key: &EntityKey) -> Parking {
+        Parking {
+            sequences: self
+                .parked
+                .get(key)
+                .map(|parked| parked.keys().copied().collect())
+                .unwrap_or_default(),
+            since: self.parked_since.get(key).copied(),
+        }
+    }
+
+    fn stored(&self, key: &EntityKey) -> Stored {
+        Stored {
+            entity: self.entities.get(key).cloned(),
+            parking: self.parking(key),
+        }
+    }
 }
 
 /// An embedded table. Each operation is atomic, as a DynamoDB request is.
@@ -84,21 +112,91 @@ impl Store for MemoryStore {
                 })
                 .cloned()
                 .collect(),
+            parking: keys
+                .iter()
+                .filter(|key| tables.parked.contains_key(key))
+                .map(|key| (key.clone(), tables.parking(key)))
+                .collect(),
         })
     }
 
-    async fn save(&self, entity: &Entity, expected: Option<u64>) -> Result<Saved, StoreError> {
+    async fn commit(&self, commit: &Commit) -> Result<Committed, StoreError> {
         tokio::task::yield_now().await;
         let mut tables = self.tables();
-        let key = entity.key();
-        let current = tables.entities.get(&key);
-        if current.map(Entity::sequence) != expected {
-            return Ok(Saved::Conflict {
-                current: current.cloned(),
-            });
+        let key = &commit.key;
+        if commit.touches_entity() {
+            let stored = tables.stored(key);
+            let as_expected = stored.entity.as_ref().map(Entity::sequence)
+                == commit.expected.sequence
+                && stored.parking.sequences.len() == commit.expected.parked.len();
+            // As DynamoDB's transaction: a parked event is put only where none is.
+            let taken = commit
+                .park
+                .iter()
+                .any(|event| stored.parking.sequences.contains(&event.sequence));
+            if !as_expected || taken {
+                return Ok(Committed::Conflict { current: stored });
+            }
+            if let Some(entity) = &commit.entity {
+                tables.entities.insert(key.clone(), entity.clone());
+            }
+            let parked = tables.parked.entry(key.clone()).or_default();
+            for sequence in &commit.drain {
+                parked.remove(sequence);
+            }
+            for event in &commit.park {
+                parked.insert(event.sequence, event.clone());
+            }
+            if parked.is_empty() {
+                tables.parked.remove(key);
+                tables.parked_since.remove(key);
+            } else {
+                tables.parked_since.entry(key.clone()).or_insert(commit.now);
+            }
         }
-        tables.entities.insert(key, entity.clone());
-        Ok(Saved::Written)
+        let conflicts = tables.conflicts.entry(key.clone()).or_default();
+        for conflict in &commit.conflicts {
+            conflicts
+                .entry((conflict.sequence, conflict.event_id.clone()))
+                .or_insert_with(|| conflict.clone());
+        }
+        if conflicts.is_empty() {
+            tables.conflicts.remove(key);
+        }
+        Ok(Committed::Written)
+    }
+
+    async fn parked(
+        &self,
+        key: &EntityKey,
+        sequences: &[u64],
+    ) -> Result<Vec<ParkedEvent>, StoreError> {
+        tokio::task::yield_now().await;
+        let tables = self.tables();
+        let Some(parked) = tables.parked.get(key) else {
+            return Ok(Vec::new());
+        };
+        Ok(sequences
+            .iter()
+            .filter_map(|sequence| parked.get(sequence).cloned())
+            .collect())
+    }
+
+    async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {
+        let tables = self.tables();
+        Ok(Inspection {
+            stored: tables.stored(key),
+            parked: tables
+                .parked
+                .get(key)
+                .map(|parked| parked.values().cloned().collect())
+                .unwrap_or_default(),
+            conflicts: tables
+                .conflicts
+                .get(key)
+                .map(|conflicts| conflicts.values().cloned().collect())
+                .unwrap_or_default(),
+        })
     }
 
     async fn adjust_stock(&self, adjustments: &[StockAdjustment]) -> Result<Adjusted, StoreError> {

@@ -4,12 +4,13 @@
 //! - [`memory::MemoryStore`]: in memory, with the same conditional semantics;
 //!   the embedded default of `replay` and the engine of fast tests.
 //!
-//! Stores know entities and stock adjustments; they know nothing of SQS.
+//! Stores know entities, the events parked on them, conflicts and stock
+//! adjustments; they know nothing of SQS.
 
 pub mod dynamodb;
 pub mod memory;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::future::Future;
 
 use crate::domain::{Entity, EntityKey, StockAdjustment};
@@ -29,6 +30,127 @@ pub struct Loaded {
     pub entities: HashMap<EntityKey, Result<Entity, StoreError>>,
     /// The deduplication records, of those asked for, that exist.
     pub handled: HashSet<DedupKey>,
+    /// The sequences parked on the entities asked for, for those that have
+    /// any (an item may hold parked sequences before its entity exists).
+    pub parking: HashMap<EntityKey, Parking>,
+}
+
+/// What an entity's item records of the events parked on it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Parking {
+    /// The parked sequences (the `parked` number set of the item).
+    pub sequences: BTreeSet<u64>,
+    /// Since when (epoch seconds) the item has held parked sequences without
+    /// interruption (`parkedSince`); `None` when it holds none.
+    pub since: Option<u64>,
+}
+
+/// An entity's item as stored: the entity (`None` while it has not been
+/// created) and what is parked on it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stored {
+    pub entity: Option<Entity>,
+    pub parking: Parking,
+}
+
+/// An event that arrived before the one it follows, kept in the table until
+/// its entity reaches the sequence before it (`sk` = `PENDING#<sequence>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParkedEvent {
+    pub sequence: u64,
+    pub event_id: String,
+    pub event_type: String,
+    /// The message body, as received.
+    pub body: String,
+    pub message_id: String,
+    /// Epoch seconds.
+    pub parked_at: u64,
+}
+
+/// A second, different event for a sequence already applied or parked
+/// (`sk` = `CONFLICT#<sequence>#<eventId>`). Recorded once; never overwrites.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConflictRecord {
+    pub sequence: u64,
+    pub event_id: String,
+    pub body: String,
+    /// Epoch seconds, when first seen.
+    pub seen_at: u64,
+}
+
+/// The item state a commit was decided on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expected {
+    /// The entity's sequence; `None` while it has not been created.
+    pub sequence: Option<u64>,
+    /// The sequences parked on the item. Parking only adds to them and
+    /// draining always moves the sequence, so the stores check their number.
+    pub parked: BTreeSet<u64>,
+}
+
+impl Commit {
+    /// The sequences parked on the item once the commit is written.
+    pub fn parked_after(&self) -> BTreeSet<u64> {
+        let mut parked = self.expected.parked.clone();
+        for sequence in &self.drain {
+            parked.remove(sequence);
+        }
+        parked.extend(self.park.iter().map(|event| event.sequence));
+        parked
+    }
+}
+
+/// What one step of a stream's run writes, all or nothing: the entity's new
+/// state, events parked, parked events drained (applied, so removed), and
+/// conflicts. The entity's item is written only if it is still as
+/// `expected`; conflict records are written only where none exists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    pub key: EntityKey,
+    pub expected: Expected,
+    /// The entity as the step leaves it; `None`: unchanged.
+    pub entity: Option<Entity>,
+    pub park: Vec<ParkedEvent>,
+    /// Sequences of parked events the step applied.
+    pub drain: Vec<u64>,
+    pub conflicts: Vec<ConflictRecord>,
+    /// Epoch seconds (`parkedSince` when the item starts holding parked events).
+    pub now: u64,
+}
+
+impl Commit {
+    /// Whether the commit writes the entity's item (and so is conditional).
+    pub fn touches_entity(&self) -> bool {
+        self.entity.is_some() || !self.park.is_empty() || !self.drain.is_empty()
+    }
+
+    /// Items the commit writes.
+    pub fn items(&self) -> usize {
+        usize::from(self.touches_entity())
+            + self.park.len()
+            + self.drain.len()
+            + self.conflicts.len()
+    }
+}
+
+/// The answer to a commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Committed {
+    Written,
+    /// The entity's item was no longer as expected: nothing was written.
+    /// `current` is the item now (as returned by the failed condition).
+    Conflict {
+        current: Stored,
+    },
+}
+
+/// One aggregate's entity item, parked events and conflicts: what an operator
+/// looks at when a stream is stuck.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Inspection {
+    pub stored: Stored,
+    pub parked: Vec<ParkedEvent>,
+    pub conflicts: Vec<ConflictRecord>,
 }
 
 /// A store operation that did not complete. The table may or may not hold
@@ -75,6 +197,13 @@ pub enum Adjusted {
 /// holds 100 actions: a record per adjustment and an update per sku).
 pub const MAX_ADJUSTMENTS: usize = 50;
 
+/// The most items one [`Commit`] writes (a DynamoDB transaction's limit).
+pub const MAX_COMMIT_ITEMS: usize = 100;
+
+/// The largest body that is parked or recorded as a conflict, in bytes: a
+/// DynamoDB item holds at most 400 KB, key and other attributes included.
+pub const MAX_STORED_BODY: usize = 350 * 1024;
+
 /// The table, as the batch runner sees it.
 pub trait Store: Send + Sync {
     /// Loads the entities and looks up the deduplication records, with
@@ -85,13 +214,54 @@ pub trait Store: Send + Sync {
         dedup: &[DedupKey],
     ) -> impl Future<Output = Result<Loaded, StoreError>> + Send;
 
+    /// Writes everything the commit holds, atomically, if the entity's item
+    /// is still as `commit.expected` says; otherwise writes nothing and
+    /// answers with the item as it is.
+    fn commit(&self, commit: &Commit)
+    -> impl Future<Output = Result<Committed, StoreError>> + Send;
+
     /// Writes `entity` only if the stored one is still at `expected`
-    /// (`None`: only if there is none).
+    /// (`None`: only if there is none) and nothing is parked on it.
     fn save(
         &self,
         entity: &Entity,
         expected: Option<u64>,
-    ) -> impl Future<Output = Result<Saved, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Saved, StoreError>> + Send {
+        let commit = Commit {
+            key: entity.key(),
+            expected: Expected {
+                sequence: expected,
+                parked: BTreeSet::new(),
+            },
+            entity: Some(entity.clone()),
+            park: Vec::new(),
+            drain: Vec::new(),
+            conflicts: Vec::new(),
+            now: 0,
+        };
+        async move {
+            Ok(match self.commit(&commit).await? {
+                Committed::Written => Saved::Written,
+                Committed::Conflict { current } => Saved::Conflict {
+                    current: current.entity,
+                },
+            })
+        }
+    }
+
+    /// The parked events of `key` at these sequences, with strongly
+    /// consistent reads; sequences with nothing parked are left out.
+    fn parked(
+        &self,
+        key: &EntityKey,
+        sequences: &[u64],
+    ) -> impl Future<Output = Result<Vec<ParkedEvent>, StoreError>> + Send;
+
+    /// Everything the table holds on one entity, for operators and tests.
+    fn inspect(
+        &self,
+        key: &EntityKey,
+    ) -> impl Future<Output = Result<Inspection, StoreError>> + Send;
 
     /// Adds every adjustment's `delta` to its sku's `onHand` and writes every
     /// deduplication record, all in one atomic step, unless one of those
@@ -125,12 +295,26 @@ macro_rules! delegate_store {
                 S::load(self, keys, dedup)
             }
 
-            fn save(
+            fn commit(
                 &self,
-                entity: &Entity,
-                expected: Option<u64>,
-            ) -> impl Future<Output = Result<Saved, StoreError>> + Send {
-                S::save(self, entity, expected)
+                commit: &Commit,
+            ) -> impl Future<Output = Result<Committed, StoreError>> + Send {
+                S::commit(self, commit)
+            }
+
+            fn parked(
+                &self,
+                key: &EntityKey,
+                sequences: &[u64],
+            ) -> impl Future<Output = Result<Vec<ParkedEvent>, StoreError>> + Send {
+                S::parked(self, key, sequences)
+            }
+
+            fn inspect(
+                &self,
+                key: &EntityKey,
+            ) -> impl Future<Output = Result<Inspection, StoreError>> + Send {
+                S::inspect(self, key)
             }
 
             fn adjust_stock(

@@ -190,6 +190,14 @@ pub fn message(message_id: &str, group: &str, body: &str) -> SqsMessage {
     message
 }
 
+/// The same message, as delivered for the `count`th time.
+pub fn delivered(mut message: SqsMessage, count: u32) -> SqsMessage {
+    message
+        .attributes
+        .insert("ApproximateReceiveCount".to_owned(), count.to_string());
+    message
+}
+
 pub fn batch(messages: Vec<SqsMessage>) -> SqsEvent {
     let mut event = SqsEvent::default();
     event.records = messages;
@@ -209,6 +217,26 @@ pub fn body(
         "aggregateId": aggregate_id,
         "sequence": sequence,
         "data": data,
+    })
+    .to_string()
+}
+
+/// An order event with its own event id (the other helpers derive it).
+pub fn order_event(event_type: &str, order: &str, sequence: u64, event_id: &str) -> String {
+    serde_json::json!({
+        "eventId": event_id,
+        "type": event_type,
+        "aggregateId": order,
+        "sequence": sequence,
+        "data": if event_type == "OrderCancelled" {
+            serde_json::json!({ "reason": format!("reason {sequence}") })
+        } else {
+            serde_json::json!({
+                "customerName": "Ada Lovelace",
+                "email": "ada@example.com",
+                "totalCents": 100 * sequence,
+            })
+        },
     })
     .to_string()
 }

@@ -8,6 +8,12 @@
 //! sequential round trips per batch), and answers with the SQS partial batch
 //! response. It knows nothing of orders or products: events are routed to
 //! their handlers by [`domain::decide`].
+//!
+//! A gap that has been delivered `PARK_AFTER_RECEIVES` times is parked in the
+//! table instead of failed, and applied when the events before it arrive;
+//! [`entity`] plans each entity's share of a stream with that in mind.
+
+mod entity;
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -19,7 +25,21 @@ use tracing::{Instrument, debug, error, info, info_span, warn};
 
 use crate::domain::{self, Decision, Entity, EntityKey, Event, StockAdjustment, inventory};
 use crate::envelope::Record;
-use crate::store::{Adjusted, DedupKey, Loaded, MAX_ADJUSTMENTS, Saved, Store, StoreError};
+use crate::store::{
+    Adjusted, Committed, DedupKey, Loaded, MAX_ADJUSTMENTS, ParkedEvent, Store, StoreError, Stored,
+};
+use entity::{Fetched, Planned};
+
+/// What a gap that keeps coming back becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GapPolicy {
+    /// Parked in the table once delivered `park_after_receives` times, and
+    /// applied when the missing events arrive (the default).
+    Park,
+    /// Always reported failed: the message is retried until the queue's
+    /// `maxReceiveCount` sends it to the dead-letter queue.
+    Retry,
+}
 
 /// How the runner behaves; see [`crate::config`] for the environment.
 #[derive(Debug, Clone)]
@@ -32,6 +52,12 @@ pub struct RunnerConfig {
     /// How often a run is decided again after its conditional write lost a
     /// race, from the item the failed condition returned.
     pub condition_retries: u32,
+    pub gap_policy: GapPolicy,
+    /// A gap is parked from this delivery on (`ApproximateReceiveCount`);
+    /// keep it below the queue's `maxReceiveCount`.
+    pub park_after_receives: u32,
+    /// The most events parked on one entity; past it, gaps fail again.
+    pub max_parked_per_stream: usize,
 }
 
 impl Default for RunnerConfig {
@@ -40,6 +66,9 @@ impl Default for RunnerConfig {
             dedup_ttl_seconds: 7 * 24 * 60 * 60,
             deadline_margin: Duration::from_millis(500),
             condition_retries: 3,
+            gap_policy: GapPolicy::Park,
+            park_after_receives: 3,
+            max_parked_per_stream: 1000,
         }
     }
 }
@@ -68,6 +97,10 @@ pub enum BatchError {
 pub enum Outcome {
     Applied,
     Duplicate,
+    /// A gap, parked in the table: completed, applied when the gap closes.
+    Parked,
+    /// A different event for a sequence applied or parked: recorded, completed.
+    Conflict,
     Gap,
     NotCreated,
     Invalid,
@@ -78,9 +111,11 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 7] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Applied,
         Outcome::Duplicate,
+        Outcome::Parked,
+        Outcome::Conflict,
         Outcome::Gap,
         Outcome::NotCreated,
         Outcome::Invalid,
@@ -90,13 +125,18 @@ impl Outcome {
 
     /// Whether the message is listed in `batchItemFailures`.
     pub fn is_failure(self) -> bool {
-        !matches!(self, Outcome::Applied | Outcome::Duplicate)
+        !matches!(
+            self,
+            Outcome::Applied | Outcome::Duplicate | Outcome::Parked | Outcome::Conflict
+        )
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Applied => "applied",
             Outcome::Duplicate => "duplicate",
+            Outcome::Parked => "parked",
+            Outcome::Conflict => "conflict",
             Outcome::Gap => "gap",
             Outcome::NotCreated => "not created",
             Outcome::Invalid => "invalid",
@@ -128,6 +168,9 @@ pub struct MessageReport {
     pub reason: Option<String>,
     /// For a gap: the sequence the entity waits for (the missing event).
     pub waiting_for: Option<u64>,
+    /// A gap that was not parked because `max_parked_per_stream` events are
+    /// parked on its entity already.
+    pub parking_full: bool,
 }
 
 /// The outcome of one message, as decided inside its stream.
@@ -136,6 +179,7 @@ struct Verdict {
     outcome: Outcome,
     reason: Option<String>,
     waiting_for: Option<u64>,
+    parking_full: bool,
 }
 
 impl Verdict {
@@ -144,8 +188,27 @@ impl Verdict {
             outcome,
             reason,
             waiting_for: None,
+            parking_full: false,
         }
     }
+}
+
+/// What one commit parked on an entity and drained from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParkingReport {
+    pub stream: String,
+    pub entity: EntityKey,
+    /// Sequences parked.
+    pub parked: Vec<u64>,
+    /// Parked events applied, in order.
+    pub drained: Vec<ParkedEvent>,
+    /// Events parked on the entity once written.
+    pub parked_now: usize,
+    /// The sequence the entity waits for, while events are parked on it.
+    pub waiting_for: Option<u64>,
+    /// How long the oldest event parked on the entity (or drained from it
+    /// now) has waited, in seconds.
+    pub oldest_parked_age_seconds: Option<u64>,
 }
 
 /// What became of every message of a batch, in batch order.
@@ -154,6 +217,8 @@ pub struct BatchReport {
     pub messages: Vec<MessageReport>,
     /// Requests the batch sent to the table.
     pub requests: u64,
+    /// Events parked and drained, per commit.
+    pub parking: Vec<ParkingReport>,
 }
 
 impl BatchReport {
@@ -176,6 +241,30 @@ impl BatchReport {
             .filter(|message| message.outcome == outcome)
             .count()
     }
+
+    /// Parked events applied.
+    pub fn drained(&self) -> usize {
+        self.parking
+            .iter()
+            .map(|parking| parking.drained.len())
+            .sum()
+    }
+
+    /// Gaps not parked because their entity had no room left.
+    pub fn parking_full(&self) -> usize {
+        self.messages
+            .iter()
+            .filter(|message| message.parking_full)
+            .count()
+    }
+
+    /// The longest wait of a parked event seen by the batch, in seconds.
+    pub fn oldest_parked_age_seconds(&self) -> Option<u64> {
+        self.parking
+            .iter()
+            .filter_map(|parking| parking.oldest_parked_age_seconds)
+            .max()
+    }
 }
 
 /// The batch runner over a store.
@@ -194,10 +283,11 @@ enum Budget {
 }
 
 /// One entity's share of a stream: its messages (positions in the stream, in
-/// order), the entity as loaded, and as the dry run of the decisions leaves it.
+/// order), the entity's item as loaded, and the entity as the dry run of the
+/// decisions leaves it.
 struct EntityPlan {
     key: EntityKey,
-    base: Result<Option<Entity>, CallError>,
+    base: Result<Stored, CallError>,
     dry: Option<Entity>,
     positions: Vec<usize>,
 }
@@ -291,14 +381,20 @@ impl<S: Store> Runner<S> {
         // One report per record of each stream, in stream order: put them back
         // into batch order.
         let mut slots: Vec<Option<MessageReport>> = vec![None; records.len()];
-        for (positions, reports) in streams.iter().zip(join_all(runs).await) {
+        let mut parking = Vec::new();
+        for (positions, (reports, parked)) in streams.iter().zip(join_all(runs).await) {
             for (&position, report) in positions.iter().zip(reports) {
                 slots[position] = Some(report);
             }
+            parking.extend(parked);
         }
         let messages: Vec<MessageReport> = slots.into_iter().flatten().collect();
         let requests = self.store.requests().saturating_sub(requests_before);
-        let report = BatchReport { messages, requests };
+        let report = BatchReport {
+            messages,
+            requests,
+            parking,
+        };
         log_summary(&report);
         Ok(report)
     }
@@ -311,7 +407,7 @@ impl<S: Store> Runner<S> {
         stream: &[&Record],
         loaded: &Result<Loaded, CallError>,
         invocation: &Invocation,
-    ) -> Vec<MessageReport> {
+    ) -> (Vec<MessageReport>, Vec<ParkingReport>) {
         let mut verdicts: Vec<Option<Verdict>> = vec![None; stream.len()];
         let mut entities: Vec<EntityPlan> = Vec::new();
         let mut adjustments: Vec<(usize, StockAdjustment)> = Vec::new();
@@ -354,14 +450,15 @@ impl<S: Store> Runner<S> {
                 None => {
                     let base = match loaded {
                         Err(err) => Err(err.clone()),
-                        Ok(loaded) => loaded
-                            .entities
-                            .get(&key)
-                            .cloned()
-                            .transpose()
-                            .map_err(CallError::Store),
+                        Ok(loaded) => match loaded.entities.get(&key).cloned().transpose() {
+                            Err(err) => Err(CallError::Store(err)),
+                            Ok(entity) => Ok(Stored {
+                                entity,
+                                parking: loaded.parking.get(&key).cloned().unwrap_or_default(),
+                            }),
+                        },
                     };
-                    let dry = base.as_ref().ok().cloned().flatten();
+                    let dry = base.as_ref().ok().and_then(|stored| stored.entity.clone());
                     entities.push(EntityPlan {
                         key,
                         base,
@@ -373,7 +470,17 @@ impl<S: Store> Runner<S> {
             };
             let plan = &mut entities[index];
             plan.positions.push(position);
-            if plan.base.is_err() || !domain::decide(&mut plan.dry, event).is_done() {
+            // The dry run does not know what parking will do: a gap that may
+            // be parked, or on an entity with events parked, may be done.
+            let maybe_done = match &plan.base {
+                Err(_) => false,
+                Ok(stored) => {
+                    domain::decide(&mut plan.dry, event).is_done()
+                        || self.may_park(record)
+                        || !stored.parking.sequences.is_empty()
+                }
+            };
+            if !maybe_done {
                 break; // this message fails: the ones after it are not attempted
             }
         }
@@ -381,21 +488,29 @@ impl<S: Store> Runner<S> {
         // Settle every entity and the stock adjustments concurrently.
         let entity_runs = entities.into_iter().map(
             |EntityPlan {
-                 base, positions, ..
+                 key,
+                 base,
+                 positions,
+                 ..
              }| async move {
                 let run: Vec<&Record> =
                     positions.iter().map(|&position| stream[position]).collect();
-                (positions, self.run_entity(&run, base, invocation).await)
+                (
+                    positions,
+                    self.run_entity(&key, &run, base, invocation).await,
+                )
             },
         );
         let (settled, stock) = futures::join!(
             join_all(entity_runs),
             self.settle_stock(adjustments, invocation)
         );
-        for (positions, outcomes) in settled {
+        let mut parking = Vec::new();
+        for (positions, (outcomes, parked)) in settled {
             for (position, verdict) in positions.into_iter().zip(outcomes) {
                 verdicts[position] = Some(verdict);
             }
+            parking.extend(parked);
         }
         for (position, verdict) in stock {
             verdicts[position] = Some(verdict);
@@ -420,6 +535,28 @@ impl<S: Store> Runner<S> {
             failed |= verdict.outcome.is_failure();
             reports.push(report(record, verdict));
         }
+        for message in &reports {
+            if message.outcome == Outcome::Conflict {
+                error!(
+                    message_id = %message.message_id,
+                    stream = %message.stream,
+                    sequence = message.sequence,
+                    decision = message.outcome.as_str(),
+                    reason = message.reason.as_deref().unwrap_or(""),
+                    "conflicting event recorded"
+                );
+            }
+            if message.parking_full {
+                error!(
+                    message_id = %message.message_id,
+                    stream = %message.stream,
+                    sequence = message.sequence,
+                    waiting_for = message.waiting_for,
+                    max_parked_per_stream = self.config.max_parked_per_stream,
+                    "parking full: the gap is failed instead"
+                );
+            }
+        }
         for message in reports
             .iter()
             .filter(|message| message.outcome.is_failure())
@@ -436,7 +573,13 @@ impl<S: Store> Runner<S> {
                 );
             }
         }
-        reports
+        (reports, parking)
+    }
+
+    /// Whether a gap of this record would be parked rather than failed.
+    fn may_park(&self, record: &Record) -> bool {
+        self.config.gap_policy == GapPolicy::Park
+            && record.receive_count.unwrap_or(1) >= self.config.park_after_receives
     }
 
     /// Writes a stream's stock adjustments, with their deduplication records,
@@ -512,87 +655,135 @@ impl<S: Store> Runner<S> {
         verdicts
     }
 
-    /// Decides a run of messages on one entity and persists it with one
-    /// conditional write. Returns one outcome per message of the run.
+    /// Decides a run of messages on one entity and writes it: one
+    /// conditional write in the common case; a transaction when it parks,
+    /// drains or records conflicts, in steps of at most one transaction's
+    /// size. Returns one verdict per message of the run, and what each
+    /// commit parked and drained.
     async fn run_entity(
         &self,
+        key: &EntityKey,
         run: &[&Record],
-        loaded: Result<Option<Entity>, CallError>,
+        loaded: Result<Stored, CallError>,
         invocation: &Invocation,
-    ) -> Vec<Verdict> {
-        let mut base = match loaded {
-            Ok(entity) => entity,
+    ) -> (Vec<Verdict>, Vec<ParkingReport>) {
+        let mut stored = match loaded {
+            Ok(stored) => stored,
             Err(err) => {
                 let (outcome, reason) = err.outcome();
-                return fail_from(skipped(run.len()), 0, outcome, &reason);
+                return (
+                    fail_from(skipped(run.len()), 0, outcome, &reason),
+                    Vec::new(),
+                );
             }
         };
-        let mut attempt = 0;
+        let stream = run
+            .first()
+            .map(|record| record.stream.clone())
+            .unwrap_or_default();
+        let mut verdicts: Vec<Verdict> = Vec::with_capacity(run.len());
+        let mut parking = Vec::new();
+        let mut fetched = Fetched::new();
+        let mut races = 0;
         loop {
-            let mut slot = base.clone();
-            let mut outcomes = Vec::with_capacity(run.len());
-            for record in run {
-                let Ok(event) = &record.event else { break };
-                let before = slot.as_ref().map(Entity::sequence);
-                let decision = domain::decide(&mut slot, event);
-                let at = before.unwrap_or(0);
-                outcomes.push(match decision {
-                    Decision::Gap => Verdict {
-                        outcome: Outcome::Gap,
-                        reason: Some(format!(
-                            "gap: the entity is at sequence {at}, waiting for {}",
-                            at + 1
-                        )),
-                        waiting_for: Some(at + 1),
-                    },
-                    Decision::NotCreated => Verdict::new(
-                        Outcome::NotCreated,
-                        Some("the entity has not been created yet".to_owned()),
-                    ),
-                    done => Verdict::new(Outcome::from(done), None),
-                });
-                if !decision.is_done() {
-                    break;
+            let rest = &run[verdicts.len()..];
+            let planned = entity::plan(key, &stored, rest, &fetched, &self.config, invocation.now);
+            let step = match planned {
+                Planned::Fetch(sequences) => {
+                    let read = self.store.parked(key, &sequences);
+                    match self.timed("BatchGetItem", invocation, read).await {
+                        Ok(events) => {
+                            for sequence in sequences {
+                                fetched.insert(sequence, None);
+                            }
+                            for event in events {
+                                fetched.insert(event.sequence, Some(event));
+                            }
+                            continue;
+                        }
+                        Err(err) => {
+                            let (outcome, reason) = err.outcome();
+                            verdicts.extend(fail_from(skipped(rest.len()), 0, outcome, &reason));
+                            break;
+                        }
+                    }
                 }
+                Planned::Step(step) => step,
+            };
+            if let Some(sequence) = step.stuck {
+                error!(
+                    sequence,
+                    "a parked event that follows the entity cannot be applied (missing or unreadable item): it stays parked"
+                );
             }
-            outcomes.extend(skipped(run.len() - outcomes.len()));
-
-            let Some(first_applied) = outcomes
-                .iter()
-                .position(|verdict| verdict.outcome == Outcome::Applied)
-            else {
-                return outcomes; // nothing to write
+            if step.commit.items() == 0 {
+                verdicts.extend(step.verdicts);
+                break; // nothing to write
+            }
+            let writes = |verdict: &Verdict| {
+                matches!(
+                    verdict.outcome,
+                    Outcome::Applied | Outcome::Parked | Outcome::Conflict
+                )
             };
-            let Some(entity) = slot else {
-                return outcomes;
+            let operation = if step.commit.touches_entity() && step.commit.items() == 1 {
+                "UpdateItem"
+            } else {
+                "TransactWriteItems"
             };
-            let expected = base.as_ref().map(Entity::sequence);
             match self
-                .timed("UpdateItem", invocation, self.store.save(&entity, expected))
+                .timed(operation, invocation, self.store.commit(&step.commit))
                 .await
             {
-                Ok(Saved::Written) => return outcomes,
-                Ok(Saved::Conflict { current }) => {
-                    attempt += 1;
-                    if attempt > self.config.condition_retries {
+                Ok(Committed::Written) => {
+                    if !step.commit.park.is_empty() || !step.drained.is_empty() {
+                        let report = parking_report(&stream, key, &step, invocation.now);
+                        log_parking(&report);
+                        parking.push(report);
+                    }
+                    verdicts.extend(step.verdicts);
+                    stored = step.after;
+                    fetched.retain(|sequence, _| stored.parking.sequences.contains(sequence));
+                    if !step.more {
+                        break;
+                    }
+                }
+                Ok(Committed::Conflict { current }) => {
+                    races += 1;
+                    if races > self.config.condition_retries {
                         let reason = format!(
-                            "the conditional write lost the race {attempt} times: another invocation keeps writing this entity"
+                            "the conditional write lost the race {races} times: another invocation keeps writing this entity"
                         );
-                        return fail_from(outcomes, first_applied, Outcome::StorageError, &reason);
+                        let from = step.verdicts.iter().position(writes).unwrap_or(0);
+                        verdicts.extend(fail_from(
+                            step.verdicts,
+                            from,
+                            Outcome::StorageError,
+                            &reason,
+                        ));
+                        break;
                     }
                     debug!(
-                        expected = ?expected,
-                        found = ?current.as_ref().map(Entity::sequence),
+                        expected = ?step.commit.expected.sequence,
+                        found = ?current.entity.as_ref().map(Entity::sequence),
+                        parked = current.parking.sequences.len(),
                         "conditional write lost a race; deciding again"
                     );
-                    base = current;
+                    stored = current;
                 }
                 Err(err) => {
                     let (outcome, reason) = err.outcome();
-                    return fail_from(outcomes, first_applied, outcome, &reason);
+                    let from = step.verdicts.iter().position(writes).unwrap_or(0);
+                    verdicts.extend(fail_from(step.verdicts, from, outcome, &reason));
+                    break;
                 }
             }
         }
+        // A step cut short by an error leaves the rest of the run unsettled.
+        if verdicts.len() < run.len() {
+            verdicts.resize_with(run.len(), skipped_one);
+        }
+        (verdicts, parking)
     }
 
     fn budget(&self, invocation: &Invocation) -> Budget {
@@ -658,6 +849,54 @@ fn dedup_key(event: &Event) -> Option<DedupKey> {
     }
 }
 
+/// What a written step parked and drained.
+fn parking_report(stream: &str, key: &EntityKey, step: &entity::Step, now: u64) -> ParkingReport {
+    let parking = &step.after.parking;
+    let oldest = step
+        .drained
+        .iter()
+        .map(|parked| parked.parked_at)
+        .chain(parking.since)
+        .min();
+    ParkingReport {
+        stream: stream.to_owned(),
+        entity: key.clone(),
+        parked: step
+            .commit
+            .park
+            .iter()
+            .map(|parked| parked.sequence)
+            .collect(),
+        drained: step.drained.clone(),
+        parked_now: parking.sequences.len(),
+        waiting_for: (!parking.sequences.is_empty()).then(|| {
+            step.after
+                .entity
+                .as_ref()
+                .map_or(1, |entity| entity.sequence().saturating_add(1))
+        }),
+        oldest_parked_age_seconds: oldest.map(|at| now.saturating_sub(at)),
+    }
+}
+
+fn log_parking(report: &ParkingReport) {
+    let drained: Vec<u64> = report
+        .drained
+        .iter()
+        .map(|parked| parked.sequence)
+        .collect();
+    info!(
+        stream = %report.stream,
+        parked = ?report.parked,
+        drained = ?drained,
+        parked_now = report.parked_now,
+        waiting_for = report.waiting_for,
+        oldest_parked_age_seconds = report.oldest_parked_age_seconds,
+        "{}",
+        if drained.is_empty() { "events parked" } else { "parked events drained" }
+    );
+}
+
 fn skipped_one() -> Verdict {
     Verdict::new(Outcome::Skipped, Some(SKIPPED_REASON.to_owned()))
 }
@@ -676,6 +915,7 @@ fn report(record: &Record, verdict: Verdict) -> MessageReport {
         outcome: verdict.outcome,
         reason: verdict.reason,
         waiting_for: verdict.waiting_for,
+        parking_full: verdict.parking_full,
     }
 }
 
@@ -685,6 +925,9 @@ fn log_summary(report: &BatchReport) {
         messages = report.messages.len(),
         applied = count(Outcome::Applied),
         duplicate = count(Outcome::Duplicate),
+        parked = count(Outcome::Parked),
+        conflict = count(Outcome::Conflict),
+        drained = report.drained(),
         gap = count(Outcome::Gap),
         not_created = count(Outcome::NotCreated),
         invalid = count(Outcome::Invalid),

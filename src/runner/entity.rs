@@ -1,0 +1,395 @@
+//! One entity's share of a stream, decided with parking: the guard's answer
+//! for each message, the events parked and drained, and the conflicts,
+//! planned as a step that one [`Commit`] writes.
+//!
+//! | the guard says                    | and                                            | outcome   |
+//! | --------------------------------- | ---------------------------------------------- | --------- |
+//! | applied                           | parked events that now follow are applied too  | applied   |
+//! | duplicate                         | same sequence as applied, other `eventId`      | conflict  |
+//! | duplicate                         | otherwise                                      | duplicate |
+//! | gap / not created                 | the sequence is parked, same `eventId`         | duplicate |
+//! | gap / not created                 | the sequence is parked, other `eventId`        | conflict  |
+//! | gap / not created                 | `GAP_POLICY=park`, received `PARK_AFTER_RECEIVES` times, room left | parked |
+//! | gap / not created                 | otherwise                                      | failed    |
+//!
+//! Planning is pure: when it needs parked events it has not read, it asks
+//! for them ([`Planned::Fetch`]) and is run again once they are read.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::{GapPolicy, Outcome, RunnerConfig, Verdict, skipped_one};
+use crate::domain::{self, Decision, Entity, EntityKey, Event};
+use crate::envelope::{Record, parse_body};
+use crate::store::{
+    Commit, ConflictRecord, Expected, MAX_COMMIT_ITEMS, MAX_STORED_BODY, ParkedEvent, Parking,
+    Stored,
+};
+
+/// A planned step.
+pub(super) struct Step {
+    /// One per message decided, from the first of the run's rest: all of
+    /// them unless `more`.
+    pub verdicts: Vec<Verdict>,
+    pub commit: Commit,
+    /// The item as the commit leaves it.
+    pub after: Stored,
+    /// Stored parked events the step applies.
+    pub drained: Vec<ParkedEvent>,
+    /// The step stopped at the size of a transaction: plan the rest after
+    /// committing it.
+    pub more: bool,
+    /// A parked sequence that follows the entity but cannot be applied (its
+    /// item is missing or unreadable): it stays parked.
+    pub stuck: Option<u64>,
+}
+
+pub(super) enum Planned {
+    /// Read these parked events, then plan again.
+    Fetch(Vec<u64>),
+    Step(Box<Step>),
+}
+
+/// Parked events read so far; `None`: in the item's set, but not found.
+pub(super) type Fetched = HashMap<u64, Option<ParkedEvent>>;
+
+/// Plans the next step of a run: `rest` are its messages not settled yet.
+pub(super) fn plan(
+    key: &EntityKey,
+    stored: &Stored,
+    rest: &[&Record],
+    fetched: &Fetched,
+    config: &RunnerConfig,
+    now: u64,
+) -> Planned {
+    let mut planner = Planner {
+        key,
+        stored,
+        rest,
+        fetched,
+        config,
+        now,
+        slot: stored.entity.clone(),
+        parked: stored.parking.sequences.clone(),
+        new_parks: BTreeMap::new(),
+        drained: Vec::new(),
+        conflicts: Vec::new(),
+        verdicts: Vec::new(),
+        more: false,
+        stuck: None,
+    };
+    match planner.run() {
+        Err(wanted) => Planned::Fetch(wanted),
+        Ok(()) => Planned::Step(Box::new(planner.finish())),
+    }
+}
+
+struct Planner<'a> {
+    key: &'a EntityKey,
+    stored: &'a Stored,
+    rest: &'a [&'a Record],
+    fetched: &'a Fetched,
+    config: &'a RunnerConfig,
+    now: u64,
+    slot: Option<Entity>,
+    /// Every sequence parked on the item as the step goes: the stored ones
+    /// not drained, and the ones this step parks.
+    parked: BTreeSet<u64>,
+    /// Parked by this step: sequence -> (position in `rest`, the event).
+    new_parks: BTreeMap<u64, (usize, ParkedEvent)>,
+    drained: Vec<ParkedEvent>,
+    conflicts: Vec<ConflictRecord>,
+    verdicts: Vec<Verdict>,
+    more: bool,
+    stuck: Option<u64>,
+}
+
+/// `Err`: the parked events to read before planning again.
+type Planning<T> = Result<T, Vec<u64>>;
+
+impl Planner<'_> {
+    /// Items the commit would write: the entity's, and one per event parked,
+    /// drained or in conflict.
+    fn items(&self) -> usize {
+        1 + self.new_parks.len() + self.drained.len() + self.conflicts.len()
+    }
+
+    fn full(&self) -> bool {
+        self.items() >= MAX_COMMIT_ITEMS
+    }
+
+    fn run(&mut self) -> Planning<()> {
+        // What the entity's next sequence finds parked (left by a step cut
+        // short, or parked while another invocation moved the entity).
+        self.drain()?;
+        for (position, record) in self.rest.iter().enumerate() {
+            if self.more {
+                break;
+            }
+            if self.full() {
+                self.more = true;
+                break;
+            }
+            let Ok(event) = &record.event else { break };
+            let verdict = self.decide(position, record, event)?;
+            let failed = verdict.outcome.is_failure();
+            self.verdicts.push(verdict);
+            if failed {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn decide(&mut self, position: usize, record: &Record, event: &Event) -> Planning<Verdict> {
+        let sequence = event.sequence().unwrap_or(0);
+        let before = self.slot.as_ref().map(Entity::sequence);
+        let decision = domain::decide(&mut self.slot, event);
+        match decision {
+            Decision::Applied => {
+                self.drain()?;
+                Ok(Verdict::new(Outcome::Applied, None))
+            }
+            Decision::Duplicate => match &self.slot {
+                Some(entity)
+                    if entity.sequence() == sequence
+                        && entity.last_event_id() != event.event_id() =>
+                {
+                    let recorded = entity.last_event_id().to_owned();
+                    Ok(self.conflict(record, event, "applied", &recorded))
+                }
+                _ => Ok(Verdict::new(Outcome::Duplicate, None)),
+            },
+            Decision::Gap | Decision::NotCreated => {
+                let waiting_for = before.map_or(1, |at| at.saturating_add(1));
+                if let Some((_, parked)) = self.new_parks.get(&sequence) {
+                    let recorded = parked.event_id.clone();
+                    return Ok(self.against_parked(record, event, &recorded));
+                }
+                if self.parked.contains(&sequence) {
+                    match self.fetched.get(&sequence) {
+                        None => return Err(vec![sequence]),
+                        Some(Some(parked)) => {
+                            return Ok(self.against_parked(record, event, &parked.event_id));
+                        }
+                        Some(None) => {} // listed, but missing: not parked after all
+                    }
+                }
+                let failed = |reason: String, parking_full: bool| Verdict {
+                    outcome: Outcome::from(decision),
+                    reason: Some(reason),
+                    waiting_for: Some(waiting_for),
+                    parking_full,
+                };
+                let waiting = match before {
+                    Some(at) => {
+                        format!("gap: the entity is at sequence {at}, waiting for {waiting_for}")
+                    }
+                    None => "the entity has not been created yet".to_owned(),
+                };
+                if !self.should_park(record) {
+                    return Ok(failed(waiting, false));
+                }
+                if self.parked.len() >= self.config.max_parked_per_stream {
+                    return Ok(failed(
+                        format!(
+                            "{waiting}; not parked: {} events are parked on this stream already (MAX_PARKED_PER_STREAM)",
+                            self.parked.len()
+                        ),
+                        true,
+                    ));
+                }
+                if record.body.len() > MAX_STORED_BODY {
+                    return Ok(failed(
+                        format!(
+                            "{waiting}; not parked: the body is {} bytes, more than the {MAX_STORED_BODY} a parked event can hold",
+                            record.body.len()
+                        ),
+                        false,
+                    ));
+                }
+                self.parked.insert(sequence);
+                self.new_parks.insert(
+                    sequence,
+                    (
+                        position,
+                        ParkedEvent {
+                            sequence,
+                            event_id: event.event_id().to_owned(),
+                            event_type: event.type_name().to_owned(),
+                            body: record.body.clone(),
+                            message_id: record.message_id.clone(),
+                            parked_at: self.now,
+                        },
+                    ),
+                );
+                Ok(Verdict {
+                    outcome: Outcome::Parked,
+                    reason: Some(format!("{waiting}; parked until it arrives")),
+                    waiting_for: Some(waiting_for),
+                    parking_full: false,
+                })
+            }
+        }
+    }
+
+    fn should_park(&self, record: &Record) -> bool {
+        self.config.gap_policy == GapPolicy::Park
+            && record.receive_count.unwrap_or(1) >= self.config.park_after_receives
+    }
+
+    /// A message for a sequence that is parked: the same event again, or a
+    /// different one.
+    fn against_parked(&mut self, record: &Record, event: &Event, recorded: &str) -> Verdict {
+        if recorded == event.event_id() {
+            Verdict::new(
+                Outcome::Duplicate,
+                Some("already parked: applied when the events before it arrive".to_owned()),
+            )
+        } else {
+            self.conflict(record, event, "parked", recorded)
+        }
+    }
+
+    /// Records a different event for a sequence that is `state` (applied or
+    /// parked) as event `recorded`.
+    fn conflict(&mut self, record: &Record, event: &Event, state: &str, recorded: &str) -> Verdict {
+        let sequence = event.sequence().unwrap_or(0);
+        if record.body.len() > MAX_STORED_BODY {
+            return Verdict::new(
+                Outcome::Invalid,
+                Some(format!(
+                    "conflict: sequence {sequence} is {state} as event {recorded}, and this body of {} bytes is too large to record",
+                    record.body.len()
+                )),
+            );
+        }
+        let known = self
+            .conflicts
+            .iter()
+            .any(|conflict| conflict.sequence == sequence && conflict.event_id == event.event_id());
+        if !known {
+            self.conflicts.push(ConflictRecord {
+                sequence,
+                event_id: event.event_id().to_owned(),
+                body: record.body.clone(),
+                seen_at: self.now,
+            });
+        }
+        Verdict::new(
+            Outcome::Conflict,
+            Some(format!(
+                "conflict: sequence {sequence} is {state} as event {recorded}, not {}",
+                event.event_id()
+            )),
+        )
+    }
+
+    /// Applies the parked events that follow the entity, in order, while
+    /// the step has room.
+    fn drain(&mut self) -> Planning<()> {
+        while let Some(at) = self.slot.as_ref().map(Entity::sequence) {
+            let next = at.saturating_add(1);
+            if let Some((position, parked)) = self.new_parks.remove(&next) {
+                // Parked by this very step: applied instead.
+                let applied = match &self.rest[position].event {
+                    Ok(event) => domain::decide(&mut self.slot, event) == Decision::Applied,
+                    Err(_) => false,
+                };
+                if !applied {
+                    self.new_parks.insert(next, (position, parked));
+                    return Ok(());
+                }
+                self.parked.remove(&next);
+                self.verdicts[position] = Verdict::new(Outcome::Applied, None);
+                continue;
+            }
+            if !self.parked.contains(&next) {
+                return Ok(());
+            }
+            if self.full() {
+                self.more = true;
+                return Ok(());
+            }
+            let parked = match self.fetched.get(&next) {
+                None => {
+                    let room = MAX_COMMIT_ITEMS - self.items();
+                    let wanted = (next..)
+                        .take_while(|sequence| {
+                            self.parked.contains(sequence) && !self.fetched.contains_key(sequence)
+                        })
+                        .take(room)
+                        .collect();
+                    return Err(wanted);
+                }
+                Some(None) => {
+                    self.stuck = Some(next);
+                    return Ok(());
+                }
+                Some(Some(parked)) => parked,
+            };
+            let applied = match parse_body(&parked.body) {
+                Ok(event)
+                    if event.entity_key().as_ref() == Some(self.key)
+                        && event.sequence() == Some(next) =>
+                {
+                    domain::decide(&mut self.slot, &event) == Decision::Applied
+                }
+                _ => false,
+            };
+            if !applied {
+                self.stuck = Some(next);
+                return Ok(());
+            }
+            self.parked.remove(&next);
+            self.drained.push(parked.clone());
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Step {
+        let mut verdicts = self.verdicts;
+        if !self.more {
+            verdicts.resize_with(self.rest.len(), skipped_one);
+        }
+        let entity = if self.slot == self.stored.entity {
+            None
+        } else {
+            self.slot.clone()
+        };
+        let since = if self.parked.is_empty() {
+            None
+        } else {
+            self.stored.parking.since.or(Some(self.now))
+        };
+        let commit = Commit {
+            key: self.key.clone(),
+            expected: Expected {
+                sequence: self.stored.entity.as_ref().map(Entity::sequence),
+                parked: self.stored.parking.sequences.clone(),
+            },
+            entity,
+            park: self
+                .new_parks
+                .into_values()
+                .map(|(_, parked)| parked)
+                .collect(),
+            drain: self.drained.iter().map(|parked| parked.sequence).collect(),
+            conflicts: self.conflicts,
+            now: self.now,
+        };
+        Step {
+            verdicts,
+            commit,
+            after: Stored {
+                entity: self.slot,
+                parking: Parking {
+                    sequences: self.parked,
+                    since,
+                },
+            },
+            drained: self.drained,
+            more: self.more,
+            stuck: self.stuck,
+        }
+    }
+}

@@ -1,0 +1,455 @@
+//! Parking, draining, conflicts and their bounds: the decision rows of the
+//! contract that need the table, on the in-memory store and on DynamoDB Local.
+
+mod support;
+
+use std::sync::Arc;
+
+use aws_lambda_events::event::sqs::SqsMessage;
+use sequence_guard::domain::{Entity, EntityKey, OrderStatus};
+use sequence_guard::runner::{BatchReport, GapPolicy, Invocation, Outcome, Runner, RunnerConfig};
+use sequence_guard::store::memory::MemoryStore;
+use sequence_guard::store::{Inspection, Store};
+use support::*;
+
+fn now() -> u64 {
+    sequence_guard::lambda::epoch_seconds()
+}
+
+fn at(now: u64) -> Invocation {
+    Invocation {
+        deadline: None,
+        now,
+    }
+}
+
+fn event_type(sequence: u64) -> &'static str {
+    if sequence == 1 {
+        "OrderCreated"
+    } else {
+        "OrderUpdated"
+    }
+}
+
+/// Event `sequence` of `order` (event id `<order>-<sequence>`), delivered
+/// for the `received`th time, as message `m<sequence>`.
+fn event(order: &str, sequence: u64, received: u32) -> SqsMessage {
+    let body = order_event(
+        event_type(sequence),
+        order,
+        sequence,
+        &format!("{order}-{sequence}"),
+    );
+    delivered(message(&format!("m{sequence}"), order, &body), received)
+}
+
+/// A second, different event for `sequence`.
+fn other_event(order: &str, sequence: u64, event_id: &str, received: u32) -> SqsMessage {
+    let body = order_event(event_type(sequence), order, sequence, event_id);
+    delivered(message(&format!("x{sequence}"), order, &body), received)
+}
+
+async fn run<S: Store>(runner: &Runner<S>, messages: Vec<SqsMessage>) -> BatchReport {
+    runner
+        .run(&batch(messages), at(now()))
+        .await
+        .expect("message ids")
+}
+
+fn outcomes(report: &BatchReport) -> Vec<Outcome> {
+    report
+        .messages
+        .iter()
+        .map(|message| message.outcome)
+        .collect()
+}
+
+fn failed(report: &BatchReport) -> Vec<String> {
+    report
+        .response()
+        .batch_item_failures
+        .into_iter()
+        .map(|failure| failure.item_identifier)
+        .collect()
+}
+
+async fn inspect<S: Store>(store: &S, order: &str) -> Inspection {
+    store
+        .inspect(&EntityKey::Order(order.to_owned()))
+        .await
+        .expect("inspect")
+}
+
+async fn sequence<S: Store>(store: &S, order: &str) -> Option<u64> {
+    entity(store, EntityKey::Order(order.to_owned()))
+        .await
+        .map(|entity| entity.sequence())
+}
+
+fn parked(inspection: &Inspection) -> Vec<u64> {
+    inspection
+        .parked
+        .iter()
+        .map(|parked| parked.sequence)
+        .collect()
+}
+
+fn with(config: impl FnOnce(&mut RunnerConfig)) -> RunnerConfig {
+    let mut runner = RunnerConfig::default();
+    config(&mut runner);
+    runner
+}
+
+mod suite {
+    use super::*;
+    use Outcome::*;
+
+    pub async fn a_gap_fails_below_the_threshold_and_is_parked_at_it<S: Store>(store: S) {
+        let runner = Runner::new(store, RunnerConfig::default());
+        let store = runner.store();
+        assert_eq!(
+            outcomes(&run(&runner, vec![event("o", 1, 1)]).await),
+            [Applied]
+        );
+        for received in [1, 2] {
+            let report = run(&runner, vec![event("o", 3, received)]).await;
+            assert_eq!(outcomes(&report), [Gap], "delivery {received}");
+            assert_eq!(failed(&report), ["m3"]);
+            assert!(inspect(store, "o").await.parked.is_empty());
+        }
+
+        let before = now();
+        let report = run(&runner, vec![event("o", 3, 3)]).await;
+        assert_eq!(outcomes(&report), [Parked]);
+        assert!(failed(&report).is_empty(), "a parked message is completed");
+        assert_eq!(report.messages[0].waiting_for, Some(2));
+        assert_eq!(report.parking.len(), 1);
+        assert_eq!(report.parking[0].parked, [3]);
+        assert_eq!(report.parking[0].waiting_for, Some(2));
+        let inspection = inspect(store, "o").await;
+        assert_eq!(
+            inspection.stored.entity.as_ref().map(Entity::sequence),
+            Some(1)
+        );
+        assert_eq!(
+            inspection
+                .stored
+                .parking
+                .sequences
+                .iter()
+                .copied()
+                .collect::<Vec<_>>(),
+            [3]
+        );
+        let since = inspection.stored.parking.since.expect("parkedSince");
+        assert!(since >= before && since <= now());
+        let parked = &inspection.parked[0];
+        assert_eq!(
+            (
+                parked.sequence,
+                parked.event_id.as_str(),
+                parked.event_type.as_str()
+            ),
+            (3, "o-3", "OrderUpdated")
+        );
+        assert_eq!(parked.message_id, "m3");
+        assert_eq!(Some(parked.body.as_str()), event("o", 3, 3).body.as_deref());
+        assert_eq!(parked.parked_at, since);
+
+        let report = run(&runner, vec![event("o", 2, 1)]).await;
+        assert_eq!(outcomes(&report), [Applied]);
+        assert_eq!(report.drained(), 1);
+        assert_eq!(report.parking[0].drained[0].sequence, 3);
+        assert_eq!(report.parking[0].parked_now, 0);
+        assert!(report.oldest_parked_age_seconds().is_some());
+        match entity(store, EntityKey::Order("o".into())).await {
+            Some(Entity::Order(order)) => {
+                assert_eq!((order.sequence, order.total_cents), (3, 300));
+                assert_eq!(order.last_event_id, "o-3");
+            }
+            other => panic!("{other:?}"),
+        }
+        let inspection = inspect(store, "o").await;
+        assert!(inspection.parked.is_empty());
+        assert!(inspection.stored.parking.sequences.is_empty());
+        assert_eq!(inspection.stored.parking.since, None);
+    }
+
+    pub async fn updates_before_the_creation_park_on_an_item_that_is_not_an_entity<S: Store>(
+        store: S,
+    ) {
+        let runner = Runner::new(store, RunnerConfig::default());
+        let store = runner.store();
+        let cancel = delivered(
+            message("m3", "q", &order_event("OrderCancelled", "q", 3, "q-3")),
+            3,
+        );
+        let report = run(&runner, vec![event("q", 2, 3), cancel]).await;
+        assert_eq!(outcomes(&report), [Parked, Parked]);
+        assert_eq!(report.messages[0].waiting_for, Some(1));
+        let key = EntityKey::Order("q".into());
+        let loaded = store
+            .load(std::slice::from_ref(&key), &[])
+            .await
+            .expect("load");
+        assert!(!loaded.entities.contains_key(&key), "no entity yet");
+        assert_eq!(
+            loaded.parking[&key]
+                .sequences
+                .iter()
+                .copied()
+                .collect::<Vec<_>>(),
+            [2, 3]
+        );
+
+        // The creation finds no entity: it creates, and the parked events follow.
+        let report = run(&runner, vec![event("q", 1, 1)]).await;
+        assert_eq!(outcomes(&report), [Applied]);
+        assert_eq!(report.drained(), 2);
+        match entity(store, key).await {
+            Some(Entity::Order(order)) => {
+                assert_eq!((order.sequence, order.status), (3, OrderStatus::Cancelled));
+                assert_eq!(order.total_cents, 200);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(inspect(store, "q").await.parked.is_empty());
+    }
+
+    pub async fn conflicts_are_recorded_once_and_overwrite_nothing<S: Store>(store: S) {
+        let runner = Runner::new(store, RunnerConfig::default());
+        let store = runner.store();
+        let report = run(&runner, vec![event("c", 1, 1), event("c", 2, 1)]).await;
+        assert_eq!(outcomes(&report), [Applied, Applied]);
+
+        // Another event for the applied sequence 2.
+        let first_seen = now();
+        let report = runner
+            .run(
+                &batch(vec![other_event("c", 2, "other-2", 1)]),
+                at(first_seen),
+            )
+            .await
+            .expect("run");
+        assert_eq!(outcomes(&report), [Conflict]);
+        assert!(failed(&report).is_empty(), "a conflict is completed");
+        assert!(
+            report.messages[0]
+                .reason
+                .as_deref()
+                .is_some_and(|reason| reason.contains("c-2") && reason.contains("other-2")),
+            "{:?}",
+            report.messages[0].reason
+        );
+        // Seen again later: still one record, first seen as before.
+        let report = runner
+            .run(
+                &batch(vec![other_event("c", 2, "other-2", 2)]),
+                at(first_seen + 100),
+            )
+            .await
+            .expect("run");
+        assert_eq!(outcomes(&report), [Conflict]);
+        let inspection = inspect(store, "c").await;
+        assert_eq!(inspection.conflicts.len(), 1);
+        let conflict = &inspection.conflicts[0];
+        assert_eq!(
+            (
+                conflict.sequence,
+                conflict.event_id.as_str(),
+                conflict.seen_at
+            ),
+            (2, "other-2", first_seen)
+        );
+        assert_eq!(
+            Some(conflict.body.as_str()),
+            other_event("c", 2, "other-2", 1).body.as_deref()
+        );
+        match &inspection.stored.entity {
+            Some(Entity::Order(order)) => {
+                assert_eq!((order.sequence, order.last_event_id.as_str()), (2, "c-2"));
+                assert_eq!(order.total_cents, 200);
+            }
+            other => panic!("{other:?}"),
+        }
+
+        // Another event for a parked sequence; the parked one stays.
+        assert_eq!(
+            outcomes(&run(&runner, vec![event("c", 5, 3)]).await),
+            [Parked]
+        );
+        let report = run(&runner, vec![other_event("c", 5, "other-5", 1)]).await;
+        assert_eq!(outcomes(&report), [Conflict]);
+        // The parked event itself again (a producer resend): already parked.
+        let report = run(&runner, vec![event("c", 5, 1)]).await;
+        assert_eq!(outcomes(&report), [Duplicate]);
+        assert!(failed(&report).is_empty());
+        let inspection = inspect(store, "c").await;
+        assert_eq!(parked(&inspection), [5]);
+        assert_eq!(inspection.parked[0].event_id, "c-5");
+        let conflicts: Vec<(u64, &str)> = inspection
+            .conflicts
+            .iter()
+            .map(|conflict| (conflict.sequence, conflict.event_id.as_str()))
+            .collect();
+        assert_eq!(conflicts, [(2, "other-2"), (5, "other-5")]);
+
+        // Behind the last applied event only its id is known: a duplicate.
+        let report = run(&runner, vec![other_event("c", 1, "other-1", 1)]).await;
+        assert_eq!(outcomes(&report), [Duplicate]);
+    }
+
+    pub async fn parking_is_bounded_per_stream<S: Store>(store: S) {
+        let runner = Runner::new(store, with(|config| config.max_parked_per_stream = 2));
+        let store = runner.store();
+        run(&runner, vec![event("b", 1, 1)]).await;
+        let report = run(
+            &runner,
+            vec![event("b", 4, 3), event("b", 5, 3), event("b", 6, 3)],
+        )
+        .await;
+        assert_eq!(outcomes(&report), [Parked, Parked, Gap]);
+        assert_eq!(failed(&report), ["m6"]);
+        assert_eq!(report.parking_full(), 1);
+        assert!(report.messages[2].parking_full);
+        assert!(
+            report.messages[2]
+                .reason
+                .as_deref()
+                .is_some_and(|reason| reason.contains("MAX_PARKED_PER_STREAM"))
+        );
+        assert_eq!(parked(&inspect(store, "b").await), [4, 5]);
+
+        let report = run(&runner, vec![event("b", 2, 1), event("b", 3, 1)]).await;
+        assert_eq!(outcomes(&report), [Applied, Applied]);
+        assert_eq!(report.drained(), 2);
+        assert_eq!(sequence(store, "b").await, Some(5));
+        let report = run(&runner, vec![event("b", 6, 4)]).await;
+        assert_eq!(outcomes(&report), [Applied]);
+        assert_eq!(sequence(store, "b").await, Some(6));
+    }
+
+    pub async fn the_retry_policy_never_parks<S: Store>(store: S) {
+        let runner = Runner::new(store, with(|config| config.gap_policy = GapPolicy::Retry));
+        let store = runner.store();
+        run(&runner, vec![event("r", 1, 1)]).await;
+        let report = run(&runner, vec![event("r", 3, 10)]).await;
+        assert_eq!(outcomes(&report), [Gap]);
+        assert_eq!(failed(&report), ["m3"]);
+        assert!(inspect(store, "r").await.parked.is_empty());
+    }
+
+    pub async fn a_gap_filled_in_the_same_batch_is_applied_without_parking<S: Store>(store: S) {
+        let runner = Runner::new(store, RunnerConfig::default());
+        let store = runner.store();
+        run(&runner, vec![event("s", 1, 1)]).await;
+        let report = run(
+            &runner,
+            vec![event("s", 3, 3), event("s", 5, 3), event("s", 2, 3)],
+        )
+        .await;
+        assert_eq!(outcomes(&report), [Applied, Parked, Applied]);
+        assert!(failed(&report).is_empty());
+        assert_eq!(sequence(store, "s").await, Some(3));
+        assert_eq!(parked(&inspect(store, "s").await), [5]);
+        assert_eq!(report.parking[0].parked, [5]);
+        assert!(report.parking[0].drained.is_empty());
+    }
+
+    pub async fn a_long_drain_goes_in_bounded_steps<S: Store>(store: S) {
+        let runner = Runner::new(store, RunnerConfig::default());
+        let store = runner.store();
+        run(&runner, vec![event("l", 1, 1)]).await;
+        let gaps: Vec<SqsMessage> = (3..=152).map(|sequence| event("l", sequence, 3)).collect();
+        let report = run(&runner, gaps).await;
+        assert_eq!(report.count(Parked), 150);
+        assert!(report.parking.len() >= 2, "more than one transaction");
+        assert_eq!(parked(&inspect(store, "l").await).len(), 150);
+
+        let report = run(&runner, vec![event("l", 2, 1)]).await;
+        assert_eq!(outcomes(&report), [Applied]);
+        assert_eq!(report.drained(), 150);
+        assert!(report.parking.len() >= 2, "more than one transaction");
+        let drained: Vec<u64> = report
+            .parking
+            .iter()
+            .flat_map(|parking| parking.drained.iter().map(|parked| parked.sequence))
+            .collect();
+        assert_eq!(drained, (3..=152).collect::<Vec<_>>(), "in order");
+        assert_eq!(sequence(store, "l").await, Some(152));
+        let inspection = inspect(store, "l").await;
+        assert!(inspection.parked.is_empty());
+        assert!(inspection.stored.parking.sequences.is_empty());
+    }
+
+    /// One invocation parks 3 while another applies 2: whichever writes
+    /// second loses its condition and decides again, so 3 is never stranded.
+    pub async fn a_park_racing_the_missing_event_never_strands_it<S: Store + Clone>(store: S) {
+        let first = Runner::new(store.clone(), RunnerConfig::default());
+        let second = Runner::new(store.clone(), RunnerConfig::default());
+        for round in 0..10 {
+            let order = format!("race-{round}");
+            run(&first, vec![event(&order, 1, 1)]).await;
+            let (a, b) = tokio::join!(
+                run(&first, vec![event(&order, 3, 3)]),
+                run(&second, vec![event(&order, 2, 1)]),
+            );
+            assert!(
+                failed(&a).is_empty() && failed(&b).is_empty(),
+                "{a:?} {b:?}"
+            );
+            assert_eq!(sequence(&store, &order).await, Some(3), "round {round}");
+            let inspection = inspect(&store, &order).await;
+            assert!(
+                inspection.parked.is_empty(),
+                "round {round}: {inspection:?}"
+            );
+            assert!(inspection.stored.parking.sequences.is_empty());
+        }
+    }
+}
+
+macro_rules! parking_suite {
+    ($module:ident, $store:expr) => {
+        mod $module {
+            use super::*;
+
+            #[tokio::test]
+            async fn a_gap_fails_below_the_threshold_and_is_parked_at_it() {
+                suite::a_gap_fails_below_the_threshold_and_is_parked_at_it($store).await
+            }
+            #[tokio::test]
+            async fn updates_before_the_creation_park_on_an_item_that_is_not_an_entity() {
+                suite::updates_before_the_creation_park_on_an_item_that_is_not_an_entity($store)
+                    .await
+            }
+            #[tokio::test]
+            async fn conflicts_are_recorded_once_and_overwrite_nothing() {
+                suite::conflicts_are_recorded_once_and_overwrite_nothing($store).await
+            }
+            #[tokio::test]
+            async fn parking_is_bounded_per_stream() {
+                suite::parking_is_bounded_per_stream($store).await
+            }
+            #[tokio::test]
+            async fn the_retry_policy_never_parks() {
+                suite::the_retry_policy_never_parks($store).await
+            }
+            #[tokio::test]
+            async fn a_gap_filled_in_the_same_batch_is_applied_without_parking() {
+                suite::a_gap_filled_in_the_same_batch_is_applied_without_parking($store).await
+            }
+            #[tokio::test]
+            async fn a_long_drain_goes_in_bounded_steps() {
+                suite::a_long_drain_goes_in_bounded_steps($store).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_park_racing_the_missing_event_never_strands_it() {
+                suite::a_park_racing_the_missing_event_never_strands_it($store).await
+            }
+        }
+    };
+}
+
+parking_suite!(memory, Arc::new(MemoryStore::new()));
+parking_suite!(dynamodb, fresh_table().await);
