@@ -11,8 +11,8 @@ use sequence_guard::domain::EntityKey;
 use sequence_guard::store::Store;
 use sequence_guard::store::dynamodb::DynamoStore;
 use serde_json::json;
-use support::function::{Function, start};
-use support::localstack::{Poller, Queues, bodies, fifo_queues, send, sqs};
+use support::function::{Function, start, start_with};
+use support::localstack::{Poller, Queues, bodies, fifo_queues, redrive, send, sqs};
 use support::runtime_api::RuntimeApi;
 use support::*;
 
@@ -24,11 +24,21 @@ struct Pipeline {
 }
 
 async fn pipeline(name: &str, visibility_seconds: u32, max_receive_count: u32) -> Pipeline {
+    pipeline_with(name, visibility_seconds, max_receive_count, &[]).await
+}
+
+/// A pipeline whose function has these variables besides.
+async fn pipeline_with(
+    name: &str,
+    visibility_seconds: u32,
+    max_receive_count: u32,
+    variables: &[(&str, &str)],
+) -> Pipeline {
     let store = fresh_table().await;
     let sqs = sqs().await;
     let queues = fifo_queues(&sqs, name, visibility_seconds, max_receive_count).await;
     let api = RuntimeApi::start().await;
-    let function = start(&api, Some(store.table()));
+    let function = start_with(&api, Some(store.table()), variables);
     let poller = Poller {
         sqs,
         queue_url: queues.url.clone(),
@@ -276,12 +286,13 @@ async fn a_poison_message_reaches_the_dlq_while_the_rest_keeps_flowing() {
     );
 }
 
-/// The known limit that parking removes: a gap that never heals blocks its
-/// group until `maxReceiveCount`, goes to the DLQ, and every later event of
-/// the stream gaps and follows it.
+/// What `GAP_POLICY=retry` does (and parking below `maxReceiveCount`
+/// prevents): a gap that never heals blocks its group until
+/// `maxReceiveCount`, goes to the DLQ, and every later event of the stream
+/// gaps and follows it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gap_that_never_heals_cascades_into_the_dlq() {
-    let p = pipeline("cascade", 1, 2).await;
+    let p = pipeline_with("cascade", 1, 2, &[("GAP_POLICY", "retry")]).await;
     for sequence in [1, 2, 4, 5, 6] {
         let id = "order-gap";
         send(
@@ -324,4 +335,169 @@ async fn a_gap_that_never_heals_cascades_into_the_dlq() {
         [4, 5, 6],
         "the gap and everything behind it ended in the DLQ"
     );
+}
+
+/// Each producer sends its stream in this order (a retry that overtook the
+/// original, a batch flushed out of order): FIFO keeps the order it was sent in.
+const SHUFFLED: [u64; 8] = [1, 3, 2, 6, 4, 5, 8, 7];
+const SHUFFLED_ORDERS: [&str; 3] = ["order-s0", "order-s1", "order-s2"];
+
+async fn send_shuffled(p: &Pipeline) {
+    for sequence in SHUFFLED {
+        for id in SHUFFLED_ORDERS {
+            send(
+                &p.poller.sqs,
+                &p.queues.url,
+                id,
+                &format!("{id}:{sequence}"),
+                &order_event(id, sequence),
+            )
+            .await;
+        }
+    }
+}
+
+fn sequences(bodies: &[String]) -> Vec<u64> {
+    let mut sequences: Vec<u64> = bodies
+        .iter()
+        .filter_map(|body| {
+            serde_json::from_str::<serde_json::Value>(body).ok()?["sequence"].as_u64()
+        })
+        .collect();
+    sequences.sort_unstable();
+    sequences
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_producer_that_shuffles_its_events_ends_in_order_when_gaps_park() {
+    // Parking from the third delivery (the default), below maxReceiveCount 4.
+    let p = pipeline("shuffled-park", 1, 4).await;
+    send_shuffled(&p).await;
+    let polls = p.poller.drain(Duration::from_secs(120)).await;
+    assert!(
+        polls.iter().any(|poll| !poll.failed.is_empty()),
+        "the gaps were retried before they were parked"
+    );
+    for id in SHUFFLED_ORDERS {
+        let key = EntityKey::Order(id.into());
+        assert_eq!(sequence_of(&p.store, key.clone()).await, Some(8), "{id}");
+        let inspection = p.store.inspect(&key).await.expect("inspect");
+        assert!(inspection.parked.is_empty(), "{id}: {inspection:?}");
+        assert!(inspection.stored.parking.sequences.is_empty());
+        assert!(inspection.conflicts.is_empty());
+    }
+    assert!(bodies(&p.poller.sqs, &p.queues.dlq_url).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_producer_with_gap_policy_retry_cascades_into_the_dlq() {
+    let p = pipeline_with("shuffled-retry", 1, 4, &[("GAP_POLICY", "retry")]).await;
+    send_shuffled(&p).await;
+    p.poller.drain(Duration::from_secs(120)).await;
+    let dead = bodies(&p.poller.sqs, &p.queues.dlq_url).await;
+    for id in SHUFFLED_ORDERS {
+        let key = EntityKey::Order(id.into());
+        let applied = sequence_of(&p.store, key.clone()).await.unwrap_or(0);
+        assert!(
+            p.store
+                .inspect(&key)
+                .await
+                .expect("inspect")
+                .parked
+                .is_empty()
+        );
+        // Stuck behind the first gap (3 before 2): how far it got depends on
+        // how SQS cut the batches, but 3 is dead and so is everything after it.
+        let ours: Vec<String> = dead
+            .iter()
+            .filter(|body| body.contains(&format!("\"aggregateId\":\"{id}\"")))
+            .cloned()
+            .collect();
+        let dead_sequences = sequences(&ours);
+        assert!(dead_sequences.contains(&3), "{id}: {dead_sequences:?}");
+        assert!(applied < 8, "{id} got through: {applied}");
+        let mut accounted: Vec<u64> = (1..=applied).chain(dead_sequences).collect();
+        accounted.sort_unstable();
+        assert_eq!(
+            accounted,
+            (1..=8).collect::<Vec<_>>(),
+            "{id}: every event is applied or dead, none lost"
+        );
+    }
+}
+
+/// A message that fails for a reason fixed later (here the entity's item was
+/// damaged by hand, so every write fails) reaches the DLQ; the events behind
+/// it gap and are parked; once the item is repaired, redriving the message
+/// heals the stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poison_message_redriven_after_a_fix_heals_its_stream() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+
+    let p = pipeline("redrive", 1, 4).await;
+    let id = "order-h";
+    let key = EntityKey::Order(id.into());
+    let send_event = |sequence: u64| {
+        let p = &p;
+        async move {
+            send(
+                &p.poller.sqs,
+                &p.queues.url,
+                id,
+                &format!("{id}:{sequence}"),
+                &order_event(id, sequence),
+            )
+            .await
+        }
+    };
+    let set_status = |status: &'static str| {
+        let store = p.store.clone();
+        async move {
+            store
+                .client()
+                .update_item()
+                .table_name(store.table())
+                .key("pk", AttributeValue::S(format!("ORDER#{id}")))
+                .key("sk", AttributeValue::S("STATE".into()))
+                .update_expression("SET #status = :status")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_values(":status", AttributeValue::S(status.into()))
+                .send()
+                .await
+                .expect("UpdateItem")
+        }
+    };
+    send_event(1).await;
+    p.poller.drain(Duration::from_secs(30)).await;
+    assert_eq!(sequence_of(&p.store, key.clone()).await, Some(1));
+
+    // The item is damaged: event 2 fails on every delivery and is dead-lettered.
+    set_status("ON_FIRE").await;
+    send_event(2).await;
+    p.poller.drain(Duration::from_secs(60)).await;
+
+    // The fix; meanwhile the stream goes on and its next events park.
+    set_status("OPEN").await;
+    send_event(3).await;
+    send_event(4).await;
+    let polls = p.poller.drain(Duration::from_secs(60)).await;
+    assert!(polls.iter().any(|poll| !poll.failed.is_empty()));
+    let inspection = p.store.inspect(&key).await.expect("inspect");
+    let parked: Vec<u64> = inspection
+        .parked
+        .iter()
+        .map(|parked| parked.sequence)
+        .collect();
+    assert_eq!(parked, [3, 4], "{inspection:?}");
+    assert_eq!(sequence_of(&p.store, key.clone()).await, Some(1));
+
+    // Redrive: event 2 is applied, and 3 and 4 with it.
+    let moved = redrive(&p.poller.sqs, &p.queues.dlq_url, &p.queues.url).await;
+    assert_eq!(sequences(&moved), [2]);
+    let polls = p.poller.drain(Duration::from_secs(30)).await;
+    assert!(polls.iter().all(|poll| poll.failed.is_empty()), "{polls:?}");
+    assert_eq!(sequence_of(&p.store, key.clone()).await, Some(4));
+    let inspection = p.store.inspect(&key).await.expect("inspect");
+    assert!(inspection.parked.is_empty(), "{inspection:?}");
+    assert!(bodies(&p.poller.sqs, &p.queues.dlq_url).await.is_empty());
 }

@@ -26,6 +26,12 @@ impl Function {
 
 /// Starts the projector binary with the environment Lambda gives it.
 pub fn start(api: &RuntimeApi, table: Option<&str>) -> Function {
+    start_with(api, table, &[])
+}
+
+/// Starts the projector binary with the environment Lambda gives it, and
+/// these function variables besides.
+pub fn start_with(api: &RuntimeApi, table: Option<&str>, variables: &[(&str, &str)]) -> Function {
     let mut command = Command::new(env!("CARGO_BIN_EXE_projector"));
     command
         .env_clear()
@@ -48,6 +54,9 @@ pub fn start(api: &RuntimeApi, table: Option<&str>) -> Function {
         .kill_on_drop(true);
     if let Some(table) = table {
         command.env("TABLE_NAME", table);
+    }
+    for (name, value) in variables {
+        command.env(name, value);
     }
     let started = Instant::now();
     let mut child = command.spawn().expect("spawn projector");

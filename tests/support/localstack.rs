@@ -172,25 +172,75 @@ pub async fn send(sqs: &Client, url: &str, group: &str, dedup: &str, body: &str)
         .expect("send");
 }
 
-/// The bodies waiting in a queue (received, then made visible again).
+/// Takes every message waiting in a queue (received and deleted) and returns
+/// their bodies, in order. Deleting matters for FIFO queues: a group's next
+/// messages are not handed out while earlier ones are in flight.
 pub async fn bodies(sqs: &Client, url: &str) -> Vec<String> {
     let mut bodies = Vec::new();
-    for _ in 0..5 {
+    loop {
         let received = sqs
             .receive_message()
             .queue_url(url)
             .max_number_of_messages(10)
-            .visibility_timeout(30)
             .send()
             .await
             .expect("receive");
         let messages = received.messages.unwrap_or_default();
         if messages.is_empty() {
-            break;
+            return bodies;
         }
-        bodies.extend(messages.into_iter().filter_map(|message| message.body));
+        for message in messages {
+            sqs.delete_message()
+                .queue_url(url)
+                .receipt_handle(message.receipt_handle.clone().unwrap_or_default())
+                .send()
+                .await
+                .expect("delete");
+            bodies.extend(message.body);
+        }
     }
-    bodies
+}
+
+/// Moves every message of a dead-letter queue back to its source queue, as
+/// an operator's redrive does: same message group, a new deduplication id.
+/// Returns the bodies moved, in order.
+pub async fn redrive(sqs: &Client, dlq_url: &str, url: &str) -> Vec<String> {
+    let mut moved = Vec::new();
+    loop {
+        let received = sqs
+            .receive_message()
+            .queue_url(dlq_url)
+            .max_number_of_messages(10)
+            .message_system_attribute_names(MessageSystemAttributeName::MessageGroupId)
+            .send()
+            .await
+            .expect("receive from the DLQ");
+        let messages = received.messages.unwrap_or_default();
+        if messages.is_empty() {
+            return moved;
+        }
+        for message in messages {
+            let body = message.body.clone().unwrap_or_default();
+            let group = message
+                .attributes
+                .as_ref()
+                .and_then(|attributes| attributes.get(&MessageSystemAttributeName::MessageGroupId))
+                .cloned()
+                .expect("a FIFO message has a group");
+            let dedup = format!(
+                "redriven-{}",
+                message.message_id.clone().unwrap_or_default()
+            );
+            send(sqs, url, &group, &dedup, &body).await;
+            sqs.delete_message()
+                .queue_url(dlq_url)
+                .receipt_handle(message.receipt_handle.clone().unwrap_or_default())
+                .send()
+                .await
+                .expect("delete from the DLQ");
+            moved.push(body);
+        }
+    }
 }
 
 /// What one poll did.
