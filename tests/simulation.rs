@@ -2,12 +2,17 @@
 //! simulated SQS FIFO queue and Lambda event source mapping that batch at
 //! random, redeliver concurrently, crash between the write and the
 //! acknowledgement, and meet transient store failures before or after a write
-//! takes effect. Producers resend events under new message ids.
+//! takes effect. Producers resend events under new message ids, and send
+//! some of their events out of order; gaps are parked from a drawn delivery
+//! on (`PARK_AFTER_RECEIVES` 1 to 3) and drained when the gap closes.
 //!
 //! Invariants, checked on every case:
 //! - the final state equals the in-order fold of each stream;
+//! - nothing stays parked once every event has arrived, and no event is
+//!   taken for a conflict;
 //! - no effect lands twice (sequences that increment, stock that adds);
-//! - no message is acknowledged before its effect is durable;
+//! - no message is acknowledged before its effect is durable (applied, or
+//!   parked with its event id);
 //! - every entity ever written is the fold of a prefix of its stream (no
 //!   stream applies an event out of order).
 //!
@@ -23,14 +28,14 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use sequence_guard::domain::inventory::STOCK_HANDLER;
 use sequence_guard::domain::{Entity, EntityKey, Order, OrderStatus, Product, StockAdjustment};
-use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
+use sequence_guard::runner::{Invocation, Outcome, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
 use sequence_guard::store::{
     Adjusted, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, Store, StoreError,
 };
 use serde_json::json;
 use support::rng::Rng;
-use support::{batch, message};
+use support::{batch, delivered, message};
 
 /// One event a producer sends: its body, and how to check its effect.
 #[derive(Debug, Clone)]
@@ -57,6 +62,9 @@ struct Scenario {
     fault_percent: u64,
     crash_percent: u64,
     concurrent_percent: u64,
+    /// Chance that a producer swaps two neighbouring events of its stream.
+    reorder_percent: u64,
+    park_after_receives: u32,
     seed: u64,
 }
 
@@ -69,7 +77,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         0u64..25,
         0u64..20,
         0u64..25,
-        any::<u64>(),
+        (0u64..40, 1u32..4, any::<u64>()),
     )
         .prop_map(
             |(
@@ -80,7 +88,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 fault_percent,
                 crash_percent,
                 concurrent_percent,
-                seed,
+                (reorder_percent, park_after_receives, seed),
             )| {
                 Scenario {
                     products,
@@ -90,6 +98,8 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                     fault_percent,
                     crash_percent,
                     concurrent_percent,
+                    reorder_percent,
+                    park_after_receives,
                     seed,
                 }
             },
@@ -289,6 +299,8 @@ impl Store for SimStore {
 struct Queued {
     message_id: String,
     sent: Sent,
+    /// Deliveries so far (`ApproximateReceiveCount` of the next is one more).
+    received: u32,
 }
 
 struct Totals {
@@ -298,6 +310,8 @@ struct Totals {
     faults: AtomicU64,
     crashes: AtomicU64,
     concurrent: AtomicU64,
+    parked: AtomicU64,
+    drained: AtomicU64,
 }
 
 fn run_case(
@@ -316,11 +330,19 @@ fn run_case(
         format!("m{next_id}")
     };
     for (_, sent) in &streams {
-        let mut group: VecDeque<Queued> = sent
-            .iter()
+        // The producer's send order: neighbours swapped at random.
+        let mut order: Vec<&Sent> = sent.iter().collect();
+        for i in 1..order.len() {
+            if rng.chance(scenario.reorder_percent) {
+                order.swap(i - 1, i);
+            }
+        }
+        let mut group: VecDeque<Queued> = order
+            .into_iter()
             .map(|s| Queued {
                 message_id: new_id(),
                 sent: s.clone(),
+                received: 0,
             })
             .collect();
         for s in sent {
@@ -328,6 +350,7 @@ fn run_case(
                 group.push_back(Queued {
                     message_id: new_id(),
                     sent: s.clone(),
+                    received: 0,
                 });
             }
         }
@@ -360,12 +383,19 @@ fn run_case(
         violations: Mutex::new(Vec::new()),
         faults: AtomicU64::new(0),
     };
-    let runner = Runner::new(&store, RunnerConfig::default());
+    let runner = Runner::new(
+        &store,
+        RunnerConfig {
+            park_after_receives: scenario.park_after_receives,
+            ..RunnerConfig::default()
+        },
+    );
 
     let mut invocations = 0u64;
+    let (mut parked, mut drained) = (0u64, 0u64);
     while groups.iter().any(|group| !group.is_empty()) {
         invocations += 1;
-        prop_assert!(invocations < 400, "no convergence after 400 invocations");
+        prop_assert!(invocations < 1000, "no convergence after 1000 invocations");
         // A batch: up to 10 messages, heads of groups in a random order, several per group in order.
         let limit = 1 + rng.below(10) as usize;
         let mut order: Vec<usize> = (0..groups.len())
@@ -377,8 +407,9 @@ fn run_case(
         let mut picked: Vec<(usize, Queued)> = Vec::new();
         for g in order {
             let take = 1 + rng.below(4) as usize;
-            for queued in groups[g].iter().take(take) {
+            for queued in groups[g].iter_mut().take(take) {
                 if picked.len() < limit {
+                    queued.received += 1;
                     picked.push((g, queued.clone()));
                 }
             }
@@ -387,7 +418,12 @@ fn run_case(
             batch(
                 picked
                     .iter()
-                    .map(|(g, q)| message(&q.message_id, &group_names[*g], &q.sent.body))
+                    .map(|(g, q)| {
+                        delivered(
+                            message(&q.message_id, &group_names[*g], &q.sent.body),
+                            q.received,
+                        )
+                    })
                     .collect(),
             )
         };
@@ -417,6 +453,13 @@ fn run_case(
         let crashed = rng.chance(scenario.crash_percent);
         for report in reports {
             let report = report.map_err(|err| TestCaseError::fail(err.to_string()))?;
+            parked += report.count(Outcome::Parked) as u64;
+            drained += report.drained() as u64;
+            prop_assert_eq!(
+                report.count(Outcome::Conflict),
+                0,
+                "no event conflicts here"
+            );
             for message in &report.messages {
                 if message.outcome.is_failure() {
                     continue;
@@ -429,15 +472,22 @@ fn run_case(
                     .ok_or_else(|| TestCaseError::fail("acknowledged an unknown message"))?;
                 let durable = match &queued.sent.effect {
                     Effect::Entity(key, sequence) => {
-                        let loaded =
-                            runtime.block_on(store.inner.load(std::slice::from_ref(key), &[]));
-                        let at = loaded
-                            .map_err(|err| TestCaseError::fail(err.to_string()))?
-                            .entities
-                            .get(key)
-                            .and_then(|e| e.as_ref().ok())
-                            .map(Entity::sequence);
-                        at.is_some_and(|at| at >= *sequence)
+                        let inspection = runtime
+                            .block_on(store.inner.inspect(key))
+                            .map_err(|err| TestCaseError::fail(err.to_string()))?;
+                        let applied = inspection
+                            .stored
+                            .entity
+                            .as_ref()
+                            .is_some_and(|entity| entity.sequence() >= *sequence);
+                        let id = match key {
+                            EntityKey::Order(id) | EntityKey::Product(id) => id,
+                        };
+                        let event_id = format!("{id}-{sequence}");
+                        let parked = inspection.parked.iter().any(|parked| {
+                            parked.sequence == *sequence && parked.event_id == event_id
+                        });
+                        applied || parked
                     }
                     Effect::Stock(event_id) => store.inner.handled(event_id, STOCK_HANDLER),
                 };
@@ -471,6 +521,15 @@ fn run_case(
             .and_then(|e| e.as_ref().ok())
             .cloned();
         prop_assert_eq!(stored.as_ref(), states.last(), "{:?}", key);
+        let inspection = runtime
+            .block_on(store.inner.inspect(key))
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert!(
+            inspection.parked.is_empty() && inspection.stored.parking.sequences.is_empty(),
+            "{:?}: still parked: {:?}",
+            key,
+            inspection
+        );
     }
     for sku in 0..3u8 {
         let sum: i64 = scenario
@@ -493,6 +552,8 @@ fn run_case(
     totals.cases.fetch_add(1, Ordering::Relaxed);
     totals.messages.fetch_add(messages, Ordering::Relaxed);
     totals.invocations.fetch_add(invocations, Ordering::Relaxed);
+    totals.parked.fetch_add(parked, Ordering::Relaxed);
+    totals.drained.fetch_add(drained, Ordering::Relaxed);
     totals
         .faults
         .fetch_add(store.faults.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -515,6 +576,8 @@ fn delivery_chaos_never_loses_or_repeats_an_effect() {
         faults: AtomicU64::new(0),
         crashes: AtomicU64::new(0),
         concurrent: AtomicU64::new(0),
+        parked: AtomicU64::new(0),
+        drained: AtomicU64::new(0),
     };
     let mut runner = TestRunner::new(Config {
         cases,
@@ -531,13 +594,15 @@ fn delivery_chaos_never_loses_or_repeats_an_effect() {
     };
     eprintln!(
         "simulation: {} cases, {} messages, {} invocations, {} store faults injected, {} crashes before the answer, \
-         {} concurrent redeliveries, {violations}",
+         {} concurrent redeliveries, {} events parked, {} drained, {violations}",
         totals.cases.load(Ordering::Relaxed),
         totals.messages.load(Ordering::Relaxed),
         totals.invocations.load(Ordering::Relaxed),
         totals.faults.load(Ordering::Relaxed),
         totals.crashes.load(Ordering::Relaxed),
         totals.concurrent.load(Ordering::Relaxed),
+        totals.parked.load(Ordering::Relaxed),
+        totals.drained.load(Ordering::Relaxed),
     );
     if let Err(err) = result {
         panic!("{err}");

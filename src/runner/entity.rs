@@ -72,6 +72,7 @@ pub(super) fn plan(
         parked: stored.parking.sequences.clone(),
         new_parks: BTreeMap::new(),
         drained: Vec::new(),
+        cleared: Vec::new(),
         conflicts: Vec::new(),
         verdicts: Vec::new(),
         more: false,
@@ -97,6 +98,8 @@ struct Planner<'a> {
     /// Parked by this step: sequence -> (position in `rest`, the event).
     new_parks: BTreeMap<u64, (usize, ParkedEvent)>,
     drained: Vec<ParkedEvent>,
+    /// Parked sequences removed without being drained (see `decide`).
+    cleared: Vec<u64>,
     conflicts: Vec<ConflictRecord>,
     verdicts: Vec<Verdict>,
     more: bool,
@@ -110,7 +113,7 @@ impl Planner<'_> {
     /// Items the commit would write: the entity's, and one per event parked,
     /// drained or in conflict.
     fn items(&self) -> usize {
-        1 + self.new_parks.len() + self.drained.len() + self.conflicts.len()
+        1 + self.new_parks.len() + self.drained.len() + self.cleared.len() + self.conflicts.len()
     }
 
     fn full(&self) -> bool {
@@ -146,6 +149,12 @@ impl Planner<'_> {
         let decision = domain::decide(&mut self.slot, event);
         match decision {
             Decision::Applied => {
+                if self.parked.remove(&sequence) {
+                    // Listed as parked but not drained (its item is missing or
+                    // unreadable): this message is applied instead, and the
+                    // slot cleared with the write.
+                    self.cleared.push(sequence);
+                }
                 self.drain()?;
                 Ok(Verdict::new(Outcome::Applied, None))
             }
@@ -373,7 +382,12 @@ impl Planner<'_> {
                 .into_values()
                 .map(|(_, parked)| parked)
                 .collect(),
-            drain: self.drained.iter().map(|parked| parked.sequence).collect(),
+            drain: self
+                .drained
+                .iter()
+                .map(|parked| parked.sequence)
+                .chain(self.cleared)
+                .collect(),
             conflicts: self.conflicts,
             now: self.now,
         };

@@ -770,6 +770,8 @@ impl<S: Store> Runner<S> {
                         "conditional write lost a race; deciding again"
                     );
                     stored = current;
+                    // What was read of parked events may be stale now.
+                    fetched.clear();
                 }
                 Err(err) => {
                     let (outcome, reason) = err.outcome();
