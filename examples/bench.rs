@@ -283,6 +283,12 @@ impl<S: Store> Store for Traced<S> {
     async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {
         self.inner.inspect(key).await
     }
+
+    async fn parked_entities(
+        &self,
+    ) -> Result<Vec<sequence_guard::store::ParkedEntity>, StoreError> {
+        self.inner.parked_entities().await
+    }
     async fn adjust_stock(&self, adjustments: &[StockAdjustment]) -> Result<Adjusted, StoreError> {
         let started = Instant::now();
         let result = self.inner.adjust_stock(adjustments).await;

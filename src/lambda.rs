@@ -1,13 +1,64 @@
-//! The Lambda side: from a `LambdaEvent<SqsEvent>` to the partial batch response.
+//! The Lambda side: an SQS batch becomes the partial batch response; the
+//! schedule's event becomes a [`sweep`](crate::sweep) of parked events.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
+use serde_json::Value;
 
 use crate::metrics::{self, Emf};
 use crate::runner::{BatchError, Invocation, Runner};
-use crate::store::Store;
+use crate::store::{Store, StoreError};
+use crate::sweep::sweep;
+
+/// An invocation that fails as a whole.
+#[derive(Debug, thiserror::Error)]
+pub enum InvocationError {
+    #[error(transparent)]
+    Batch(#[from] BatchError),
+    #[error(
+        "unsupported event: expected an SQS batch (`Records`) or a scheduled event (`source` = `aws.events`): {0}"
+    )]
+    Unsupported(String),
+    #[error("the sweep of parked events failed: {0}")]
+    Sweep(StoreError),
+}
+
+/// Handles any invocation the function is wired to: an SQS batch from the
+/// event source mapping, or the schedule's event (EventBridge).
+pub async fn dispatch<S: Store>(
+    runner: &Runner<S>,
+    emf: Option<&Emf>,
+    event: LambdaEvent<Value>,
+) -> Result<Value, InvocationError> {
+    let LambdaEvent { payload, context } = event;
+    if payload.get("Records").is_some() {
+        let batch: SqsEvent = serde_json::from_value(payload)
+            .map_err(|err| InvocationError::Unsupported(format!("not an SQS batch: {err}")))?;
+        let response = handle(runner, emf, LambdaEvent::new(batch, context)).await?;
+        return serde_json::to_value(response)
+            .map_err(|err| InvocationError::Unsupported(err.to_string()));
+    }
+    if payload.get("source").and_then(Value::as_str) == Some("aws.events") {
+        let report = sweep(runner.store(), epoch_seconds())
+            .await
+            .map_err(InvocationError::Sweep)?;
+        metrics::record_sweep(&report);
+        if let Some(emf) = emf {
+            emf.flush();
+        }
+        return Ok(serde_json::json!({
+            "parkedEntities": report.entities,
+            "oldestParkedAgeSeconds": report.oldest_parked_age_seconds,
+        }));
+    }
+    let keys: Vec<&str> = payload
+        .as_object()
+        .map(|object| object.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    Err(InvocationError::Unsupported(format!("fields {keys:?}")))
+}
 
 /// Handles one invocation: runs the batch, records its metrics (written
 /// as one EMF document when `emf` is given) and answers with the partial batch
@@ -56,10 +107,14 @@ pub fn epoch_seconds() -> u64 {
         .map_or(0, |since| since.as_secs())
 }
 
-impl From<BatchError> for lambda_runtime::Diagnostic {
-    fn from(err: BatchError) -> Self {
+impl From<InvocationError> for lambda_runtime::Diagnostic {
+    fn from(err: InvocationError) -> Self {
         let error_type = match err {
-            BatchError::MissingMessageId { .. } => "SequenceGuard.MissingMessageId",
+            InvocationError::Batch(BatchError::MissingMessageId { .. }) => {
+                "SequenceGuard.MissingMessageId"
+            }
+            InvocationError::Unsupported(_) => "SequenceGuard.UnsupportedEvent",
+            InvocationError::Sweep(_) => "SequenceGuard.SweepFailed",
         };
         lambda_runtime::Diagnostic {
             error_type: error_type.to_owned(),

@@ -15,12 +15,15 @@
 //! - [`runner`]: the batch runner. Groups records into streams, runs them,
 //!   persists each entity with one conditional write and each stream's stock
 //!   adjustments with one transaction, and decides which messages are reported
-//!   failed. Knows nothing of orders.
+//!   failed; parks gaps that keep coming back and drains them when the gap
+//!   closes (`runner/entity.rs`). Knows nothing of orders.
 //! - [`store`]: what touches the table. The [`store::Store`] trait, with a
 //!   DynamoDB adapter ([`store::dynamodb`]) and an in-memory one
 //!   ([`store::memory`]) of the same semantics. Knows nothing of SQS.
 //! - [`config`]: the environment, read in one place.
-//! - [`lambda`]: from a Lambda invocation to the partial batch response.
+//! - [`lambda`]: from a Lambda invocation to the partial batch response (an
+//!   SQS batch) or to a [`sweep`] (the schedule).
+//! - [`sweep`]: the scheduled look at parked events, for the alarm.
 //! - [`metrics`]: the CloudWatch metrics of each invocation (EMF).
 //! - `src/bin/projector.rs`: the Lambda function; `src/bin/replay.rs`: runs
 //!   sample events through the same runner locally.
@@ -32,3 +35,4 @@ pub mod lambda;
 pub mod metrics;
 pub mod runner;
 pub mod store;
+pub mod sweep;

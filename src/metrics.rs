@@ -7,7 +7,8 @@
 //! | `Applied`, `Duplicate`, `Parked`, `Conflict`, `Gap`, `NotCreated`, `Invalid`, `Skipped`, `StorageError` | Count | messages by outcome |
 //! | `Drained` | Count | parked events applied (their gap closed) |
 //! | `ParkingFull` | Count | gaps failed because `MAX_PARKED_PER_STREAM` events are parked on their entity |
-//! | `OldestParkedAge` | Seconds | per entity that parked or drained: how long its oldest parked event has waited |
+//! | `OldestParkedAge` | Seconds | per entity that parked or drained, and from each sweep (0 when nothing is parked): how long the oldest parked event has waited |
+//! | `ParkedEntities` | Count | from each sweep: entities with events parked |
 //! | `Messages` | Count | messages in the batch |
 //! | `DynamoDbRequests` | Count | requests the batch sent to the table |
 //! | `BatchDuration` | Milliseconds | time to run the batch |
@@ -22,6 +23,7 @@ use metrics::Unit;
 use metrics_cloudwatch_embedded::{Builder, Collector};
 
 use crate::runner::{BatchReport, Outcome};
+use crate::sweep::SweepReport;
 
 /// The metric name of an outcome.
 pub fn metric_name(outcome: Outcome) -> &'static str {
@@ -36,6 +38,26 @@ pub fn metric_name(outcome: Outcome) -> &'static str {
         Outcome::Skipped => "Skipped",
         Outcome::StorageError => "StorageError",
     }
+}
+
+/// Every metric besides the outcomes'.
+pub const METRICS: [&str; 7] = [
+    "Drained",
+    "ParkingFull",
+    "OldestParkedAge",
+    "ParkedEntities",
+    "Messages",
+    "DynamoDbRequests",
+    "BatchDuration",
+];
+
+/// The names of every metric the function emits.
+pub fn emitted() -> Vec<&'static str> {
+    Outcome::ALL
+        .iter()
+        .map(|outcome| metric_name(*outcome))
+        .chain(METRICS)
+        .collect()
 }
 
 /// Records one batch.
@@ -55,6 +77,15 @@ pub fn record(report: &BatchReport, elapsed: Duration) {
     metrics::counter!("Messages").increment(report.messages.len() as u64);
     metrics::counter!("DynamoDbRequests").increment(report.requests);
     metrics::histogram!("BatchDuration").record(elapsed.as_secs_f64() * 1000.0);
+}
+
+/// Records one sweep of parked events.
+pub fn record_sweep(report: &SweepReport) {
+    // Histograms, not gauges: a gauge would be written again with every
+    // later document, and a count would be summed across sweeps.
+    metrics::histogram!("ParkedEntities").record(report.entities as f64);
+    metrics::histogram!("OldestParkedAge")
+        .record(report.oldest_parked_age_seconds.unwrap_or(0) as f64);
 }
 
 /// The process's EMF collector (the `metrics` recorder), installed once by
@@ -87,6 +118,7 @@ impl Emf {
             Unit::Seconds,
             "how long the oldest parked event has waited"
         );
+        metrics::describe_histogram!("ParkedEntities", Unit::Count, "entities with events parked");
         metrics::describe_counter!("Messages", Unit::Count, "messages in the batch");
         metrics::describe_counter!("DynamoDbRequests", Unit::Count, "requests to the table");
         metrics::describe_histogram!("BatchDuration", Unit::Milliseconds, "time to run the batch");

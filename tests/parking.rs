@@ -382,6 +382,57 @@ mod suite {
         assert!(inspection.stored.parking.sequences.is_empty());
     }
 
+    /// The index of parked entities (what the scheduled sweep reads) follows
+    /// parking and draining, oldest first.
+    pub async fn the_sweep_finds_every_entity_with_events_parked<S: Store>(store: S) {
+        let runner = Runner::new(store, RunnerConfig::default());
+        let store = runner.store();
+        let sweep = |now| sequence_guard::sweep::sweep(store, now);
+        assert_eq!(sweep(now()).await.expect("sweep").entities, 0);
+        let first = now();
+        run(&runner, vec![event("i1", 1, 1)]).await;
+        let parked = batch(vec![event("i1", 3, 3), event("i1", 4, 3)]);
+        runner.run(&parked, at(first)).await.expect("run");
+        let later = batch(vec![event("i2", 2, 3)]);
+        runner.run(&later, at(first + 60)).await.expect("run");
+
+        let report = sweep(first + 100).await.expect("sweep");
+        assert_eq!(report.entities, 2);
+        assert_eq!(report.oldest_parked_age_seconds, Some(100));
+        let longest: Vec<(EntityKey, u64, usize, u64)> = report
+            .longest
+            .iter()
+            .map(|stream| {
+                (
+                    stream.key.clone(),
+                    stream.parked_for_seconds,
+                    stream.parked,
+                    stream.waiting_for,
+                )
+            })
+            .collect();
+        assert_eq!(
+            longest,
+            [
+                (EntityKey::Order("i1".into()), 100, 2, 2),
+                (EntityKey::Order("i2".into()), 40, 1, 1),
+            ]
+        );
+
+        // Drained: out of the index.
+        run(&runner, vec![event("i1", 2, 1)]).await;
+        let report = sweep(first + 200).await.expect("sweep");
+        assert_eq!(report.entities, 1);
+        assert_eq!(report.longest[0].key, EntityKey::Order("i2".into()));
+        assert_eq!(report.oldest_parked_age_seconds, Some(140));
+        run(&runner, vec![event("i2", 1, 1)]).await;
+        let report = sweep(first + 300).await.expect("sweep");
+        assert_eq!(
+            (report.entities, report.oldest_parked_age_seconds),
+            (0, None)
+        );
+    }
+
     /// One invocation parks 3 while another applies 2: whichever writes
     /// second loses its condition and decides again, so 3 is never stranded.
     pub async fn a_park_racing_the_missing_event_never_strands_it<S: Store + Clone>(store: S) {
@@ -442,6 +493,10 @@ macro_rules! parking_suite {
             #[tokio::test]
             async fn a_long_drain_goes_in_bounded_steps() {
                 suite::a_long_drain_goes_in_bounded_steps($store).await
+            }
+            #[tokio::test]
+            async fn the_sweep_finds_every_entity_with_events_parked() {
+                suite::the_sweep_finds_every_entity_with_events_parked($store).await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_park_racing_the_missing_event_never_strands_it() {

@@ -278,3 +278,85 @@ async fn dynamodb_requests_per_message() {
     // One consistent BatchGetItem per batch, one conditional write per stream, none for duplicates.
     assert_eq!((a, b, c), (2, 11, 1));
 }
+
+/// The schedule's event (as EventBridge sends it) makes the function look at
+/// parked events and record how long the oldest has waited; an event of
+/// another kind fails the invocation with a name for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_event_sweeps_parked_events_into_metrics() {
+    let store = fresh_table().await;
+    let api = RuntimeApi::start().await;
+    let function = start(&api, Some(store.table()));
+    let scheduled = serde_json::json!({
+        "version": "0",
+        "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": "123456789012",
+        "time": "2026-11-30T12:00:00Z",
+        "region": "us-east-1",
+        "resources": ["arn:aws:events:us-east-1:123456789012:rule/sequence-guard-ParkedSweep"],
+        "detail": {}
+    })
+    .to_string();
+
+    let answer = |answer: Answer| match answer {
+        Answer::Response(body) => serde_json::from_str::<serde_json::Value>(&body).expect("JSON"),
+        other => panic!("expected a response, got {other:?}"),
+    };
+    let nothing = answer(api.invoke(&scheduled).await);
+    assert_eq!(nothing["parkedEntities"], 0, "{nothing}");
+
+    // order-100: created, then events 5 and 6 parked while 4 is missing.
+    api.invoke(samples::TWO_STREAMS_ONE_FAILING).await;
+    let order = EntityKey::Order("order-100".into());
+    assert_eq!(
+        entity(&store, order).await.map(|entity| entity.sequence()),
+        Some(3)
+    );
+    assert_eq!(
+        failures(&api.invoke(samples::GAP_PARKED).await),
+        Vec::<String>::new()
+    );
+    let parked = answer(api.invoke(&scheduled).await);
+    assert_eq!(parked["parkedEntities"], 1, "{parked}");
+    assert!(
+        parked["oldestParkedAgeSeconds"].as_u64().is_some(),
+        "{parked}"
+    );
+
+    match api.invoke(r#"{"detail-type": "Object Created"}"#).await {
+        Answer::Error(body) => assert!(
+            body.contains("SequenceGuard.UnsupportedEvent") && body.contains("detail-type"),
+            "{body}"
+        ),
+        other => panic!("expected an invocation error, got {other:?}"),
+    }
+
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let output = function.output();
+    let documents: Vec<serde_json::Value> = output
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|line| line.get("_aws").is_some())
+        .collect();
+    let sweeps: Vec<&serde_json::Value> = documents
+        .iter()
+        .filter(|document| document.get("ParkedEntities").is_some())
+        .collect();
+    assert_eq!(sweeps.len(), 2, "{output}");
+    assert_eq!(sweeps[0]["ParkedEntities"], serde_json::json!([0.0]));
+    assert_eq!(sweeps[0]["OldestParkedAge"], serde_json::json!([0.0]));
+    assert_eq!(sweeps[1]["ParkedEntities"], serde_json::json!([1.0]));
+    assert!(
+        output.contains("events still parked") && output.contains("order-100"),
+        "{output}"
+    );
+    // The batch that parked wrote its own OldestParkedAge.
+    assert!(
+        documents
+            .iter()
+            .any(|document| document["Parked"] == 2 && document.get("OldestParkedAge").is_some()),
+        "{output}"
+    );
+}

@@ -40,6 +40,23 @@ fn replaying_every_sample_on_the_embedded_table_tells_the_story() {
         "{stdout}"
     );
     assert!(stdout.contains("stock   SKU-LAMP     onHand 7"), "{stdout}");
+    assert!(
+        stdout.contains("  parked  order-100 seq 5, 6 (waiting for 4; 2 parked on it)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  drained order-100 seq 5 OrderUpdated")
+            && stdout.contains("  drained order-100 seq 6 OrderCancelled"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("order   order-100    sequence 6   totalCents 500    status CANCELLED"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  conflict order order-100: seq 6 event "),
+        "{stdout}"
+    );
     // Each file ends with its batch response, as the function returns it.
     assert_eq!(
         stdout

@@ -146,6 +146,12 @@ impl Store for FaultyStore {
         self.inner.inspect(key).await
     }
 
+    async fn parked_entities(
+        &self,
+    ) -> Result<Vec<sequence_guard::store::ParkedEntity>, StoreError> {
+        self.inner.parked_entities().await
+    }
+
     async fn adjust_stock(&self, adjustments: &[StockAdjustment]) -> Result<Adjusted, StoreError> {
         self.adjusts.fetch_add(1, Ordering::SeqCst);
         if self.faults().adjust_fails {

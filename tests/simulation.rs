@@ -277,6 +277,12 @@ impl Store for SimStore {
         self.inner.inspect(key).await
     }
 
+    async fn parked_entities(
+        &self,
+    ) -> Result<Vec<sequence_guard::store::ParkedEntity>, StoreError> {
+        self.inner.parked_entities().await
+    }
+
     async fn adjust_stock(&self, adjustments: &[StockAdjustment]) -> Result<Adjusted, StoreError> {
         let fault = self.fault();
         if fault == Fault::Before {

@@ -257,7 +257,7 @@ mod suite {
     /// The sample events, replayed in order, tell the story the README tells.
     pub async fn the_sample_events_tell_their_story<S: Store>(store: S) {
         let runner = Runner::new(store, RunnerConfig::default());
-        let expected: [&[Outcome]; 9] = [
+        let expected: [&[Outcome]; 11] = [
             &[Applied, Applied, Applied],
             &[Duplicate, Duplicate, Duplicate],
             &[Gap, Skipped],
@@ -269,6 +269,8 @@ mod suite {
             ],
             &[Applied, Applied, Applied, Duplicate],
             &[Applied, Applied, Applied, Duplicate],
+            &[Parked, Parked],
+            &[Applied, Conflict],
         ];
         for ((file, json), expected) in samples::ALL.iter().zip(expected) {
             let event = sample(json);
@@ -281,7 +283,7 @@ mod suite {
                 .records
                 .iter()
                 .zip(expected)
-                .filter(|(_, outcome)| !matches!(outcome, Applied | Duplicate))
+                .filter(|(_, outcome)| outcome.is_failure())
                 .filter_map(|(record, _)| record.message_id.clone())
                 .collect();
             let listed: Vec<String> = report
@@ -303,12 +305,24 @@ mod suite {
             }
             other => panic!("order-42: {other:?}"),
         }
-        assert_eq!(
-            entity(store, EntityKey::Order("order-100".into()))
-                .await
-                .map(|e| e.sequence()),
-            Some(3)
-        );
+        // Its events 5 and 6 were parked, and drained when 4 arrived.
+        match entity(store, EntityKey::Order("order-100".into())).await {
+            Some(Entity::Order(order)) => {
+                assert_eq!(
+                    (order.sequence, order.total_cents, order.status),
+                    (6, 500, OrderStatus::Cancelled)
+                );
+                assert_eq!(order.cancel_reason.as_deref(), Some("out of stock"));
+            }
+            other => panic!("order-100: {other:?}"),
+        }
+        let inspection = store
+            .inspect(&EntityKey::Order("order-100".into()))
+            .await
+            .expect("inspect");
+        assert!(inspection.parked.is_empty());
+        assert_eq!(inspection.conflicts.len(), 1);
+        assert_eq!(inspection.conflicts[0].sequence, 6);
         assert_eq!(
             entity(store, EntityKey::Order("order-200".into()))
                 .await
@@ -517,7 +531,9 @@ async fn dynamodb_items_have_the_contract_layout() {
     let store = fresh_table().await;
     let runner = Runner::new(store.clone(), RunnerConfig::default());
     let before = now();
-    for (_, json) in samples::ALL {
+    // Every sample but the last, which closes the gap of 10-gap-parked.json.
+    let (last, story) = samples::ALL.split_last().expect("samples");
+    for (_, json) in story {
         runner.run(&sample(json), invocation()).await.expect("run");
     }
     let item = |pk: String, sk: &str| {
@@ -570,7 +586,7 @@ async fn dynamodb_items_have_the_contract_layout() {
     assert_eq!((n(&order, "sequence"), n(&order, "totalCents")), (6, 2000));
     assert_eq!(s(&order, "status"), "CANCELLED");
     assert_eq!(s(&order, "cancelReason"), "customer request");
-    let open = item("ORDER#order-100".into(), "STATE").await;
+    let open = item("ORDER#order-200".into(), "STATE").await;
     assert_eq!(s(&open, "status"), "OPEN");
     assert!(!open.contains_key("cancelReason"));
 
@@ -596,4 +612,86 @@ async fn dynamodb_items_have_the_contract_layout() {
     let handled_at = n(&record, "handledAt");
     assert!(handled_at >= before as i64 && handled_at <= now() as i64);
     assert_eq!(n(&record, "expiresAt"), handled_at + 7 * 24 * 60 * 60);
+
+    // Parked: events 5 and 6 of order-100, listed on its item, and the item in
+    // the index of parked entities.
+    let waiting = item("ORDER#order-100".into(), "STATE").await;
+    assert_eq!(n(&waiting, "sequence"), 3);
+    match waiting.get("parked") {
+        Some(AttributeValue::Ns(numbers)) => {
+            let mut numbers = numbers.clone();
+            numbers.sort();
+            assert_eq!(numbers, ["5", "6"]);
+        }
+        other => panic!("parked: expected NS, got {other:?}"),
+    }
+    let since = n(&waiting, "parkedSince");
+    assert!(since >= before as i64 && since <= now() as i64);
+    let parked_sample = sample(samples::GAP_PARKED);
+    let sent = parked_sample.records[0].body.clone().expect("body");
+    let sent_event: serde_json::Value = serde_json::from_str(&sent).expect("json");
+    let pending = item("ORDER#order-100".into(), "PENDING#00000000000000000005").await;
+    assert_eq!(
+        names(&pending),
+        [
+            "body",
+            "eventId",
+            "messageId",
+            "parkedAt",
+            "pk",
+            "sk",
+            "type"
+        ]
+    );
+    assert_eq!(s(&pending, "body"), sent, "the body as received");
+    assert_eq!(
+        s(&pending, "eventId"),
+        sent_event["eventId"].as_str().expect("id")
+    );
+    assert_eq!(s(&pending, "type"), "OrderUpdated");
+    assert_eq!(
+        Some(s(&pending, "messageId")),
+        parked_sample.records[0].message_id
+    );
+    assert_eq!(n(&pending, "parkedAt"), since);
+    let index = item("PARKED".into(), "ORDER#order-100").await;
+    assert_eq!(names(&index), ["parkedSince", "pk", "sk"]);
+    assert_eq!(n(&index, "parkedSince"), since);
+
+    // The gap closes: drained, and a conflict recorded for sequence 6.
+    runner
+        .run(&sample(last.1), invocation())
+        .await
+        .expect("run");
+    let done = item("ORDER#order-100".into(), "STATE").await;
+    assert_eq!(n(&done, "sequence"), 6);
+    assert!(!done.contains_key("parked") && !done.contains_key("parkedSince"));
+    let inspection = store
+        .inspect(&EntityKey::Order("order-100".into()))
+        .await
+        .expect("inspect");
+    assert!(inspection.parked.is_empty());
+    let closing = sample(last.1);
+    let conflicting: serde_json::Value =
+        serde_json::from_str(closing.records[1].body.as_deref().expect("body")).expect("json");
+    let conflict_id = conflicting["eventId"].as_str().expect("eventId");
+    let conflict = item(
+        "ORDER#order-100".into(),
+        &format!("CONFLICT#00000000000000000006#{conflict_id}"),
+    )
+    .await;
+    assert_eq!(names(&conflict), ["body", "pk", "seenAt", "sk"]);
+    assert_eq!(Some(s(&conflict, "body")), closing.records[1].body.clone());
+    assert!(n(&conflict, "seenAt") >= before as i64);
+    let gone = store
+        .client()
+        .get_item()
+        .table_name(store.table())
+        .key("pk", AttributeValue::S("PARKED".into()))
+        .key("sk", AttributeValue::S("ORDER#order-100".into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("GetItem");
+    assert!(gone.item.is_none(), "out of the index once drained");
 }

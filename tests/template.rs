@@ -7,8 +7,7 @@ mod support;
 use std::collections::BTreeSet;
 
 use sequence_guard::config::VARIABLES;
-use sequence_guard::metrics::metric_name;
-use sequence_guard::runner::{Invocation, Outcome, Runner, RunnerConfig};
+use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
 use sequence_guard::store::dynamodb::{TTL_ATTRIBUTE, iam_actions};
 use serde_yaml::Value;
 use support::*;
@@ -94,6 +93,39 @@ fn the_environment_is_what_the_code_reads() {
         intrinsic(&variables["METRICS_SERVICE"]),
         "Ref AWS::StackName"
     );
+    // Parking: wired to parameters whose defaults are the code's.
+    let defaults = RunnerConfig::default();
+    for (variable, parameter, default) in [
+        ("GAP_POLICY", "GapPolicy", "park".to_owned()),
+        (
+            "PARK_AFTER_RECEIVES",
+            "ParkAfterReceives",
+            defaults.park_after_receives.to_string(),
+        ),
+        (
+            "MAX_PARKED_PER_STREAM",
+            "MaxParkedPerStream",
+            defaults.max_parked_per_stream.to_string(),
+        ),
+    ] {
+        assert_eq!(intrinsic(&variables[variable]), format!("Ref {parameter}"));
+        let value = &template["Parameters"][parameter]["Default"];
+        let value = value
+            .as_str()
+            .map(str::to_owned)
+            .or_else(|| value.as_u64().map(|number| number.to_string()));
+        assert_eq!(value, Some(default), "{parameter}");
+    }
+    assert_eq!(defaults.gap_policy, sequence_guard::runner::GapPolicy::Park);
+    // Parking happens before the dead-letter queue, by default.
+    assert!(
+        template["Parameters"]["ParkAfterReceives"]["Default"].as_u64()
+            < template["Parameters"]["MaxReceiveCount"]["Default"].as_u64()
+    );
+    // The sweep of parked events runs on a schedule.
+    let sweep = &resource(&template, "ProjectorFunction")["Properties"]["Events"]["ParkedSweep"];
+    assert_eq!(sweep["Type"], "Schedule");
+    assert_eq!(sweep["Properties"]["Schedule"], "rate(5 minutes)");
 }
 
 #[test]
@@ -190,11 +222,14 @@ fn the_queue_feeds_the_function_with_partial_batch_responses() {
 #[test]
 fn the_alarms_watch_metrics_the_code_emits() {
     let template = template();
-    let emitted: Vec<&str> = Outcome::ALL
-        .iter()
-        .map(|outcome| metric_name(*outcome))
-        .collect();
-    for alarm in ["GapsSustainedAlarm", "InvalidSustainedAlarm"] {
+    let emitted = sequence_guard::metrics::emitted();
+    for alarm in [
+        "GapsSustainedAlarm",
+        "InvalidSustainedAlarm",
+        "ParkedTooLongAlarm",
+        "ParkingFullAlarm",
+        "ConflictAlarm",
+    ] {
         let properties = &resource(&template, alarm)["Properties"];
         let metric = properties["MetricName"].as_str().expect("metric name");
         assert!(
@@ -223,6 +258,10 @@ async fn the_policy_names_exactly_the_dynamodb_actions_the_code_calls() {
         };
         runner.run(&sample(json), invocation).await.expect("run");
     }
+    // The schedule's sweep of parked entities.
+    sequence_guard::sweep::sweep(&store, sequence_guard::lambda::epoch_seconds())
+        .await
+        .expect("sweep");
     let called: BTreeSet<String> = store
         .operations()
         .into_iter()

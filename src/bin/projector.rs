@@ -1,12 +1,12 @@
 //! The Lambda function: reads its configuration, builds the DynamoDB client
-//! once, and serves SQS batches through the Lambda Runtime API.
+//! once, and serves SQS batches (and the schedule's sweeps of parked events)
+//! through the Lambda Runtime API.
 
 use std::process::ExitCode;
 
-use aws_lambda_events::event::sqs::SqsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
 use sequence_guard::config::Config;
-use sequence_guard::lambda::handle;
+use sequence_guard::lambda::dispatch;
 use sequence_guard::metrics::Emf;
 use sequence_guard::runner::Runner;
 use sequence_guard::store::dynamodb::DynamoStore;
@@ -32,8 +32,8 @@ async fn main() -> ExitCode {
     let sdk = aws_config::load_from_env().await;
     let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), config.table_name);
     let runner = Runner::new(store, config.runner);
-    let served = lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
-        handle(&runner, emf.as_ref(), event)
+    let served = lambda_runtime::run(service_fn(|event: LambdaEvent<serde_json::Value>| {
+        dispatch(&runner, emf.as_ref(), event)
     }))
     .await;
     match served {

@@ -6,12 +6,14 @@
 //!
 //! Each FILE is an SQS event as Lambda delivers it, run as one invocation.
 //! By default on an embedded in-memory table, carried from file to file; with
-//! `--endpoint-url` and `--table`, on DynamoDB.
+//! `--endpoint-url` and `--table`, on DynamoDB. Prints each message's
+//! outcome, the events parked and drained, and the batch response; on the
+//! embedded table, what it holds at the end.
 
 use std::process::ExitCode;
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use sequence_guard::domain::{Entity, OrderStatus};
+use sequence_guard::domain::{Entity, EntityKey, OrderStatus};
 use sequence_guard::lambda::epoch_seconds;
 use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
 use sequence_guard::store::Store;
@@ -136,6 +138,29 @@ async fn replay<S: Store>(runner: &Runner<S>, events: &[(&str, SqsEvent)]) {
                         reason
                     );
                 }
+                for parking in &report.parking {
+                    if !parking.parked.is_empty() {
+                        println!(
+                            "  parked  {} seq {} (waiting for {}; {} parked on it)",
+                            parking.stream,
+                            list(&parking.parked),
+                            parking
+                                .waiting_for
+                                .map_or_else(|| "-".to_owned(), |next| next.to_string()),
+                            parking.parked_now
+                        );
+                    }
+                    for drained in &parking.drained {
+                        println!(
+                            "  drained {} seq {} {} (message {}, parked {} s before)",
+                            parking.stream,
+                            drained.sequence,
+                            drained.event_type,
+                            drained.message_id,
+                            invocation.now.saturating_sub(drained.parked_at)
+                        );
+                    }
+                }
                 let response =
                     serde_json::to_string(&report.response()).unwrap_or_else(|err| err.to_string());
                 println!("  response: {response}");
@@ -168,4 +193,32 @@ fn print_state(store: &MemoryStore) {
     for (sku, on_hand) in store.stock() {
         println!("  stock   {sku:<12} onHand {on_hand}");
     }
+    for (key, inspection) in store.parking() {
+        let (kind, id) = match &key {
+            EntityKey::Order(id) => ("order", id),
+            EntityKey::Product(id) => ("product", id),
+        };
+        let parked: Vec<u64> = inspection
+            .parked
+            .iter()
+            .map(|parked| parked.sequence)
+            .collect();
+        if !parked.is_empty() {
+            println!("  parked  {kind} {id}: seq {}", list(&parked));
+        }
+        for conflict in &inspection.conflicts {
+            println!(
+                "  conflict {kind} {id}: seq {} event {}",
+                conflict.sequence, conflict.event_id
+            );
+        }
+    }
+}
+
+fn list(sequences: &[u64]) -> String {
+    sequences
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -110,10 +110,10 @@ struct Planner<'a> {
 type Planning<T> = Result<T, Vec<u64>>;
 
 impl Planner<'_> {
-    /// Items the commit would write: the entity's, and one per event parked,
-    /// drained or in conflict.
+    /// Items the commit would write: the entity's, its entry in the index of
+    /// parked entities, and one per event parked, drained or in conflict.
     fn items(&self) -> usize {
-        1 + self.new_parks.len() + self.drained.len() + self.cleared.len() + self.conflicts.len()
+        2 + self.new_parks.len() + self.drained.len() + self.cleared.len() + self.conflicts.len()
     }
 
     fn full(&self) -> bool {

@@ -9,9 +9,13 @@
 //! | parked event | the entity's pk | `PENDING#<sequence, 20 digits>` |
 //! | conflict | the entity's pk   | `CONFLICT#<sequence, 20 digits>#<eventId>` |
 //!
+//! | parked-entity index | `PARKED` | the entity's pk |
+//!
 //! An entity item also holds `parked` (a number set: the sequences parked on
 //! it) and `parkedSince` while it has any; an item with only those is not
-//! an entity yet.
+//! an entity yet. The index holds one item (with `parkedSince`) per entity
+//! with events parked, written in the same transactions, so that the parked
+//! entities are found with one query instead of a scan.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -32,8 +36,8 @@ use serde::{Deserialize, Serialize};
 use serde_dynamo::aws_sdk_dynamodb_1::{from_item, to_item};
 
 use super::{
-    Adjusted, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded, ParkedEvent,
-    Parking, Store, StoreError, Stored,
+    Adjusted, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded, ParkedEntity,
+    ParkedEvent, Parking, Store, StoreError, Stored,
 };
 use crate::domain::{Entity, EntityKey, Order, OrderStatus, Product, StockAdjustment};
 
@@ -140,6 +144,8 @@ const CONFLICT_PREFIX: &str = "CONFLICT#";
 /// The entity item's number set of parked sequences, and since when it has any.
 const PARKED: &str = "parked";
 const PARKED_SINCE: &str = "parkedSince";
+/// The partition of the parked-entity index.
+const PARKED_INDEX: &str = "PARKED";
 
 fn pending_sk(sequence: u64) -> String {
     format!("{PENDING_PREFIX}{sequence:020}")
@@ -740,6 +746,31 @@ impl Store for DynamoStore {
                 .map_err(transaction)?;
             items.push(TransactWriteItem::builder().put(put).build());
         }
+        if commit.changes_parking() {
+            // The entity's entry in the index of parked entities.
+            let key = item_key(PARKED_INDEX.to_owned(), pk.clone());
+            let item = if commit.parked_after().is_empty() {
+                let delete = Delete::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key))
+                    .build()
+                    .map_err(transaction)?;
+                TransactWriteItem::builder().delete(delete).build()
+            } else {
+                let mut expression = Expression::default();
+                expression.set_if_absent(PARKED_SINCE, AttributeValue::N(commit.now.to_string()));
+                let update = Update::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key))
+                    .update_expression(expression.update())
+                    .set_expression_attribute_names(Some(expression.names.clone()))
+                    .set_expression_attribute_values(expression.values())
+                    .build()
+                    .map_err(transaction)?;
+                TransactWriteItem::builder().update(update).build()
+            };
+            items.push(item);
+        }
         for sequence in &commit.drain {
             let delete = Delete::builder()
                 .table_name(&self.table)
@@ -771,6 +802,7 @@ impl Store for DynamoStore {
         }
         self.count("TransactWriteItems");
         if !commit.drain.is_empty() {
+            // Drained events' items, and the index entry once none is left.
             self.note("TransactWriteItems/Delete");
         }
         let result = self
@@ -837,6 +869,51 @@ impl Store for DynamoStore {
             .map(parked_from_item)
             .collect::<Result<Vec<_>, _>>()?;
         parked.sort_by_key(|event| event.sequence);
+        Ok(parked)
+    }
+
+    async fn parked_entities(&self) -> Result<Vec<ParkedEntity>, StoreError> {
+        let mut parked = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            self.count("Query");
+            let output = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", AttributeValue::S(PARKED_INDEX.to_owned()))
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|err| request_error("Query", &err))?;
+            for item in output.items.unwrap_or_default() {
+                let entity_pk = match item.get("sk") {
+                    Some(AttributeValue::S(sk)) => sk.clone(),
+                    _ => continue,
+                };
+                let Some(key) = key_of_pk(&entity_pk) else {
+                    continue;
+                };
+                let since = match item.get(PARKED_SINCE) {
+                    Some(AttributeValue::N(number)) => number.parse().ok(),
+                    _ => None,
+                };
+                let Some(since) = since else {
+                    return Err(StoreError::Corrupt {
+                        key: format!("{PARKED_INDEX} {entity_pk}"),
+                        message: "no readable parkedSince".to_owned(),
+                    });
+                };
+                parked.push(ParkedEntity { key, since });
+            }
+            match output.last_evaluated_key {
+                Some(last) if !last.is_empty() => start = Some(last),
+                _ => break,
+            }
+        }
+        parked.sort_by(|a, b| (a.since, &a.key).cmp(&(b.since, &b.key)));
         Ok(parked)
     }
 

@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::{
-    Adjusted, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded, ParkedEvent,
-    Parking, Store, StoreError, Stored,
+    Adjusted, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded, MAX_COMMIT_ITEMS,
+    ParkedEntity, ParkedEvent, Parking, Store, StoreError, Stored,
 };
 use crate::domain::{Entity, EntityKey, StockAdjustment};
 
@@ -31,6 +31,22 @@ impl Tables {
                 .map(|parked| parked.keys().copied().collect())
                 .unwrap_or_default(),
             since: self.parked_since.get(key).copied(),
+        }
+    }
+
+    fn inspection(&self, key: &EntityKey) -> Inspection {
+        Inspection {
+            stored: self.stored(key),
+            parked: self
+                .parked
+                .get(key)
+                .map(|parked| parked.values().cloned().collect())
+                .unwrap_or_default(),
+            conflicts: self
+                .conflicts
+                .get(key)
+                .map(|conflicts| conflicts.values().cloned().collect())
+                .unwrap_or_default(),
         }
     }
 
@@ -72,6 +88,22 @@ impl MemoryStore {
             .handled
             .iter()
             .any(|(handled, name)| handled == event_id && *name == handler)
+    }
+
+    /// Every entity item with events parked on it or conflicts recorded,
+    /// ordered by key: for tests and `replay`.
+    pub fn parking(&self) -> Vec<(EntityKey, Inspection)> {
+        let tables = self.tables();
+        let mut keys: Vec<&EntityKey> = tables
+            .parked
+            .keys()
+            .chain(tables.conflicts.keys())
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys.into_iter()
+            .map(|key| (key.clone(), tables.inspection(key)))
+            .collect()
     }
 
     /// Every sku's `onHand`, ordered by sku.
@@ -122,6 +154,16 @@ impl Store for MemoryStore {
 
     async fn commit(&self, commit: &Commit) -> Result<Committed, StoreError> {
         tokio::task::yield_now().await;
+        if commit.items() > MAX_COMMIT_ITEMS {
+            // As DynamoDB refuses a transaction of more than 100 items.
+            return Err(StoreError::Request {
+                operation: "TransactWriteItems",
+                message: format!(
+                    "{} items, more than the {MAX_COMMIT_ITEMS} a transaction holds",
+                    commit.items()
+                ),
+            });
+        }
         let mut tables = self.tables();
         let key = &commit.key;
         if commit.touches_entity() {
@@ -182,21 +224,23 @@ impl Store for MemoryStore {
             .collect())
     }
 
+    async fn parked_entities(&self) -> Result<Vec<ParkedEntity>, StoreError> {
+        tokio::task::yield_now().await;
+        let mut parked: Vec<ParkedEntity> = self
+            .tables()
+            .parked_since
+            .iter()
+            .map(|(key, since)| ParkedEntity {
+                key: key.clone(),
+                since: *since,
+            })
+            .collect();
+        parked.sort_by(|a, b| (a.since, &a.key).cmp(&(b.since, &b.key)));
+        Ok(parked)
+    }
+
     async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {
-        let tables = self.tables();
-        Ok(Inspection {
-            stored: tables.stored(key),
-            parked: tables
-                .parked
-                .get(key)
-                .map(|parked| parked.values().cloned().collect())
-                .unwrap_or_default(),
-            conflicts: tables
-                .conflicts
-                .get(key)
-                .map(|conflicts| conflicts.values().cloned().collect())
-                .unwrap_or_default(),
-        })
+        Ok(self.tables().inspection(key))
     }
 
     async fn adjust_stock(&self, adjustments: &[StockAdjustment]) -> Result<Adjusted, StoreError> {

@@ -124,9 +124,16 @@ impl Commit {
         self.entity.is_some() || !self.park.is_empty() || !self.drain.is_empty()
     }
 
+    /// Whether the commit changes what is parked on the entity (and so
+    /// the entity's entry in the index of parked entities).
+    pub fn changes_parking(&self) -> bool {
+        !self.park.is_empty() || !self.drain.is_empty()
+    }
+
     /// Items the commit writes.
     pub fn items(&self) -> usize {
         usize::from(self.touches_entity())
+            + usize::from(self.changes_parking())
             + self.park.len()
             + self.drain.len()
             + self.conflicts.len()
@@ -142,6 +149,14 @@ pub enum Committed {
     Conflict {
         current: Stored,
     },
+}
+
+/// An entity with events parked on it, from the index of parked entities.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParkedEntity {
+    pub key: EntityKey,
+    /// Since when (epoch seconds) it has had events parked without interruption.
+    pub since: u64,
 }
 
 /// One aggregate's entity item, parked events and conflicts: what an operator
@@ -257,6 +272,10 @@ pub trait Store: Send + Sync {
         sequences: &[u64],
     ) -> impl Future<Output = Result<Vec<ParkedEvent>, StoreError>> + Send;
 
+    /// Every entity with events parked on it, oldest first.
+    fn parked_entities(&self)
+    -> impl Future<Output = Result<Vec<ParkedEntity>, StoreError>> + Send;
+
     /// Everything the table holds on one entity, for operators and tests.
     fn inspect(
         &self,
@@ -308,6 +327,12 @@ macro_rules! delegate_store {
                 sequences: &[u64],
             ) -> impl Future<Output = Result<Vec<ParkedEvent>, StoreError>> + Send {
                 S::parked(self, key, sequences)
+            }
+
+            fn parked_entities(
+                &self,
+            ) -> impl Future<Output = Result<Vec<ParkedEntity>, StoreError>> + Send {
+                S::parked_entities(self)
             }
 
             fn inspect(

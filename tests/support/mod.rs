@@ -157,9 +157,11 @@ pub mod samples {
         include_str!("../../events/07-unreadable-and-invalid.json");
     pub const PRODUCT_PRICES: &str = include_str!("../../events/08-product-prices.json");
     pub const INVENTORY: &str = include_str!("../../events/09-inventory.json");
+    pub const GAP_PARKED: &str = include_str!("../../events/10-gap-parked.json");
+    pub const GAP_CLOSED: &str = include_str!("../../events/11-gap-closed.json");
 
     /// Every sample, in the order of the story.
-    pub const ALL: [(&str, &str); 9] = [
+    pub const ALL: [(&str, &str); 11] = [
         (
             "01-order-created-and-updated.json",
             ORDER_CREATED_AND_UPDATED,
@@ -172,6 +174,8 @@ pub mod samples {
         ("07-unreadable-and-invalid.json", UNREADABLE_AND_INVALID),
         ("08-product-prices.json", PRODUCT_PRICES),
         ("09-inventory.json", INVENTORY),
+        ("10-gap-parked.json", GAP_PARKED),
+        ("11-gap-closed.json", GAP_CLOSED),
     ];
 }
 
