@@ -41,7 +41,11 @@ pub async fn dispatch<S: Store>(
             .map_err(|err| InvocationError::Unsupported(err.to_string()));
     }
     if payload.get("source").and_then(Value::as_str) == Some("aws.events") {
-        let report = sweep(runner.store(), epoch_seconds())
+        let invocation = Invocation {
+            deadline: deadline(context.deadline),
+            now: epoch_seconds(),
+        };
+        let report = sweep(runner, invocation)
             .await
             .map_err(InvocationError::Sweep)?;
         metrics::record_sweep(&report);
@@ -51,6 +55,7 @@ pub async fn dispatch<S: Store>(
         return Ok(serde_json::json!({
             "parkedEntities": report.entities,
             "oldestParkedAgeSeconds": report.oldest_parked_age_seconds,
+            "drained": report.drained.iter().map(|parking| parking.drained.len()).sum::<usize>(),
         }));
     }
     let keys: Vec<&str> = payload

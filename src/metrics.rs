@@ -84,6 +84,12 @@ pub fn record_sweep(report: &SweepReport) {
     // Histograms, not gauges: a gauge would be written again with every
     // later document, and a count would be summed across sweeps.
     metrics::histogram!("ParkedEntities").record(report.entities as f64);
+    let drained: usize = report
+        .drained
+        .iter()
+        .map(|parking| parking.drained.len())
+        .sum();
+    metrics::counter!("Drained").increment(drained as u64);
     metrics::histogram!("OldestParkedAge")
         .record(report.oldest_parked_age_seconds.unwrap_or(0) as f64);
 }

@@ -386,8 +386,7 @@ mod suite {
     /// parking and draining, oldest first.
     pub async fn the_sweep_finds_every_entity_with_events_parked<S: Store>(store: S) {
         let runner = Runner::new(store, RunnerConfig::default());
-        let store = runner.store();
-        let sweep = |now| sequence_guard::sweep::sweep(store, now);
+        let sweep = |now| sequence_guard::sweep::sweep(&runner, at(now));
         assert_eq!(sweep(now()).await.expect("sweep").entities, 0);
         let first = now();
         run(&runner, vec![event("i1", 1, 1)]).await;
@@ -431,6 +430,62 @@ mod suite {
             (report.entities, report.oldest_parked_age_seconds),
             (0, None)
         );
+    }
+
+    /// A drain cut short (the deadline, an error) leaves the entity's next
+    /// sequence parked; nothing in the stream may come to finish it, so the
+    /// sweep drains it.
+    pub async fn the_sweep_finishes_a_drain_cut_short<S: Store>(store: S) {
+        use sequence_guard::store::{Commit, Committed, Expected};
+
+        let runner = Runner::new(store, RunnerConfig::default());
+        let store = runner.store();
+        run(&runner, vec![event("d", 1, 1)]).await;
+        run(&runner, vec![event("d", 3, 3), event("d", 4, 3)]).await;
+        // Event 2 applied by a write that did not drain (as a cut-short run leaves it).
+        let mut two = entity(store, EntityKey::Order("d".into()))
+            .await
+            .expect("created");
+        if let Entity::Order(order) = &mut two {
+            order.sequence = 2;
+            order.last_event_id = "d-2".into();
+        }
+        let commit = Commit {
+            key: EntityKey::Order("d".into()),
+            expected: Expected {
+                sequence: Some(1),
+                parked: [3, 4].into(),
+            },
+            entity: Some(two),
+            park: vec![],
+            drain: vec![],
+            conflicts: vec![],
+            now: now(),
+        };
+        assert_eq!(
+            store.commit(&commit).await.expect("commit"),
+            Committed::Written
+        );
+        let seen = sequence_guard::sweep::look(store, now())
+            .await
+            .expect("look");
+        assert!(seen.longest[0].drainable, "{seen:?}");
+
+        let report = sequence_guard::sweep::sweep(&runner, at(now()))
+            .await
+            .expect("sweep");
+        let drained: Vec<u64> = report
+            .drained
+            .iter()
+            .flat_map(|parking| parking.drained.iter().map(|parked| parked.sequence))
+            .collect();
+        assert_eq!(drained, [3, 4]);
+        assert_eq!(
+            (report.entities, report.oldest_parked_age_seconds),
+            (0, None)
+        );
+        assert_eq!(sequence(store, "d").await, Some(4));
+        assert!(inspect(store, "d").await.parked.is_empty());
     }
 
     /// One invocation parks 3 while another applies 2: whichever writes
@@ -497,6 +552,10 @@ macro_rules! parking_suite {
             #[tokio::test]
             async fn the_sweep_finds_every_entity_with_events_parked() {
                 suite::the_sweep_finds_every_entity_with_events_parked($store).await
+            }
+            #[tokio::test]
+            async fn the_sweep_finishes_a_drain_cut_short() {
+                suite::the_sweep_finishes_a_drain_cut_short($store).await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_park_racing_the_missing_event_never_strands_it() {

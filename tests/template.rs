@@ -259,7 +259,11 @@ async fn the_policy_names_exactly_the_dynamodb_actions_the_code_calls() {
         runner.run(&sample(json), invocation).await.expect("run");
     }
     // The schedule's sweep of parked entities.
-    sequence_guard::sweep::sweep(&store, sequence_guard::lambda::epoch_seconds())
+    let invocation = Invocation {
+        deadline: None,
+        now: sequence_guard::lambda::epoch_seconds(),
+    };
+    sequence_guard::sweep::sweep(&runner, invocation)
         .await
         .expect("sweep");
     let called: BTreeSet<String> = store

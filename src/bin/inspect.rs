@@ -19,7 +19,7 @@ use sequence_guard::domain::{Entity, EntityKey};
 use sequence_guard::lambda::epoch_seconds;
 use sequence_guard::store::Store;
 use sequence_guard::store::dynamodb::{DynamoStore, connect};
-use sequence_guard::sweep::{LOGGED, sweep};
+use sequence_guard::sweep::{LOGGED, look};
 
 const USAGE: &str = "usage: inspect --table NAME [--endpoint-url URL] (order|product) ID\n       inspect --table NAME [--endpoint-url URL] --parked";
 
@@ -181,13 +181,20 @@ async fn show_parked(
     store: &DynamoStore,
     now: u64,
 ) -> Result<(), sequence_guard::store::StoreError> {
-    let report = sweep(store, now).await?;
+    let report = look(store, now).await?;
     println!("{} entities with events parked", report.entities);
     for stream in &report.longest {
         let (kind, id) = describe(&stream.key);
         println!(
-            "  {kind} {id}: waiting for {}, {} parked, for {} s",
-            stream.waiting_for, stream.parked, stream.parked_for_seconds
+            "  {kind} {id}: waiting for {}, {} parked, for {} s{}",
+            stream.waiting_for,
+            stream.parked,
+            stream.parked_for_seconds,
+            if stream.drainable {
+                " (it is parked itself: the next sweep drains them)"
+            } else {
+                ""
+            }
         );
     }
     if report.entities > report.longest.len() {

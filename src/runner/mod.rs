@@ -495,10 +495,9 @@ impl<S: Store> Runner<S> {
              }| async move {
                 let run: Vec<&Record> =
                     positions.iter().map(|&position| stream[position]).collect();
-                (
-                    positions,
-                    self.run_entity(&key, &run, base, invocation).await,
-                )
+                let name = run.first().map_or("", |record| record.stream.as_str());
+                let settled = self.run_entity(&key, name, &run, base, invocation).await;
+                (positions, settled)
             },
         );
         let (settled, stock) = futures::join!(
@@ -663,6 +662,7 @@ impl<S: Store> Runner<S> {
     async fn run_entity(
         &self,
         key: &EntityKey,
+        stream: &str,
         run: &[&Record],
         loaded: Result<Stored, CallError>,
         invocation: &Invocation,
@@ -677,10 +677,6 @@ impl<S: Store> Runner<S> {
                 );
             }
         };
-        let stream = run
-            .first()
-            .map(|record| record.stream.clone())
-            .unwrap_or_default();
         let mut verdicts: Vec<Verdict> = Vec::with_capacity(run.len());
         let mut parking = Vec::new();
         let mut fetched = Fetched::new();
@@ -737,7 +733,7 @@ impl<S: Store> Runner<S> {
             {
                 Ok(Committed::Written) => {
                     if !step.commit.park.is_empty() || !step.drained.is_empty() {
-                        let report = parking_report(&stream, key, &step, invocation.now);
+                        let report = parking_report(stream, key, &step, invocation.now);
                         log_parking(&report);
                         parking.push(report);
                     }
@@ -775,6 +771,13 @@ impl<S: Store> Runner<S> {
                 }
                 Err(err) => {
                     let (outcome, reason) = err.outcome();
+                    if !step.drained.is_empty() {
+                        warn!(
+                            stream,
+                            reason = %reason,
+                            "draining parked events stopped: the next event of the stream, or the next sweep, goes on"
+                        );
+                    }
                     let from = step.verdicts.iter().position(writes).unwrap_or(0);
                     verdicts.extend(fail_from(step.verdicts, from, outcome, &reason));
                     break;
@@ -786,6 +789,33 @@ impl<S: Store> Runner<S> {
             verdicts.resize_with(run.len(), skipped_one);
         }
         (verdicts, parking)
+    }
+
+    /// Applies the parked events that follow an entity (left by a drain
+    /// that the deadline or an error cut short), in bounded steps. Returns
+    /// what each step drained.
+    pub async fn drain(
+        &self,
+        key: &EntityKey,
+        invocation: &Invocation,
+    ) -> Result<Vec<ParkingReport>, StoreError> {
+        let load = self.store.load(std::slice::from_ref(key), &[]);
+        let mut loaded = match self.timed("BatchGetItem", invocation, load).await {
+            Ok(loaded) => loaded,
+            Err(CallError::Store(err)) => return Err(err),
+            Err(CallError::Deadline) => return Ok(Vec::new()),
+        };
+        let stored = Stored {
+            entity: loaded.entities.remove(key).transpose()?,
+            parking: loaded.parking.remove(key).unwrap_or_default(),
+        };
+        let stream = match key {
+            EntityKey::Order(id) | EntityKey::Product(id) => id.as_str(),
+        };
+        let (_, parking) = self
+            .run_entity(key, stream, &[], Ok(stored), invocation)
+            .await;
+        Ok(parking)
     }
 
     fn budget(&self, invocation: &Invocation) -> Budget {
