@@ -750,3 +750,94 @@ fn the_sample_events_are_real_sqs_fifo_batches() {
         assert_eq!(sample(json).records.len(), records.len(), "{file}");
     }
 }
+
+/// A body too large for a DynamoDB item (400 KB) cannot be parked or
+/// recorded as a conflict: the message fails with a reason that says so,
+/// and costs nothing else.
+#[tokio::test]
+async fn bodies_too_large_to_park_or_record_fail_alone_with_a_reason() {
+    let store = FaultyStore::with(Faults::default());
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let big = |sequence: u64, event_id: &str| {
+        json!({
+            "eventId": event_id,
+            "type": "OrderUpdated",
+            "aggregateId": "order-big",
+            "sequence": sequence,
+            "data": { "customerName": "Ada", "email": "ada@example.com", "totalCents": 1 },
+            "padding": "x".repeat(360 * 1024),
+        })
+        .to_string()
+    };
+    let created = order_body("OrderCreated", "order-big", 1);
+    runner
+        .run(
+            &batch(vec![message("c1", "order-big", &created)]),
+            no_deadline(),
+        )
+        .await
+        .expect("run");
+
+    let gap = delivered(message("g3", "order-big", &big(3, "order-big-3")), 3);
+    let fine = delivered(
+        message(
+            "o1",
+            "order-other",
+            &order_body("OrderCreated", "order-other", 1),
+        ),
+        1,
+    );
+    let report = runner
+        .run(&batch(vec![gap, fine]), no_deadline())
+        .await
+        .expect("run");
+    assert_eq!(
+        outcomes(&report),
+        [("g3", Outcome::Gap), ("o1", Outcome::Applied)]
+    );
+    assert!(
+        report.messages[0]
+            .reason
+            .as_deref()
+            .is_some_and(|reason| reason.contains("not parked: the body is")),
+        "{:?}",
+        report.messages[0].reason
+    );
+    let key = EntityKey::Order("order-big".into());
+    assert!(
+        store
+            .inspect(&key)
+            .await
+            .expect("inspect")
+            .parked
+            .is_empty()
+    );
+
+    // A different event for the applied sequence 1, too large to record.
+    let conflicting = big(1, "another-1").replace("OrderUpdated", "OrderCreated");
+    let report = runner
+        .run(
+            &batch(vec![message("x1", "order-big", &conflicting)]),
+            no_deadline(),
+        )
+        .await
+        .expect("run");
+    assert_eq!(outcomes(&report), [("x1", Outcome::Invalid)]);
+    assert!(
+        report.messages[0]
+            .reason
+            .as_deref()
+            .is_some_and(|reason| reason.contains("too large to record")),
+        "{:?}",
+        report.messages[0].reason
+    );
+    assert!(
+        store
+            .inspect(&key)
+            .await
+            .expect("inspect")
+            .conflicts
+            .is_empty()
+    );
+    assert_eq!(sequence_of(&*store, key).await, Some(1));
+}

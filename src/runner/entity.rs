@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::{GapPolicy, Outcome, RunnerConfig, Verdict, skipped_one};
+use super::{Outcome, RunnerConfig, Verdict, skipped_one};
 use crate::domain::{self, Decision, Entity, EntityKey, Event};
 use crate::envelope::{Record, parse_body};
 use crate::store::{
@@ -195,7 +195,7 @@ impl Planner<'_> {
                     }
                     None => "the entity has not been created yet".to_owned(),
                 };
-                if !self.should_park(record) {
+                if !self.config.parks(record) {
                     return Ok(failed(waiting, false));
                 }
                 if self.parked.len() >= self.config.max_parked_per_stream {
@@ -239,11 +239,6 @@ impl Planner<'_> {
                 })
             }
         }
-    }
-
-    fn should_park(&self, record: &Record) -> bool {
-        self.config.gap_policy == GapPolicy::Park
-            && record.receive_count.unwrap_or(1) >= self.config.park_after_receives
     }
 
     /// A message for a sequence that is parked: the same event again, or a

@@ -60,6 +60,16 @@ pub struct RunnerConfig {
     pub max_parked_per_stream: usize,
 }
 
+impl RunnerConfig {
+    /// Whether a gap of this record is parked rather than failed: under
+    /// `GapPolicy::Park`, from its `park_after_receives`th delivery (a record
+    /// without `ApproximateReceiveCount` counts as a first delivery).
+    pub fn parks(&self, record: &Record) -> bool {
+        self.gap_policy == GapPolicy::Park
+            && record.receive_count.unwrap_or(1) >= self.park_after_receives
+    }
+}
+
 impl Default for RunnerConfig {
     fn default() -> Self {
         RunnerConfig {
@@ -476,7 +486,7 @@ impl<S: Store> Runner<S> {
                 Err(_) => false,
                 Ok(stored) => {
                     domain::decide(&mut plan.dry, event).is_done()
-                        || self.may_park(record)
+                        || self.config.parks(record)
                         || !stored.parking.sequences.is_empty()
                 }
             };
@@ -573,12 +583,6 @@ impl<S: Store> Runner<S> {
             }
         }
         (reports, parking)
-    }
-
-    /// Whether a gap of this record would be parked rather than failed.
-    fn may_park(&self, record: &Record) -> bool {
-        self.config.gap_policy == GapPolicy::Park
-            && record.receive_count.unwrap_or(1) >= self.config.park_after_receives
     }
 
     /// Writes a stream's stock adjustments, with their deduplication records,
