@@ -67,6 +67,18 @@ fn order_event(order: &str, sequence: u64) -> String {
     )
 }
 
+/// Sends event `sequence` of order `id`, as its producer does.
+async fn send_order(p: &Pipeline, id: &str, sequence: u64) {
+    send(
+        &p.poller.sqs,
+        &p.queues.url,
+        id,
+        &format!("{id}:{sequence}"),
+        &order_event(id, sequence),
+    )
+    .await;
+}
+
 async fn sequence_of(store: &DynamoStore, key: EntityKey) -> Option<u64> {
     entity(store, key).await.map(|entity| entity.sequence())
 }
@@ -100,14 +112,7 @@ async fn streams_sent_in_order_end_in_the_in_order_state() {
     for sequence in 1..=6 {
         for order in 0..5 {
             let id = format!("order-{order}");
-            send(
-                &p.poller.sqs,
-                &p.queues.url,
-                &id,
-                &format!("{id}:{sequence}"),
-                &order_event(&id, sequence),
-            )
-            .await;
+            send_order(&p, &id, sequence).await;
         }
     }
     // WHEN the event source mapping drains the queue
@@ -256,14 +261,7 @@ async fn a_poison_message_reaches_the_dlq_while_the_rest_keeps_flowing() {
     .await;
     for sequence in 1..=4 {
         for id in ["order-a", "order-b"] {
-            send(
-                &p.poller.sqs,
-                &p.queues.url,
-                id,
-                &format!("{id}:{sequence}"),
-                &order_event(id, sequence),
-            )
-            .await;
+            send_order(&p, id, sequence).await;
         }
     }
     let polls = p.poller.drain(Duration::from_secs(60)).await;
@@ -295,23 +293,9 @@ async fn a_gap_that_never_heals_cascades_into_the_dlq() {
     let p = pipeline_with("cascade", 1, 2, &[("GAP_POLICY", "retry")]).await;
     for sequence in [1, 2, 4, 5, 6] {
         let id = "order-gap";
-        send(
-            &p.poller.sqs,
-            &p.queues.url,
-            id,
-            &format!("{id}:{sequence}"),
-            &order_event(id, sequence),
-        )
-        .await;
+        send_order(&p, id, sequence).await;
     }
-    send(
-        &p.poller.sqs,
-        &p.queues.url,
-        "order-ok",
-        "order-ok:1",
-        &order_event("order-ok", 1),
-    )
-    .await;
+    send_order(&p, "order-ok", 1).await;
     p.poller.drain(Duration::from_secs(90)).await;
     assert_eq!(
         sequence_of(&p.store, EntityKey::Order("order-gap".into())).await,
@@ -345,14 +329,7 @@ const SHUFFLED_ORDERS: [&str; 3] = ["order-s0", "order-s1", "order-s2"];
 async fn send_shuffled(p: &Pipeline) {
     for sequence in SHUFFLED {
         for id in SHUFFLED_ORDERS {
-            send(
-                &p.poller.sqs,
-                &p.queues.url,
-                id,
-                &format!("{id}:{sequence}"),
-                &order_event(id, sequence),
-            )
-            .await;
+            send_order(p, id, sequence).await;
         }
     }
 }
@@ -437,19 +414,6 @@ async fn a_poison_message_redriven_after_a_fix_heals_its_stream() {
     let p = pipeline("redrive", 1, 4).await;
     let id = "order-h";
     let key = EntityKey::Order(id.into());
-    let send_event = |sequence: u64| {
-        let p = &p;
-        async move {
-            send(
-                &p.poller.sqs,
-                &p.queues.url,
-                id,
-                &format!("{id}:{sequence}"),
-                &order_event(id, sequence),
-            )
-            .await
-        }
-    };
     let set_status = |status: &'static str| {
         let store = p.store.clone();
         async move {
@@ -467,19 +431,19 @@ async fn a_poison_message_redriven_after_a_fix_heals_its_stream() {
                 .expect("UpdateItem")
         }
     };
-    send_event(1).await;
+    send_order(&p, id, 1).await;
     p.poller.drain(Duration::from_secs(30)).await;
     assert_eq!(sequence_of(&p.store, key.clone()).await, Some(1));
 
     // The item is damaged: event 2 fails on every delivery and is dead-lettered.
     set_status("ON_FIRE").await;
-    send_event(2).await;
+    send_order(&p, id, 2).await;
     p.poller.drain(Duration::from_secs(60)).await;
 
     // The fix; meanwhile the stream goes on and its next events park.
     set_status("OPEN").await;
-    send_event(3).await;
-    send_event(4).await;
+    send_order(&p, id, 3).await;
+    send_order(&p, id, 4).await;
     let polls = p.poller.drain(Duration::from_secs(60)).await;
     assert!(polls.iter().any(|poll| !poll.failed.is_empty()));
     let inspection = p.store.inspect(&key).await.expect("inspect");

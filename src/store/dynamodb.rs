@@ -28,8 +28,8 @@ use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, Delete, KeySchemaElement, KeyType,
-    KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
+    AttributeDefinition, AttributeValue, BillingMode, CancellationReason, Delete, KeySchemaElement,
+    KeyType, KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
     TimeToLiveSpecification, TransactWriteItem, Update,
 };
 use serde::{Deserialize, Serialize};
@@ -122,6 +122,16 @@ where
     StoreError::Request {
         operation,
         message: DisplayErrorContext(err).to_string(),
+    }
+}
+
+/// A transaction cancelled for reasons other than the conditions the caller
+/// answers (a conflicting transaction, throttling, a validation error).
+fn cancelled(reasons: &[CancellationReason]) -> StoreError {
+    let codes: Vec<&str> = reasons.iter().filter_map(|reason| reason.code()).collect();
+    StoreError::Request {
+        operation: "TransactWriteItems",
+        message: format!("transaction cancelled: {codes:?}"),
     }
 }
 
@@ -624,6 +634,54 @@ impl DynamoStore {
         item.map_or(Ok(Stored::default()), stored_from_item)
     }
 
+    /// A transaction's update of the item at `key`, as `expression` says;
+    /// with its condition, the item as it was when the condition fails.
+    fn update(&self, key: Item, expression: &Expression) -> Result<TransactWriteItem, StoreError> {
+        let mut update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key))
+            .update_expression(expression.update())
+            .set_condition_expression(expression.condition())
+            .set_expression_attribute_names(Some(expression.names.clone()))
+            .set_expression_attribute_values(expression.values());
+        if expression.condition().is_some() {
+            update = update.return_values_on_condition_check_failure(
+                ReturnValuesOnConditionCheckFailure::AllOld,
+            );
+        }
+        let update = update
+            .build()
+            .map_err(|err| build_error("TransactWriteItems", err))?;
+        Ok(TransactWriteItem::builder().update(update).build())
+    }
+
+    /// Sends one transaction. `Ok(Err(reasons))`: it was cancelled, with a
+    /// reason per item; other failures are errors.
+    async fn transact(
+        &self,
+        items: Vec<TransactWriteItem>,
+    ) -> Result<Result<(), Vec<CancellationReason>>, StoreError> {
+        self.count("TransactWriteItems");
+        let result = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Ok(())),
+            Err(err) => match err.into_service_error() {
+                TransactWriteItemsError::TransactionCanceledException(cancelled) => {
+                    Ok(Err(cancelled.cancellation_reasons.unwrap_or_default()))
+                }
+                other => Err(StoreError::Request {
+                    operation: "TransactWriteItems",
+                    message: DisplayErrorContext(other).to_string(),
+                }),
+            },
+        }
+    }
+
     /// A commit that writes only the entity's item: one conditional UpdateItem.
     async fn update_entity(&self, commit: &Commit) -> Result<Committed, StoreError> {
         let expression = entity_update(commit)?;
@@ -712,20 +770,7 @@ impl Store for DynamoStore {
         let transaction = |err| build_error("TransactWriteItems", err);
         let mut items = Vec::with_capacity(commit.items());
         if commit.touches_entity() {
-            let expression = entity_update(commit)?;
-            let update = Update::builder()
-                .table_name(&self.table)
-                .set_key(Some(key_item(&commit.key)))
-                .update_expression(expression.update())
-                .set_condition_expression(expression.condition())
-                .set_expression_attribute_names(Some(expression.names.clone()))
-                .set_expression_attribute_values(expression.values())
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                )
-                .build()
-                .map_err(transaction)?;
-            items.push(TransactWriteItem::builder().update(update).build());
+            items.push(self.update(key_item(&commit.key), &entity_update(commit)?)?);
         }
         for event in &commit.park {
             let item = to_item(ParkedItem {
@@ -759,15 +804,7 @@ impl Store for DynamoStore {
             } else {
                 let mut expression = Expression::default();
                 expression.set_if_absent(PARKED_SINCE, AttributeValue::N(commit.now.to_string()));
-                let update = Update::builder()
-                    .table_name(&self.table)
-                    .set_key(Some(key))
-                    .update_expression(expression.update())
-                    .set_expression_attribute_names(Some(expression.names.clone()))
-                    .set_expression_attribute_values(expression.values())
-                    .build()
-                    .map_err(transaction)?;
-                TransactWriteItem::builder().update(update).build()
+                self.update(key, &expression)?
             };
             items.push(item);
         }
@@ -784,68 +821,36 @@ impl Store for DynamoStore {
             let mut expression = Expression::default();
             expression.set_if_absent("body", AttributeValue::S(conflict.body.clone()));
             expression.set_if_absent("seenAt", AttributeValue::N(conflict.seen_at.to_string()));
-            let update = Update::builder()
-                .table_name(&self.table)
-                .set_key(Some(item_key(
-                    pk.clone(),
-                    conflict_sk(conflict.sequence, &conflict.event_id),
-                )))
-                .update_expression(expression.update())
-                .set_expression_attribute_names(Some(expression.names.clone()))
-                .set_expression_attribute_values(expression.values())
-                .build()
-                .map_err(transaction)?;
-            items.push(TransactWriteItem::builder().update(update).build());
+            let key = item_key(
+                pk.clone(),
+                conflict_sk(conflict.sequence, &conflict.event_id),
+            );
+            items.push(self.update(key, &expression)?);
         }
         if items.is_empty() {
             return Ok(Committed::Written);
         }
-        self.count("TransactWriteItems");
         if !commit.drain.is_empty() {
             // Drained events' items, and the index entry once none is left.
             self.note("TransactWriteItems/Delete");
         }
-        let result = self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(Committed::Written),
-            Err(err) => match err.into_service_error() {
-                TransactWriteItemsError::TransactionCanceledException(cancelled) => {
-                    let reasons = cancelled.cancellation_reasons();
-                    let failed = |reason: &aws_sdk_dynamodb::types::CancellationReason| {
-                        reason.code() == Some("ConditionalCheckFailed")
-                    };
-                    match reasons.first() {
-                        Some(first) if commit.touches_entity() && failed(first) => {
-                            let current = first
-                                .item()
-                                .cloned()
-                                .map_or(Ok(Stored::default()), stored_from_item)?;
-                            Ok(Committed::Conflict { current })
-                        }
-                        // A parked event's slot was taken meanwhile.
-                        _ if reasons.iter().any(failed) => Ok(Committed::Conflict {
-                            current: self.stored(&commit.key).await?,
-                        }),
-                        _ => {
-                            let codes: Vec<&str> =
-                                reasons.iter().filter_map(|reason| reason.code()).collect();
-                            Err(StoreError::Request {
-                                operation: "TransactWriteItems",
-                                message: format!("transaction cancelled: {codes:?}"),
-                            })
-                        }
-                    }
-                }
-                other => Err(StoreError::Request {
-                    operation: "TransactWriteItems",
-                    message: DisplayErrorContext(other).to_string(),
-                }),
-            },
+        let Err(reasons) = self.transact(items).await? else {
+            return Ok(Committed::Written);
+        };
+        let failed = |reason: &CancellationReason| reason.code() == Some("ConditionalCheckFailed");
+        match reasons.first() {
+            Some(first) if commit.touches_entity() && failed(first) => {
+                let current = first
+                    .item()
+                    .cloned()
+                    .map_or(Ok(Stored::default()), stored_from_item)?;
+                Ok(Committed::Conflict { current })
+            }
+            // A parked event's slot was taken meanwhile.
+            _ if reasons.iter().any(failed) => Ok(Committed::Conflict {
+                current: self.stored(&commit.key).await?,
+            }),
+            _ => Err(cancelled(&reasons)),
         }
     }
 
@@ -995,41 +1000,20 @@ impl Store for DynamoStore {
                 .map_err(|err| build_error("TransactWriteItems", err))?;
             items.push(TransactWriteItem::builder().update(update).build());
         }
-        self.count("TransactWriteItems");
-        let result = self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(Adjusted::Applied),
-            Err(err) => match err.into_service_error() {
-                TransactWriteItemsError::TransactionCanceledException(cancelled) => {
-                    let reasons = cancelled.cancellation_reasons();
-                    let existing: Vec<usize> = reasons
-                        .iter()
-                        .take(adjustments.len())
-                        .enumerate()
-                        .filter(|(_, reason)| reason.code() == Some("ConditionalCheckFailed"))
-                        .map(|(index, _)| index)
-                        .collect();
-                    if existing.is_empty() {
-                        let codes: Vec<&str> =
-                            reasons.iter().filter_map(|reason| reason.code()).collect();
-                        return Err(StoreError::Request {
-                            operation: "TransactWriteItems",
-                            message: format!("transaction cancelled: {codes:?}"),
-                        });
-                    }
-                    Ok(Adjusted::Duplicates(existing))
-                }
-                other => Err(StoreError::Request {
-                    operation: "TransactWriteItems",
-                    message: DisplayErrorContext(other).to_string(),
-                }),
-            },
+        let Err(reasons) = self.transact(items).await? else {
+            return Ok(Adjusted::Applied);
+        };
+        let existing: Vec<usize> = reasons
+            .iter()
+            .take(adjustments.len())
+            .enumerate()
+            .filter(|(_, reason)| reason.code() == Some("ConditionalCheckFailed"))
+            .map(|(index, _)| index)
+            .collect();
+        if existing.is_empty() {
+            return Err(cancelled(&reasons));
         }
+        Ok(Adjusted::Duplicates(existing))
     }
 
     async fn on_hand(&self, sku: &str) -> Result<Option<i64>, StoreError> {
