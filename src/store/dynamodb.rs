@@ -682,6 +682,32 @@ impl DynamoStore {
         }
     }
 
+    /// Every item of one partition, in sort key order, with strongly
+    /// consistent reads, page after page.
+    async fn partition(&self, pk: String) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            self.count("Query");
+            let output = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|err| request_error("Query", &err))?;
+            items.extend(output.items.unwrap_or_default());
+            match output.last_evaluated_key {
+                Some(last) if !last.is_empty() => start = Some(last),
+                _ => return Ok(items),
+            }
+        }
+    }
+
     /// A commit that writes only the entity's item: one conditional UpdateItem.
     async fn update_entity(&self, commit: &Commit) -> Result<Committed, StoreError> {
         let expression = entity_update(commit)?;
@@ -879,44 +905,25 @@ impl Store for DynamoStore {
 
     async fn parked_entities(&self) -> Result<Vec<ParkedEntity>, StoreError> {
         let mut parked = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            self.count("Query");
-            let output = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk")
-                .expression_attribute_values(":pk", AttributeValue::S(PARKED_INDEX.to_owned()))
-                .consistent_read(true)
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|err| request_error("Query", &err))?;
-            for item in output.items.unwrap_or_default() {
-                let entity_pk = match item.get("sk") {
-                    Some(AttributeValue::S(sk)) => sk.clone(),
-                    _ => continue,
-                };
-                let Some(key) = key_of_pk(&entity_pk) else {
-                    continue;
-                };
-                let since = match item.get(PARKED_SINCE) {
-                    Some(AttributeValue::N(number)) => number.parse().ok(),
-                    _ => None,
-                };
-                let Some(since) = since else {
-                    return Err(StoreError::Corrupt {
-                        key: format!("{PARKED_INDEX} {entity_pk}"),
-                        message: "no readable parkedSince".to_owned(),
-                    });
-                };
-                parked.push(ParkedEntity { key, since });
-            }
-            match output.last_evaluated_key {
-                Some(last) if !last.is_empty() => start = Some(last),
-                _ => break,
-            }
+        for item in self.partition(PARKED_INDEX.to_owned()).await? {
+            let entity_pk = match item.get("sk") {
+                Some(AttributeValue::S(sk)) => sk.clone(),
+                _ => continue,
+            };
+            let Some(key) = key_of_pk(&entity_pk) else {
+                continue;
+            };
+            let since = match item.get(PARKED_SINCE) {
+                Some(AttributeValue::N(number)) => number.parse().ok(),
+                _ => None,
+            };
+            let Some(since) = since else {
+                return Err(StoreError::Corrupt {
+                    key: format!("{PARKED_INDEX} {entity_pk}"),
+                    message: "no readable parkedSince".to_owned(),
+                });
+            };
+            parked.push(ParkedEntity { key, since });
         }
         parked.sort_by(|a, b| (a.since, &a.key).cmp(&(b.since, &b.key)));
         Ok(parked)
@@ -924,36 +931,17 @@ impl Store for DynamoStore {
 
     async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {
         let mut inspection = Inspection::default();
-        let mut start: Option<Item> = None;
-        loop {
-            self.count("Query");
-            let output = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk")
-                .expression_attribute_values(":pk", AttributeValue::S(entity_pk(key)))
-                .consistent_read(true)
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|err| request_error("Query", &err))?;
-            for item in output.items.unwrap_or_default() {
-                let sk = match item.get("sk") {
-                    Some(AttributeValue::S(sk)) => sk.clone(),
-                    _ => continue,
-                };
-                if sk == STATE {
-                    inspection.stored = stored_from_item(item)?;
-                } else if sk.starts_with(PENDING_PREFIX) {
-                    inspection.parked.push(parked_from_item(item)?);
-                } else if sk.starts_with(CONFLICT_PREFIX) {
-                    inspection.conflicts.push(conflict_from_item(item)?);
-                }
-            }
-            match output.last_evaluated_key {
-                Some(last) if !last.is_empty() => start = Some(last),
-                _ => break,
+        for item in self.partition(entity_pk(key)).await? {
+            let sk = match item.get("sk") {
+                Some(AttributeValue::S(sk)) => sk.clone(),
+                _ => continue,
+            };
+            if sk == STATE {
+                inspection.stored = stored_from_item(item)?;
+            } else if sk.starts_with(PENDING_PREFIX) {
+                inspection.parked.push(parked_from_item(item)?);
+            } else if sk.starts_with(CONFLICT_PREFIX) {
+                inspection.conflicts.push(conflict_from_item(item)?);
             }
         }
         Ok(inspection)
