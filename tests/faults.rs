@@ -1,13 +1,16 @@
 //! Faults on the real path: the runner and the DynamoDB adapter (with the
 //! SDK's own retries) against DynamoDB Local behind a faulty proxy, and
-//! against a DynamoDB Local that is restarted in the middle of a run. Whatever
-//! happens, redelivery and the guard converge to the in-order state.
+//! against a DynamoDB Local that is restarted in the middle of a run. Each
+//! product's producer sends its event 2 late (after event 6), so gaps are
+//! parked and drained through the faults too. Whatever happens, redelivery
+//! and the guard converge to the in-order state, with nothing left parked.
 
 mod support;
 
 use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::sqs::SqsEvent;
+use sequence_guard::domain::EntityKey;
 use sequence_guard::lambda::epoch_seconds;
 use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
 use sequence_guard::store::Store;
@@ -15,8 +18,9 @@ use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
 use support::fault_proxy::{Fault, FaultProxy};
 use support::*;
 
-/// The producers' streams: products with a creation and price changes, and
-/// stock adjustments on two skus. (stream, message id, body) in order.
+/// The producers' streams: products with a creation and price changes (event
+/// 2 sent after event 6), and stock adjustments on two skus. (stream, message
+/// id, body) in the order sent.
 fn workload(products: usize, events: u64) -> Vec<Vec<(String, String, String)>> {
     let mut streams = Vec::new();
     for product in 0..products {
@@ -29,6 +33,10 @@ fn workload(products: usize, events: u64) -> Vec<Vec<(String, String, String)>> 
                 price_changed(&id, sequence),
             )
         }));
+        if stream.len() > 6 {
+            let late = stream.remove(1);
+            stream.insert(5, late);
+        }
         streams.push(stream);
     }
     for sku in ["SKU-A", "SKU-B"] {
@@ -49,13 +57,15 @@ fn workload(products: usize, events: u64) -> Vec<Vec<(String, String, String)>> 
 
 /// Delivers the streams as a FIFO queue would, batch after batch, until every
 /// message is acknowledged; `between` runs before each batch. Returns the
-/// number of invocations.
+/// number of invocations and of parked events drained.
 async fn deliver<S: Store>(
     runner: &Runner<S>,
     mut streams: Vec<Vec<(String, String, String)>>,
     mut between: impl AsyncFnMut(u32),
-) -> u32 {
+) -> (u32, usize) {
+    let mut drained = 0;
     let mut invocations = 0;
+    let mut deliveries: std::collections::HashMap<String, u32> = Default::default();
     while streams.iter().any(|stream| !stream.is_empty()) {
         invocations += 1;
         assert!(invocations < 300, "no convergence after 300 invocations");
@@ -65,7 +75,9 @@ async fn deliver<S: Store>(
         for stream in &streams {
             for (group, id, body) in stream.iter().take(4) {
                 if records.len() < 10 {
-                    records.push(message(id, group, body));
+                    let count = deliveries.entry(id.clone()).or_default();
+                    *count += 1;
+                    records.push(delivered(message(id, group, body), *count));
                 }
             }
         }
@@ -78,6 +90,7 @@ async fn deliver<S: Store>(
             .run(&event, invocation)
             .await
             .expect("every record has an id");
+        drained += report.drained();
         let acknowledged: Vec<&str> = report
             .messages
             .iter()
@@ -88,7 +101,7 @@ async fn deliver<S: Store>(
             stream.retain(|(_, id, _)| !acknowledged.contains(&id.as_str()));
         }
     }
-    invocations
+    (invocations, drained)
 }
 
 async fn assert_in_order_state(store: &DynamoStore, products: usize, events: u64) {
@@ -108,6 +121,18 @@ async fn assert_in_order_state(store: &DynamoStore, products: usize, events: u64
             "{sku}: each adjustment once"
         );
     }
+    for product in 0..products {
+        let key = EntityKey::Product(format!("product-{product}"));
+        let inspection = store.inspect(&key).await.expect("inspect");
+        assert!(
+            inspection.parked.is_empty() && inspection.stored.parking.sequences.is_empty(),
+            "{key:?}: {inspection:?}"
+        );
+    }
+    assert!(
+        store.parked_entities().await.expect("index").is_empty(),
+        "the index of parked entities is empty"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -130,13 +155,14 @@ async fn throttling_server_errors_hangs_and_lost_answers_converge_to_the_in_orde
     proxy.set_percent(35);
 
     let started = Instant::now();
-    let invocations = deliver(&runner, workload(6, 15), async |_| {}).await;
+    let (invocations, drained) = deliver(&runner, workload(6, 15), async |_| {}).await;
     proxy.set_percent(0);
     eprintln!(
-        "faults: {invocations} invocations in {:?}; proxy: {}",
+        "faults: {invocations} invocations in {:?}, {drained} parked events drained; proxy: {}",
         started.elapsed(),
         proxy.counts.summary()
     );
+    assert!(drained > 0, "the late events made gaps that parked");
     assert!(
         proxy.counts.faults() >= 10,
         "too few faults to prove anything: {}",
@@ -172,7 +198,7 @@ async fn dynamodb_local_restarted_mid_run_converges_to_the_in_order_state() {
     let runner = Runner::new(store.clone(), RunnerConfig::default());
 
     let mut down_invocations = 0;
-    let invocations = deliver(&runner, workload(3, 15), async |invocation| {
+    let (invocations, drained) = deliver(&runner, workload(3, 15), async |invocation| {
         if invocation == 3 {
             // Stop it: the watchdog kills java once its stdin closes.
             server = None;
@@ -190,7 +216,8 @@ async fn dynamodb_local_restarted_mid_run_converges_to_the_in_order_state() {
     })
     .await;
     eprintln!(
-        "restart: {invocations} invocations, {down_invocations} of them while DynamoDB Local was down"
+        "restart: {invocations} invocations, {down_invocations} of them while DynamoDB Local was down, \
+         {drained} parked events drained"
     );
     assert!(invocations > 6, "the run went on past the restart");
     assert_in_order_state(&store, 3, 15).await;
