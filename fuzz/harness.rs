@@ -16,7 +16,9 @@ pub fn body(data: &[u8]) {
 /// Any bytes as a batch: records separated by `\n--\n`, each `group|id|body`
 /// (missing parts left out). The runner answers for every record exactly once,
 /// lists only records of the batch, and fails the invocation only for a record
-/// without an id. Run twice on one store, the second run applies nothing new.
+/// without an id. Run twice on one store, the second run applies nothing new
+/// and parks nothing new. Gaps park from the first delivery, so that parking,
+/// draining and conflicts are fuzzed too.
 pub fn batch(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
@@ -44,7 +46,13 @@ pub fn batch(data: &[u8]) {
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread().build() else {
         return;
     };
-    let runner = Runner::new(MemoryStore::new(), RunnerConfig::default());
+    let runner = Runner::new(
+        MemoryStore::new(),
+        RunnerConfig {
+            park_after_receives: 1,
+            ..RunnerConfig::default()
+        },
+    );
     let invocation = Invocation {
         deadline: None,
         now: 1_700_000_000,
@@ -85,6 +93,7 @@ pub fn batch(data: &[u8]) {
                 );
             }
             let before = runner.store().entities();
+            let parked_before = runner.store().parking();
             let again = runtime
                 .block_on(runner.run(&event, invocation))
                 .expect("the same batch again");
@@ -96,6 +105,7 @@ pub fn batch(data: &[u8]) {
                 "a redelivered batch applies nothing new"
             );
             assert_eq!(runner.store().entities(), before);
+            assert_eq!(runner.store().parking(), parked_before);
         }
     }
 }

@@ -63,7 +63,12 @@ pub fn emitted() -> Vec<&'static str> {
 /// Records one batch.
 pub fn record(report: &BatchReport, elapsed: Duration) {
     for outcome in Outcome::ALL {
-        metrics::counter!(metric_name(outcome)).increment(report.count(outcome) as u64);
+        let count = match outcome {
+            // Parked events found to conflict count too.
+            Outcome::Conflict => report.conflicts(),
+            other => report.count(other),
+        };
+        metrics::counter!(metric_name(outcome)).increment(count as u64);
     }
     metrics::counter!("Drained").increment(report.drained() as u64);
     metrics::counter!("ParkingFull").increment(report.parking_full() as u64);

@@ -382,6 +382,68 @@ mod suite {
         assert!(inspection.stored.parking.sequences.is_empty());
     }
 
+    /// A creation may carry a later sequence than 1: what is parked at or
+    /// behind it can never be applied. It is cleared; the one at the
+    /// creation's own sequence, another event, is recorded as a conflict.
+    pub async fn a_creation_past_parked_events_clears_them<S: Store>(store: S) {
+        let runner = Runner::new(store, RunnerConfig::default());
+        let store = runner.store();
+        let created_at = |order: &str, sequence: u64, event_id: &str, id: &str| {
+            let body = order_event("OrderCreated", order, sequence, event_id);
+            message(id, order, &body)
+        };
+        // Parked 2 and 3, then created at 2 by another event: 2 conflicts, 3 drains.
+        run(&runner, vec![event("k", 2, 3), event("k", 3, 3)]).await;
+        let report = run(&runner, vec![created_at("k", 2, "k-created", "c")]).await;
+        assert_eq!(outcomes(&report), [Applied]);
+        assert_eq!(report.conflicts(), 1);
+        assert_eq!(report.parking[0].cleared, [2]);
+        assert_eq!(report.parking[0].conflicts, [2]);
+        assert_eq!(report.drained(), 1);
+        assert_eq!(sequence(store, "k").await, Some(3));
+        let inspection = inspect(store, "k").await;
+        assert!(inspection.parked.is_empty(), "{inspection:?}");
+        let conflicts: Vec<(u64, &str)> = inspection
+            .conflicts
+            .iter()
+            .map(|conflict| (conflict.sequence, conflict.event_id.as_str()))
+            .collect();
+        assert_eq!(conflicts, [(2, "k-2")]);
+        assert_eq!(
+            Some(inspection.conflicts[0].body.as_str()),
+            event("k", 2, 3).body.as_deref()
+        );
+
+        // Parked 2 and 3, then created at 5: both behind it, cleared as duplicates.
+        run(&runner, vec![event("m", 2, 3), event("m", 3, 3)]).await;
+        let report = run(&runner, vec![created_at("m", 5, "m-created", "c")]).await;
+        assert_eq!(outcomes(&report), [Applied]);
+        assert_eq!(report.parking[0].cleared, [2, 3]);
+        assert_eq!(report.conflicts(), 0);
+        assert_eq!(sequence(store, "m").await, Some(5));
+        let inspection = inspect(store, "m").await;
+        assert!(inspection.parked.is_empty() && inspection.conflicts.is_empty());
+        assert!(inspection.stored.parking.sequences.is_empty());
+
+        // In one batch: 2 parks, then a creation at 2 takes its place.
+        let report = run(
+            &runner,
+            vec![event("n", 2, 3), created_at("n", 2, "n-created", "c")],
+        )
+        .await;
+        assert_eq!(outcomes(&report), [Conflict, Applied]);
+        assert!(failed(&report).is_empty());
+        let inspection = inspect(store, "n").await;
+        assert!(inspection.parked.is_empty());
+        assert_eq!(inspection.conflicts.len(), 1);
+        assert_eq!(inspection.conflicts[0].event_id, "n-2");
+        // Nothing is left for a sweep.
+        let swept = sequence_guard::sweep::look(store, now())
+            .await
+            .expect("look");
+        assert_eq!(swept.entities, 0);
+    }
+
     /// The index of parked entities (what the scheduled sweep reads) follows
     /// parking and draining, oldest first.
     pub async fn the_sweep_finds_every_entity_with_events_parked<S: Store>(store: S) {
@@ -548,6 +610,10 @@ macro_rules! parking_suite {
             #[tokio::test]
             async fn a_long_drain_goes_in_bounded_steps() {
                 suite::a_long_drain_goes_in_bounded_steps($store).await
+            }
+            #[tokio::test]
+            async fn a_creation_past_parked_events_clears_them() {
+                suite::a_creation_past_parked_events_clears_them($store).await
             }
             #[tokio::test]
             async fn the_sweep_finds_every_entity_with_events_parked() {

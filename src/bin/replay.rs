@@ -150,6 +150,18 @@ async fn replay<S: Store>(runner: &Runner<S>, events: &[(&str, SqsEvent)]) {
                             parking.parked_now
                         );
                     }
+                    if !parking.cleared.is_empty() {
+                        println!(
+                            "  cleared {} seq {} (behind the entity; conflicts recorded: {})",
+                            parking.stream,
+                            list(&parking.cleared),
+                            if parking.conflicts.is_empty() {
+                                "none".to_owned()
+                            } else {
+                                list(&parking.conflicts)
+                            }
+                        );
+                    }
                     for drained in &parking.drained {
                         println!(
                             "  drained {} seq {} {} (message {}, parked {} s before)",

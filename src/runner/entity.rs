@@ -41,6 +41,10 @@ pub(super) struct Step {
     /// A parked sequence that follows the entity but cannot be applied (its
     /// item is missing or unreadable): it stays parked.
     pub stuck: Option<u64>,
+    /// Parked sequences the entity got past another way: cleared.
+    pub cleared: Vec<u64>,
+    /// Of those, the ones recorded as conflicts.
+    pub parked_conflicts: Vec<u64>,
 }
 
 pub(super) enum Planned {
@@ -73,6 +77,7 @@ pub(super) fn plan(
         new_parks: BTreeMap::new(),
         drained: Vec::new(),
         cleared: Vec::new(),
+        parked_conflicts: Vec::new(),
         conflicts: Vec::new(),
         verdicts: Vec::new(),
         more: false,
@@ -98,8 +103,10 @@ struct Planner<'a> {
     /// Parked by this step: sequence -> (position in `rest`, the event).
     new_parks: BTreeMap<u64, (usize, ParkedEvent)>,
     drained: Vec<ParkedEvent>,
-    /// Parked sequences removed without being drained (see `decide`).
+    /// Parked sequences removed without being applied (see `clear_behind`).
     cleared: Vec<u64>,
+    /// Of those, the ones recorded as conflicts.
+    parked_conflicts: Vec<u64>,
     conflicts: Vec<ConflictRecord>,
     verdicts: Vec<Verdict>,
     more: bool,
@@ -149,12 +156,6 @@ impl Planner<'_> {
         let decision = domain::decide(&mut self.slot, event);
         match decision {
             Decision::Applied => {
-                if self.parked.remove(&sequence) {
-                    // Listed as parked but not drained (its item is missing or
-                    // unreadable): this message is applied instead, and the
-                    // slot cleared with the write.
-                    self.cleared.push(sequence);
-                }
                 self.drain()?;
                 Ok(Verdict::new(Outcome::Applied, None))
             }
@@ -267,18 +268,7 @@ impl Planner<'_> {
                 )),
             );
         }
-        let known = self
-            .conflicts
-            .iter()
-            .any(|conflict| conflict.sequence == sequence && conflict.event_id == event.event_id());
-        if !known {
-            self.conflicts.push(ConflictRecord {
-                sequence,
-                event_id: event.event_id().to_owned(),
-                body: record.body.clone(),
-                seen_at: self.now,
-            });
-        }
+        self.record_conflict(sequence, event.event_id(), &record.body);
         Verdict::new(
             Outcome::Conflict,
             Some(format!(
@@ -288,10 +278,81 @@ impl Planner<'_> {
         )
     }
 
+    /// Adds a conflict record, once per sequence and event.
+    fn record_conflict(&mut self, sequence: u64, event_id: &str, body: &str) {
+        let known = self
+            .conflicts
+            .iter()
+            .any(|conflict| conflict.sequence == sequence && conflict.event_id == event_id);
+        if !known {
+            self.conflicts.push(ConflictRecord {
+                sequence,
+                event_id: event_id.to_owned(),
+                body: body.to_owned(),
+                seen_at: self.now,
+            });
+        }
+    }
+
+    /// Parked sequences at or behind the entity can never be applied: the
+    /// entity got there another way (a creation at a later sequence, or a
+    /// message applied while its parked copy could not be read). They are
+    /// cleared with the write; one at the entity's own sequence that is
+    /// another event than the one applied is recorded as a conflict, as the
+    /// guard's duplicates behind it are not. `Ok(false)`: no room left.
+    fn clear_behind(&mut self, at: u64) -> Planning<bool> {
+        let behind: Vec<u64> = self.parked.range(..=at).copied().collect();
+        let applied = self
+            .slot
+            .as_ref()
+            .map(|entity| entity.last_event_id().to_owned())
+            .unwrap_or_default();
+        for sequence in behind {
+            if self.full() {
+                self.more = true;
+                return Ok(false);
+            }
+            if let Some((position, parked)) = self.new_parks.remove(&sequence) {
+                // Parked by this very step: its message is decided again.
+                self.parked.remove(&sequence);
+                self.verdicts[position] = if sequence == at && parked.event_id != applied {
+                    self.record_conflict(sequence, &parked.event_id, &parked.body);
+                    Verdict::new(
+                        Outcome::Conflict,
+                        Some(format!(
+                            "conflict: sequence {sequence} is applied as event {applied}, not {}",
+                            parked.event_id
+                        )),
+                    )
+                } else {
+                    Verdict::new(Outcome::Duplicate, None)
+                };
+                continue;
+            }
+            if sequence == at {
+                match self.fetched.get(&sequence) {
+                    None => return Err(vec![sequence]),
+                    Some(Some(parked)) if parked.event_id != applied => {
+                        let (event_id, body) = (parked.event_id.clone(), parked.body.clone());
+                        self.record_conflict(sequence, &event_id, &body);
+                        self.parked_conflicts.push(sequence);
+                    }
+                    Some(_) => {}
+                }
+            }
+            self.parked.remove(&sequence);
+            self.cleared.push(sequence);
+        }
+        Ok(true)
+    }
+
     /// Applies the parked events that follow the entity, in order, while
     /// the step has room.
     fn drain(&mut self) -> Planning<()> {
         while let Some(at) = self.slot.as_ref().map(Entity::sequence) {
+            if !self.clear_behind(at)? {
+                return Ok(());
+            }
             let next = at.saturating_add(1);
             if let Some((position, parked)) = self.new_parks.remove(&next) {
                 // Parked by this very step: applied instead.
@@ -381,7 +442,7 @@ impl Planner<'_> {
                 .drained
                 .iter()
                 .map(|parked| parked.sequence)
-                .chain(self.cleared)
+                .chain(self.cleared.iter().copied())
                 .collect(),
             conflicts: self.conflicts,
             now: self.now,
@@ -399,6 +460,8 @@ impl Planner<'_> {
             drained: self.drained,
             more: self.more,
             stuck: self.stuck,
+            cleared: self.cleared,
+            parked_conflicts: self.parked_conflicts,
         }
     }
 }

@@ -219,6 +219,12 @@ pub struct ParkingReport {
     /// How long the oldest event parked on the entity (or drained from it
     /// now) has waited, in seconds.
     pub oldest_parked_age_seconds: Option<u64>,
+    /// Parked sequences the entity got past another way (a creation at a
+    /// later sequence): removed without being applied.
+    pub cleared: Vec<u64>,
+    /// Of those, the ones that were another event than the one applied at
+    /// their sequence: recorded as conflicts.
+    pub conflicts: Vec<u64>,
 }
 
 /// What became of every message of a batch, in batch order.
@@ -258,6 +264,17 @@ impl BatchReport {
             .iter()
             .map(|parking| parking.drained.len())
             .sum()
+    }
+
+    /// Conflicts recorded: messages, and parked events found to differ from
+    /// the event applied at their sequence.
+    pub fn conflicts(&self) -> usize {
+        self.count(Outcome::Conflict)
+            + self
+                .parking
+                .iter()
+                .map(|parking| parking.conflicts.len())
+                .sum::<usize>()
     }
 
     /// Gaps not parked because their entity had no room left.
@@ -736,7 +753,7 @@ impl<S: Store> Runner<S> {
                 .await
             {
                 Ok(Committed::Written) => {
-                    if !step.commit.park.is_empty() || !step.drained.is_empty() {
+                    if step.commit.changes_parking() {
                         let report = parking_report(stream, key, &step, invocation.now);
                         log_parking(&report);
                         parking.push(report);
@@ -912,6 +929,8 @@ fn parking_report(stream: &str, key: &EntityKey, step: &entity::Step, now: u64) 
                 .map_or(1, |entity| entity.sequence().saturating_add(1))
         }),
         oldest_parked_age_seconds: oldest.map(|at| now.saturating_sub(at)),
+        cleared: step.cleared.clone(),
+        conflicts: step.parked_conflicts.clone(),
     }
 }
 
@@ -921,6 +940,23 @@ fn log_parking(report: &ParkingReport) {
         .iter()
         .map(|parked| parked.sequence)
         .collect();
+    if !report.cleared.is_empty() {
+        let level_error = !report.conflicts.is_empty();
+        if level_error {
+            error!(
+                stream = %report.stream,
+                cleared = ?report.cleared,
+                conflicts = ?report.conflicts,
+                "parked events behind the entity cleared; those that differ from the event applied at their sequence recorded as conflicts"
+            );
+        } else {
+            warn!(
+                stream = %report.stream,
+                cleared = ?report.cleared,
+                "parked events behind the entity cleared (duplicates)"
+            );
+        }
+    }
     info!(
         stream = %report.stream,
         parked = ?report.parked,
@@ -929,7 +965,13 @@ fn log_parking(report: &ParkingReport) {
         waiting_for = report.waiting_for,
         oldest_parked_age_seconds = report.oldest_parked_age_seconds,
         "{}",
-        if drained.is_empty() { "events parked" } else { "parked events drained" }
+        if !drained.is_empty() {
+            "parked events drained"
+        } else if !report.parked.is_empty() {
+            "events parked"
+        } else {
+            "parked events cleared"
+        }
     );
 }
 
