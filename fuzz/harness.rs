@@ -2,9 +2,9 @@
 //! them the committed seeds in every `cargo test`).
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use sequence_guard::domain::EntityKey;
 use sequence_guard::envelope::parse_body;
 use sequence_guard::runner::{BatchError, Invocation, Runner, RunnerConfig};
-use sequence_guard::domain::EntityKey;
 use sequence_guard::store::Inspection;
 use sequence_guard::store::memory::MemoryStore;
 
