@@ -27,8 +27,8 @@ pub struct ParkedStream {
     pub parked: usize,
     /// The sequence it waits for.
     pub waiting_for: u64,
-    /// Whether that sequence is parked itself: nothing is missing, a drain
-    /// was cut short.
+    /// Whether that sequence, or one behind it, is parked itself: nothing
+    /// is missing, a drain was cut short.
     pub drainable: bool,
 }
 
@@ -102,7 +102,9 @@ pub async fn look<S: Store>(store: &S, now: u64) -> Result<SweepReport, StoreErr
             parked_for_seconds: now.saturating_sub(entity.since),
             parked: sequences.map_or(0, |sequences| sequences.len()),
             waiting_for,
-            drainable: sequences.is_some_and(|sequences| sequences.contains(&waiting_for)),
+            drainable: sequences
+                .and_then(|sequences| sequences.first())
+                .is_some_and(|first| *first <= waiting_for),
         };
         let (kind, id) = match &stream.key {
             EntityKey::Order(id) => ("order", id),

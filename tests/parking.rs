@@ -86,7 +86,7 @@ async fn sequence<S: Store>(store: &S, order: &str) -> Option<u64> {
         .map(|entity| entity.sequence())
 }
 
-fn parked(inspection: &Inspection) -> Vec<u64> {
+fn parked_sequences(inspection: &Inspection) -> Vec<u64> {
     inspection
         .parked
         .iter()
@@ -285,7 +285,7 @@ mod suite {
         assert_eq!(outcomes(&report), [Duplicate]);
         assert!(failed(&report).is_empty());
         let inspection = inspect(store, "c").await;
-        assert_eq!(parked(&inspection), [5]);
+        assert_eq!(parked_sequences(&inspection), [5]);
         assert_eq!(inspection.parked[0].event_id, "c-5");
         let conflicts: Vec<(u64, &str)> = inspection
             .conflicts
@@ -318,7 +318,7 @@ mod suite {
                 .as_deref()
                 .is_some_and(|reason| reason.contains("MAX_PARKED_PER_STREAM"))
         );
-        assert_eq!(parked(&inspect(store, "b").await), [4, 5]);
+        assert_eq!(parked_sequences(&inspect(store, "b").await), [4, 5]);
 
         let report = run(&runner, vec![event("b", 2, 1), event("b", 3, 1)]).await;
         assert_eq!(outcomes(&report), [Applied, Applied]);
@@ -351,7 +351,7 @@ mod suite {
         assert_eq!(outcomes(&report), [Applied, Parked, Applied]);
         assert!(failed(&report).is_empty());
         assert_eq!(sequence(store, "s").await, Some(3));
-        assert_eq!(parked(&inspect(store, "s").await), [5]);
+        assert_eq!(parked_sequences(&inspect(store, "s").await), [5]);
         assert_eq!(report.parking[0].parked, [5]);
         assert!(report.parking[0].drained.is_empty());
     }
@@ -364,7 +364,7 @@ mod suite {
         let report = run(&runner, gaps).await;
         assert_eq!(report.count(Parked), 150);
         assert!(report.parking.len() >= 2, "more than one transaction");
-        assert_eq!(parked(&inspect(store, "l").await).len(), 150);
+        assert_eq!(parked_sequences(&inspect(store, "l").await).len(), 150);
 
         let report = run(&runner, vec![event("l", 2, 1)]).await;
         assert_eq!(outcomes(&report), [Applied]);
@@ -442,6 +442,93 @@ mod suite {
             .await
             .expect("look");
         assert_eq!(swept.entities, 0);
+    }
+
+    /// A creation past a hundred parked events clears them in more than one
+    /// transaction, the conflict at its own sequence included.
+    pub async fn a_creation_past_a_hundred_parked_events_clears_them_in_steps<S: Store>(store: S) {
+        let runner = Runner::new(store, RunnerConfig::default());
+        let store = runner.store();
+        let updates: Vec<SqsMessage> = (3..=100).map(|sequence| event("w", sequence, 3)).collect();
+        let report = run(&runner, updates).await;
+        assert_eq!(report.count(Parked), 98);
+        let body = order_event("OrderCreated", "w", 100, "w-created");
+        let report = run(&runner, vec![message("c", "w", &body)]).await;
+        assert_eq!(outcomes(&report), [Applied]);
+        assert!(report.parking.len() >= 2, "more than one transaction");
+        assert_eq!(report.conflicts(), 1);
+        assert_eq!(sequence(store, "w").await, Some(100));
+        let inspection = inspect(store, "w").await;
+        assert!(inspection.parked.is_empty());
+        assert!(inspection.stored.parking.sequences.is_empty());
+        assert_eq!(inspection.conflicts.len(), 1);
+        assert_eq!(inspection.conflicts[0].event_id, "w-100");
+    }
+
+    /// Two writers decided on the same item: one clears a parked sequence and
+    /// parks another, so the set keeps its size; the other, with a different
+    /// set in mind, must lose its condition.
+    pub async fn a_commit_checks_the_very_set_it_was_decided_on<S: Store>(store: S) {
+        use sequence_guard::domain::Order;
+        use sequence_guard::store::{Commit, Committed, Expected, ParkedEvent};
+
+        let parked = |sequence: u64| ParkedEvent {
+            sequence,
+            event_id: format!("v-{sequence}"),
+            event_type: "OrderUpdated".into(),
+            body: "{}".into(),
+            message_id: format!("m{sequence}"),
+            parked_at: 1,
+        };
+        let key = EntityKey::Order("v".into());
+        let order = Entity::Order(Order {
+            id: "v".into(),
+            sequence: 5,
+            last_event_id: "v-5".into(),
+            customer_name: "Ada".into(),
+            email: "ada@example.com".into(),
+            total_cents: 5,
+            status: OrderStatus::Open,
+            cancel_reason: None,
+        });
+        let commit =
+            |expected: &[u64], entity: Option<Entity>, park: Vec<ParkedEvent>, drain| Commit {
+                key: key.clone(),
+                expected: Expected {
+                    sequence: if expected.is_empty() && entity.is_some() {
+                        None
+                    } else {
+                        Some(5)
+                    },
+                    parked: expected.iter().copied().collect(),
+                },
+                entity,
+                park,
+                drain,
+                conflicts: vec![],
+                now: 1,
+            };
+        let first = commit(&[], Some(order), vec![parked(3), parked(8)], vec![]);
+        assert_eq!(
+            store.commit(&first).await.expect("commit"),
+            Committed::Written
+        );
+        let one = commit(&[3, 8], None, vec![parked(9)], vec![3]);
+        assert_eq!(
+            store.commit(&one).await.expect("commit"),
+            Committed::Written
+        );
+        let other = commit(&[3, 8], None, vec![parked(10)], vec![3]);
+        match store.commit(&other).await.expect("commit") {
+            Committed::Conflict { current } => {
+                assert_eq!(
+                    current.parking.sequences.into_iter().collect::<Vec<_>>(),
+                    [8, 9]
+                )
+            }
+            Committed::Written => panic!("written over a set it was not decided on"),
+        }
+        assert_eq!(parked_sequences(&inspect(&store, "v").await), [8, 9]);
     }
 
     /// The index of parked entities (what the scheduled sweep reads) follows
@@ -614,6 +701,14 @@ macro_rules! parking_suite {
             #[tokio::test]
             async fn a_creation_past_parked_events_clears_them() {
                 suite::a_creation_past_parked_events_clears_them($store).await
+            }
+            #[tokio::test]
+            async fn a_creation_past_a_hundred_parked_events_clears_them_in_steps() {
+                suite::a_creation_past_a_hundred_parked_events_clears_them_in_steps($store).await
+            }
+            #[tokio::test]
+            async fn a_commit_checks_the_very_set_it_was_decided_on() {
+                suite::a_commit_checks_the_very_set_it_was_decided_on($store).await
             }
             #[tokio::test]
             async fn the_sweep_finds_every_entity_with_events_parked() {

@@ -841,3 +841,48 @@ async fn bodies_too_large_to_park_or_record_fail_alone_with_a_reason() {
     );
     assert_eq!(sequence_of(&*store, key).await, Some(1));
 }
+
+/// An update parked in a batch and found behind a creation later in the same
+/// batch stands only if the write that creates the entity does.
+#[tokio::test]
+async fn a_park_cleared_by_a_later_creation_is_not_acknowledged_when_the_write_fails() {
+    let store = FaultyStore::with(Faults {
+        save_fails_for: vec!["order-f".into()],
+        ..Default::default()
+    });
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let update = delivered(
+        message("u3", "order-f", &order_body("OrderUpdated", "order-f", 3)),
+        3,
+    );
+    let creation = message("c5", "order-f", &order_body("OrderCreated", "order-f", 5));
+    let report = runner
+        .run(&batch(vec![update, creation]), no_deadline())
+        .await
+        .expect("run");
+    assert_eq!(failed_ids(&report), ["u3", "c5"], "{report:?}");
+    store.set(Faults::default());
+    let update = delivered(
+        message("u3", "order-f", &order_body("OrderUpdated", "order-f", 3)),
+        4,
+    );
+    let creation = message("c5", "order-f", &order_body("OrderCreated", "order-f", 5));
+    let report = runner
+        .run(&batch(vec![update, creation]), no_deadline())
+        .await
+        .expect("run");
+    assert_eq!(
+        outcomes(&report),
+        [("u3", Outcome::Duplicate), ("c5", Outcome::Applied)]
+    );
+    let key = EntityKey::Order("order-f".into());
+    assert_eq!(sequence_of(&*store, key.clone()).await, Some(5));
+    assert!(
+        store
+            .inspect(&key)
+            .await
+            .expect("inspect")
+            .parked
+            .is_empty()
+    );
+}

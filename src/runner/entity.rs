@@ -189,6 +189,7 @@ impl Planner<'_> {
                     reason: Some(reason),
                     waiting_for: Some(waiting_for),
                     parking_full,
+                    written: false,
                 };
                 let waiting = match before {
                     Some(at) => {
@@ -237,6 +238,7 @@ impl Planner<'_> {
                     reason: Some(format!("{waiting}; parked until it arrives")),
                     waiting_for: Some(waiting_for),
                     parking_full: false,
+                    written: true,
                 })
             }
         }
@@ -278,6 +280,15 @@ impl Planner<'_> {
         )
     }
 
+    /// Takes back a sequence this step parked. One the item listed already
+    /// (parked again because its item was missing) is cleared with the write.
+    fn unpark(&mut self, sequence: u64) {
+        self.parked.remove(&sequence);
+        if self.stored.parking.sequences.contains(&sequence) {
+            self.cleared.push(sequence);
+        }
+    }
+
     /// Adds a conflict record, once per sequence and event.
     fn record_conflict(&mut self, sequence: u64, event_id: &str, body: &str) {
         let known = self
@@ -308,14 +319,16 @@ impl Planner<'_> {
             .map(|entity| entity.last_event_id().to_owned())
             .unwrap_or_default();
         for sequence in behind {
-            if self.full() {
+            // Room for two items: the cleared slot and a conflict record.
+            if self.items() + 2 > MAX_COMMIT_ITEMS {
                 self.more = true;
                 return Ok(false);
             }
             if let Some((position, parked)) = self.new_parks.remove(&sequence) {
-                // Parked by this very step: its message is decided again.
-                self.parked.remove(&sequence);
-                self.verdicts[position] = if sequence == at && parked.event_id != applied {
+                // Parked by this very step: its message is decided again, and
+                // stands only if this step's write does.
+                self.unpark(sequence);
+                let mut verdict = if sequence == at && parked.event_id != applied {
                     self.record_conflict(sequence, &parked.event_id, &parked.body);
                     Verdict::new(
                         Outcome::Conflict,
@@ -327,6 +340,8 @@ impl Planner<'_> {
                 } else {
                     Verdict::new(Outcome::Duplicate, None)
                 };
+                verdict.written = true;
+                self.verdicts[position] = verdict;
                 continue;
             }
             if sequence == at {
@@ -364,7 +379,7 @@ impl Planner<'_> {
                     self.new_parks.insert(next, (position, parked));
                     return Ok(());
                 }
-                self.parked.remove(&next);
+                self.unpark(next);
                 self.verdicts[position] = Verdict::new(Outcome::Applied, None);
                 continue;
             }

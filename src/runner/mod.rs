@@ -190,6 +190,9 @@ struct Verdict {
     reason: Option<String>,
     waiting_for: Option<u64>,
     parking_full: bool,
+    /// Done only once its step's write is: applied, parked, recorded as a
+    /// conflict, or found behind an entity this step moves.
+    written: bool,
 }
 
 impl Verdict {
@@ -199,6 +202,10 @@ impl Verdict {
             reason,
             waiting_for: None,
             parking_full: false,
+            written: matches!(
+                outcome,
+                Outcome::Applied | Outcome::Parked | Outcome::Conflict
+            ),
         }
     }
 }
@@ -737,12 +744,7 @@ impl<S: Store> Runner<S> {
                 verdicts.extend(step.verdicts);
                 break; // nothing to write
             }
-            let writes = |verdict: &Verdict| {
-                matches!(
-                    verdict.outcome,
-                    Outcome::Applied | Outcome::Parked | Outcome::Conflict
-                )
-            };
+            let writes = |verdict: &Verdict| verdict.written;
             let operation = if step.commit.touches_entity() && step.commit.items() == 1 {
                 "UpdateItem"
             } else {
@@ -760,7 +762,15 @@ impl<S: Store> Runner<S> {
                     }
                     verdicts.extend(step.verdicts);
                     stored = step.after;
-                    fetched.retain(|sequence, _| stored.parking.sequences.contains(sequence));
+                    // Parked events read before, still parked and not parked again now.
+                    fetched.retain(|sequence, _| {
+                        stored.parking.sequences.contains(sequence)
+                            && !step
+                                .commit
+                                .park
+                                .iter()
+                                .any(|parked| parked.sequence == *sequence)
+                    });
                     if !step.more {
                         break;
                     }

@@ -561,15 +561,14 @@ fn entity_update(commit: &Commit) -> Result<Expression, StoreError> {
         }
     };
     expression.conditions.push(condition);
-    // Parking only adds sequences and draining moves the sequence: the same
-    // sequence and the same number of parked sequences is the same set.
+    // The very set as loaded: the commit writes the set it computed from it.
     let parked = expression.name(PARKED);
-    let condition = match commit.expected.parked.len() {
-        0 => format!("attribute_not_exists({parked})"),
-        count => {
-            let count = expression.value(AttributeValue::N(count.to_string()));
-            format!("size({parked}) = {count}")
-        }
+    let condition = if commit.expected.parked.is_empty() {
+        format!("attribute_not_exists({parked})")
+    } else {
+        let numbers = commit.expected.parked.iter().map(u64::to_string).collect();
+        let loaded = expression.value(AttributeValue::Ns(numbers));
+        format!("{parked} = {loaded}")
     };
     expression.conditions.push(condition);
     Ok(expression)

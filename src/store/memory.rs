@@ -170,7 +170,7 @@ impl Store for MemoryStore {
             let stored = tables.stored(key);
             let as_expected = stored.entity.as_ref().map(Entity::sequence)
                 == commit.expected.sequence
-                && stored.parking.sequences.len() == commit.expected.parked.len();
+                && stored.parking.sequences == commit.expected.parked;
             // As DynamoDB's transaction: a parked event is put only where none is.
             let taken = commit
                 .park

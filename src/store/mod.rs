@@ -83,8 +83,8 @@ pub struct ConflictRecord {
 pub struct Expected {
     /// The entity's sequence; `None` while it has not been created.
     pub sequence: Option<u64>,
-    /// The sequences parked on the item. Parking only adds to them and
-    /// draining always moves the sequence, so the stores check their number.
+    /// The sequences parked on the item (the commit writes the set it
+    /// computed from these, so the stores check that it is still this one).
     pub parked: BTreeSet<u64>,
 }
 
