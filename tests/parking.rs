@@ -56,23 +56,6 @@ async fn run<S: Store>(runner: &Runner<S>, messages: Vec<SqsMessage>) -> BatchRe
         .expect("message ids")
 }
 
-fn outcomes(report: &BatchReport) -> Vec<Outcome> {
-    report
-        .messages
-        .iter()
-        .map(|message| message.outcome)
-        .collect()
-}
-
-fn failed(report: &BatchReport) -> Vec<String> {
-    report
-        .response()
-        .batch_item_failures
-        .into_iter()
-        .map(|failure| failure.item_identifier)
-        .collect()
-}
-
 async fn inspect<S: Store>(store: &S, order: &str) -> Inspection {
     store
         .inspect(&EntityKey::Order(order.to_owned()))
@@ -114,14 +97,17 @@ mod suite {
         for received in [1, 2] {
             let report = run(&runner, vec![event("o", 3, received)]).await;
             assert_eq!(outcomes(&report), [Gap], "delivery {received}");
-            assert_eq!(failed(&report), ["m3"]);
+            assert_eq!(failed_ids(&report), ["m3"]);
             assert!(inspect(store, "o").await.parked.is_empty());
         }
 
         let before = now();
         let report = run(&runner, vec![event("o", 3, 3)]).await;
         assert_eq!(outcomes(&report), [Parked]);
-        assert!(failed(&report).is_empty(), "a parked message is completed");
+        assert!(
+            failed_ids(&report).is_empty(),
+            "a parked message is completed"
+        );
         assert_eq!(report.messages[0].waiting_for, Some(2));
         assert_eq!(report.parking.len(), 1);
         assert_eq!(report.parking[0].parked, [3]);
@@ -232,7 +218,7 @@ mod suite {
             .await
             .expect("run");
         assert_eq!(outcomes(&report), [Conflict]);
-        assert!(failed(&report).is_empty(), "a conflict is completed");
+        assert!(failed_ids(&report).is_empty(), "a conflict is completed");
         assert!(
             report.messages[0]
                 .reason
@@ -283,7 +269,7 @@ mod suite {
         // The parked event itself again (a producer resend): already parked.
         let report = run(&runner, vec![event("c", 5, 1)]).await;
         assert_eq!(outcomes(&report), [Duplicate]);
-        assert!(failed(&report).is_empty());
+        assert!(failed_ids(&report).is_empty());
         let inspection = inspect(store, "c").await;
         assert_eq!(parked_sequences(&inspection), [5]);
         assert_eq!(inspection.parked[0].event_id, "c-5");
@@ -309,7 +295,7 @@ mod suite {
         )
         .await;
         assert_eq!(outcomes(&report), [Parked, Parked, Gap]);
-        assert_eq!(failed(&report), ["m6"]);
+        assert_eq!(failed_ids(&report), ["m6"]);
         assert_eq!(report.parking_full(), 1);
         assert!(report.messages[2].parking_full);
         assert!(
@@ -335,7 +321,7 @@ mod suite {
         run(&runner, vec![event("r", 1, 1)]).await;
         let report = run(&runner, vec![event("r", 3, 10)]).await;
         assert_eq!(outcomes(&report), [Gap]);
-        assert_eq!(failed(&report), ["m3"]);
+        assert_eq!(failed_ids(&report), ["m3"]);
         assert!(inspect(store, "r").await.parked.is_empty());
     }
 
@@ -349,7 +335,7 @@ mod suite {
         )
         .await;
         assert_eq!(outcomes(&report), [Applied, Parked, Applied]);
-        assert!(failed(&report).is_empty());
+        assert!(failed_ids(&report).is_empty());
         assert_eq!(sequence(store, "s").await, Some(3));
         assert_eq!(parked_sequences(&inspect(store, "s").await), [5]);
         assert_eq!(report.parking[0].parked, [5]);
@@ -432,7 +418,7 @@ mod suite {
         )
         .await;
         assert_eq!(outcomes(&report), [Conflict, Applied]);
-        assert!(failed(&report).is_empty());
+        assert!(failed_ids(&report).is_empty());
         let inspection = inspect(store, "n").await;
         assert!(inspection.parked.is_empty());
         assert_eq!(inspection.conflicts.len(), 1);
@@ -650,7 +636,7 @@ mod suite {
                 run(&second, vec![event(&order, 2, 1)]),
             );
             assert!(
-                failed(&a).is_empty() && failed(&b).is_empty(),
+                failed_ids(&a).is_empty() && failed_ids(&b).is_empty(),
                 "{a:?} {b:?}"
             );
             assert_eq!(sequence(&store, &order).await, Some(3), "round {round}");

@@ -180,15 +180,6 @@ fn outcomes(report: &BatchReport) -> Vec<(&str, Outcome)> {
         .collect()
 }
 
-fn failed_ids(report: &BatchReport) -> Vec<String> {
-    report
-        .response()
-        .batch_item_failures
-        .into_iter()
-        .map(|failure| failure.item_identifier)
-        .collect()
-}
-
 fn order_body(event_type: &str, order: &str, sequence: u64) -> String {
     body(
         event_type,

@@ -6,7 +6,7 @@ mod support;
 use std::sync::Arc;
 
 use sequence_guard::domain::{Entity, EntityKey, Order, OrderStatus, Product, StockAdjustment};
-use sequence_guard::runner::{BatchReport, Invocation, Outcome, Runner, RunnerConfig};
+use sequence_guard::runner::{Invocation, Outcome, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
 use sequence_guard::store::{Adjusted, DedupKey, Loaded, Saved, Store};
 use support::*;
@@ -63,14 +63,6 @@ fn dedup(event_id: &str) -> DedupKey {
         event_id: event_id.to_owned(),
         handler: "StockOnHand",
     }
-}
-
-fn outcomes(report: &BatchReport) -> Vec<Outcome> {
-    report
-        .messages
-        .iter()
-        .map(|message| message.outcome)
-        .collect()
 }
 
 mod suite {

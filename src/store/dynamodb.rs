@@ -654,6 +654,17 @@ impl DynamoStore {
         Ok(TransactWriteItem::builder().update(update).build())
     }
 
+    /// A transaction's put of `item` where none is (`attribute_not_exists`).
+    fn put_new(&self, item: Item) -> Result<TransactWriteItem, StoreError> {
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .map_err(|err| build_error("TransactWriteItems", err))?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+
     /// Sends one transaction. `Ok(Err(reasons))`: it was cancelled, with a
     /// reason per item; other failures are errors.
     async fn transact(
@@ -808,13 +819,7 @@ impl Store for DynamoStore {
                 parked_at: event.parked_at,
             })
             .map_err(|err| build_error("serialize parked event", err))?;
-            let put = Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(item))
-                .condition_expression("attribute_not_exists(pk)")
-                .build()
-                .map_err(transaction)?;
-            items.push(TransactWriteItem::builder().put(put).build());
+            items.push(self.put_new(item)?);
         }
         if commit.changes_parking() {
             // The entity's entry in the index of parked entities.
@@ -962,13 +967,7 @@ impl Store for DynamoStore {
                 expires_at: adjustment.expires_at,
             })
             .map_err(|err| build_error("serialize dedup record", err))?;
-            let put = Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(record))
-                .condition_expression("attribute_not_exists(pk)")
-                .build()
-                .map_err(|err| build_error("TransactWriteItems", err))?;
-            items.push(TransactWriteItem::builder().put(put).build());
+            items.push(self.put_new(record)?);
         }
         let mut deltas: Vec<(&str, i128)> = Vec::new();
         for adjustment in adjustments {

@@ -17,6 +17,7 @@ pub mod rng;
 pub mod runtime_api;
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use sequence_guard::runner::{BatchReport, Outcome};
 use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
 
 /// A DynamoDB Local server. It lives as long as the test process: its
@@ -135,6 +136,25 @@ pub async fn product_state<S: sequence_guard::store::Store>(store: &S, id: &str)
         }
         other => panic!("{id}: {other:?}"),
     }
+}
+
+/// The outcome of each message of a report, in batch order.
+pub fn outcomes(report: &BatchReport) -> Vec<Outcome> {
+    report
+        .messages
+        .iter()
+        .map(|message| message.outcome)
+        .collect()
+}
+
+/// The message ids a report's batch response lists as failed.
+pub fn failed_ids(report: &BatchReport) -> Vec<String> {
+    report
+        .response()
+        .batch_item_failures
+        .into_iter()
+        .map(|failure| failure.item_identifier)
+        .collect()
 }
 
 /// A sample event of `events/`, as Lambda delivers it.
