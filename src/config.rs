@@ -1,20 +1,25 @@
 //! Configuration from the environment, read in one place.
 //!
-//! | variable             | meaning                                              | default   |
-//! | -------------------- | ---------------------------------------------------- | --------- |
-//! | `TABLE_NAME`         | the DynamoDB table (required)                        |           |
-//! | `DEDUP_TTL_SECONDS`  | how long deduplication records are kept              | 604800 (7 days) |
-//! | `DEADLINE_MARGIN_MS` | time kept in hand before the invocation's deadline   | 500       |
-//! | `CONDITION_RETRIES`  | re-decisions after a lost conditional write          | 3         |
-//! | `GAP_POLICY`         | `park`: park a gap that keeps coming back; `retry`: always fail it | `park` |
-//! | `PARK_AFTER_RECEIVES`| the delivery (`ApproximateReceiveCount`) from which a gap is parked; keep it below the queue's `maxReceiveCount` | 3 |
-//! | `MAX_PARKED_PER_STREAM` | the most events parked on one entity (1 to 10000) | 1000 |
-//! | `METRICS_NAMESPACE`  | CloudWatch namespace of the metrics                  | `SequenceGuard` |
-//! | `METRICS_SERVICE`    | the `Service` dimension of the metrics               | `sequence-guard` |
+//! Every variable has a range; the function refuses to start outside it,
+//! naming the variable and the range. `replay` reads the same variables
+//! (all but `TABLE_NAME`, which it takes as an argument).
+//!
+//! | variable             | meaning                                              | range | default   |
+//! | -------------------- | ---------------------------------------------------- | ----- | --------- |
+//! | `TABLE_NAME`         | the DynamoDB table (required)                        | a table name (3 to 255 of `a-z A-Z 0-9 _ . -`) or a table ARN | |
+//! | `DEDUP_TTL_SECONDS`  | how long deduplication records are kept; keep it above the queue's and the dead-letter queue's retention together, plus the time a redrive may wait | 86400 (1 day) to 31536000 (365 days) | 3024000 (35 days) |
+//! | `DEADLINE_MARGIN_MS` | time kept in hand before the invocation's deadline; keep it well below the function's timeout | 0 to 10000 | 500 |
+//! | `CONDITION_RETRIES`  | re-decisions after a lost conditional write          | 0 to 10 | 3 |
+//! | `GAP_POLICY`         | `park`: park a gap that keeps coming back; `retry`: always fail it | `park`, `retry` | `park` |
+//! | `PARK_AFTER_RECEIVES`| the delivery (`ApproximateReceiveCount`) from which a gap is parked; keep it below the queue's `maxReceiveCount` | 1 to 1000 | 3 |
+//! | `MAX_PARKED_PER_STREAM` | the most events parked on one entity | 1 to 10000 | 1000 |
+//! | `METRICS_NAMESPACE`  | CloudWatch namespace of the metrics                  | 1 to 255 of `a-z A-Z 0-9 . - _ / # : space`, not starting with `AWS/` | `SequenceGuard` |
+//! | `METRICS_SERVICE`    | the `Service` dimension of the metrics               | 1 to 1024 characters | `sequence-guard` |
 //!
 //! The AWS SDK reads its own variables (`AWS_REGION`,
 //! `AWS_ENDPOINT_URL_DYNAMODB`, ...).
 
+use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use crate::runner::{GapPolicy, RunnerConfig};
@@ -22,6 +27,18 @@ use crate::runner::{GapPolicy, RunnerConfig};
 /// The largest `MAX_PARKED_PER_STREAM`: the entity item's `parked` number set
 /// must stay far below DynamoDB's 400 KB item size.
 pub const MAX_PARKED_LIMIT: u64 = 10_000;
+
+/// `DEDUP_TTL_SECONDS`: from a day to a year.
+pub const DEDUP_TTL_RANGE: RangeInclusive<u64> = 86_400..=31_536_000;
+/// `DEADLINE_MARGIN_MS`: up to 10 s (a Lambda function runs 900 s at most,
+/// and mostly far less: a margin as long as the timeout skips every message).
+pub const DEADLINE_MARGIN_RANGE: RangeInclusive<u64> = 0..=10_000;
+/// `CONDITION_RETRIES`.
+pub const CONDITION_RETRIES_RANGE: RangeInclusive<u64> = 0..=10;
+/// `PARK_AFTER_RECEIVES`: SQS's `maxReceiveCount` is at most 1000.
+pub const PARK_AFTER_RECEIVES_RANGE: RangeInclusive<u64> = 1..=1000;
+/// `MAX_PARKED_PER_STREAM`.
+pub const MAX_PARKED_RANGE: RangeInclusive<u64> = 1..=MAX_PARKED_LIMIT;
 
 /// Every variable the projector reads (besides the SDK's and the runtime's).
 pub const VARIABLES: [&str; 9] = [
@@ -43,9 +60,24 @@ pub enum ConfigError {
     #[error("the environment variable {name} must be {expected}, got `{value}`")]
     Invalid {
         name: &'static str,
-        expected: &'static str,
+        expected: String,
         value: String,
     },
+}
+
+impl ConfigError {
+    fn invalid(name: &'static str, expected: impl Into<String>, value: &str) -> Self {
+        // A value can be long: enough of it to recognise.
+        let mut shown: String = value.chars().take(64).collect();
+        if shown.len() < value.len() {
+            shown.push_str("...");
+        }
+        ConfigError::Invalid {
+            name,
+            expected: expected.into(),
+            value: shown,
+        }
+    }
 }
 
 /// The projector's configuration.
@@ -67,82 +99,134 @@ impl Config {
         let table_name = lookup("TABLE_NAME")
             .filter(|name| !name.trim().is_empty())
             .ok_or(ConfigError::Missing("TABLE_NAME"))?;
-        let defaults = RunnerConfig::default();
-        let number = |name: &'static str, default: u64| -> Result<u64, ConfigError> {
-            match lookup(name) {
-                None => Ok(default),
-                Some(value) => value.trim().parse().map_err(|_| ConfigError::Invalid {
-                    name,
-                    expected: "a whole number",
-                    value,
-                }),
-            }
-        };
-        let within = |name: &'static str,
-                      default: u64,
-                      range: std::ops::RangeInclusive<u64>,
-                      expected: &'static str|
-         -> Result<u64, ConfigError> {
-            let value = number(name, default)?;
-            if range.contains(&value) {
-                Ok(value)
-            } else {
-                Err(ConfigError::Invalid {
-                    name,
-                    expected,
-                    value: value.to_string(),
-                })
-            }
-        };
-        let gap_policy = match lookup("GAP_POLICY").map(|value| value.trim().to_ascii_lowercase()) {
-            None => defaults.gap_policy,
-            Some(value) if value.is_empty() || value == "park" => GapPolicy::Park,
-            Some(value) if value == "retry" => GapPolicy::Retry,
-            Some(_) => {
-                return Err(ConfigError::Invalid {
-                    name: "GAP_POLICY",
-                    expected: "`park` or `retry`",
-                    value: lookup("GAP_POLICY").unwrap_or_default(),
-                });
-            }
-        };
-        let park_after = within(
-            "PARK_AFTER_RECEIVES",
-            u64::from(defaults.park_after_receives),
-            1..=u64::from(u32::MAX),
-            "a whole number from 1 (the first delivery)",
-        )?;
-        let max_parked = within(
-            "MAX_PARKED_PER_STREAM",
-            defaults.max_parked_per_stream as u64,
-            1..=MAX_PARKED_LIMIT,
-            "a whole number from 1 to 10000",
-        )?;
-        let margin_ms = u64::try_from(defaults.deadline_margin.as_millis()).unwrap_or(u64::MAX);
-        let retries = number("CONDITION_RETRIES", u64::from(defaults.condition_retries))?;
+        if !valid_table(table_name.trim()) {
+            return Err(ConfigError::invalid(
+                "TABLE_NAME",
+                "a table name (3 to 255 of a-z A-Z 0-9 _ . -) or a table ARN",
+                &table_name,
+            ));
+        }
         let text = |name: &str, default: &str| {
             lookup(name)
-                .filter(|value| !value.trim().is_empty())
+                .map(|value| value.trim().to_owned())
+                .filter(|value| !value.is_empty())
                 .unwrap_or_else(|| default.to_owned())
         };
+        let metrics_namespace = text("METRICS_NAMESPACE", "SequenceGuard");
+        if !valid_namespace(&metrics_namespace) {
+            return Err(ConfigError::invalid(
+                "METRICS_NAMESPACE",
+                "1 to 255 of a-z A-Z 0-9 . - _ / # : and space, not starting with AWS/",
+                &metrics_namespace,
+            ));
+        }
+        let metrics_service = text("METRICS_SERVICE", "sequence-guard");
+        if metrics_service.chars().count() > 1024 {
+            return Err(ConfigError::invalid(
+                "METRICS_SERVICE",
+                "1 to 1024 characters",
+                &metrics_service,
+            ));
+        }
         Ok(Config {
-            table_name,
-            metrics_namespace: text("METRICS_NAMESPACE", "SequenceGuard"),
-            metrics_service: text("METRICS_SERVICE", "sequence-guard"),
-            runner: RunnerConfig {
-                dedup_ttl_seconds: number("DEDUP_TTL_SECONDS", defaults.dedup_ttl_seconds)?,
-                deadline_margin: Duration::from_millis(number("DEADLINE_MARGIN_MS", margin_ms)?),
-                condition_retries: u32::try_from(retries).map_err(|_| ConfigError::Invalid {
-                    name: "CONDITION_RETRIES",
-                    expected: "a whole number below 2^32",
-                    value: retries.to_string(),
-                })?,
-                gap_policy,
-                park_after_receives: u32::try_from(park_after).unwrap_or(u32::MAX),
-                max_parked_per_stream: usize::try_from(max_parked).unwrap_or(usize::MAX),
-            },
+            table_name: table_name.trim().to_owned(),
+            runner: runner_from_lookup(lookup)?,
+            metrics_namespace,
+            metrics_service,
         })
     }
+}
+
+/// The runner's part of the configuration, from the environment: what
+/// `replay` reads, as the function does.
+pub fn runner_from_env() -> Result<RunnerConfig, ConfigError> {
+    runner_from_lookup(|name| std::env::var(name).ok())
+}
+
+/// The runner's part of the configuration, through `lookup`.
+pub fn runner_from_lookup(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<RunnerConfig, ConfigError> {
+    let defaults = RunnerConfig::default();
+    let within = |name: &'static str,
+                  default: u64,
+                  range: RangeInclusive<u64>|
+     -> Result<u64, ConfigError> {
+        let expected = || format!("a whole number from {} to {}", range.start(), range.end());
+        let Some(value) = lookup(name).filter(|value| !value.trim().is_empty()) else {
+            return Ok(default);
+        };
+        match value.trim().parse::<u64>() {
+            Ok(number) if range.contains(&number) => Ok(number),
+            _ => Err(ConfigError::invalid(name, expected(), &value)),
+        }
+    };
+    let gap_policy = match lookup("GAP_POLICY") {
+        None => defaults.gap_policy,
+        Some(value) => match value.trim().to_ascii_lowercase().as_str() {
+            "" | "park" => GapPolicy::Park,
+            "retry" => GapPolicy::Retry,
+            _ => {
+                return Err(ConfigError::invalid(
+                    "GAP_POLICY",
+                    "`park` or `retry`",
+                    &value,
+                ));
+            }
+        },
+    };
+    let margin_ms = u64::try_from(defaults.deadline_margin.as_millis()).unwrap_or(u64::MAX);
+    // Each range fits the field's type, so the conversions below cannot fail.
+    let narrow = |value: u64| u32::try_from(value).unwrap_or(u32::MAX);
+    Ok(RunnerConfig {
+        dedup_ttl_seconds: within(
+            "DEDUP_TTL_SECONDS",
+            defaults.dedup_ttl_seconds,
+            DEDUP_TTL_RANGE,
+        )?,
+        deadline_margin: Duration::from_millis(within(
+            "DEADLINE_MARGIN_MS",
+            margin_ms,
+            DEADLINE_MARGIN_RANGE,
+        )?),
+        condition_retries: narrow(within(
+            "CONDITION_RETRIES",
+            u64::from(defaults.condition_retries),
+            CONDITION_RETRIES_RANGE,
+        )?),
+        gap_policy,
+        park_after_receives: narrow(within(
+            "PARK_AFTER_RECEIVES",
+            u64::from(defaults.park_after_receives),
+            PARK_AFTER_RECEIVES_RANGE,
+        )?),
+        max_parked_per_stream: usize::try_from(within(
+            "MAX_PARKED_PER_STREAM",
+            defaults.max_parked_per_stream as u64,
+            MAX_PARKED_RANGE,
+        )?)
+        .unwrap_or(usize::MAX),
+    })
+}
+
+/// A DynamoDB table name (3 to 255 of `a-z A-Z 0-9 _ . -`) or a table's ARN.
+fn valid_table(name: &str) -> bool {
+    if name.starts_with("arn:") {
+        return name.len() <= 1024 && name.contains(":table/");
+    }
+    (3..=255).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
+/// A CloudWatch namespace.
+fn valid_namespace(namespace: &str) -> bool {
+    (1..=255).contains(&namespace.len())
+        && !namespace.starts_with("AWS/")
+        && namespace.chars().all(|c| {
+            c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '/' | '#' | ':' | ' ')
+        })
 }
 
 #[cfg(test)]
@@ -171,30 +255,30 @@ mod tests {
 
     #[test]
     fn defaults_apply_and_variables_override_them() {
-        let defaults = config(&[("TABLE_NAME", "t")]).expect("valid");
-        assert_eq!(defaults.table_name, "t");
-        assert_eq!(defaults.runner.dedup_ttl_seconds, 604_800);
+        let defaults = config(&[("TABLE_NAME", "t-1")]).expect("valid");
+        assert_eq!(defaults.table_name, "t-1");
+        assert_eq!(defaults.runner.dedup_ttl_seconds, 3_024_000);
         assert_eq!(defaults.runner.deadline_margin, Duration::from_millis(500));
         assert_eq!(defaults.metrics_namespace, "SequenceGuard");
         assert_eq!(defaults.metrics_service, "sequence-guard");
         let set = config(&[
-            ("TABLE_NAME", "t"),
-            ("DEDUP_TTL_SECONDS", "60"),
+            ("TABLE_NAME", "t-1"),
+            ("DEDUP_TTL_SECONDS", "86400"),
             ("DEADLINE_MARGIN_MS", "250"),
         ])
         .expect("valid");
-        assert_eq!(set.runner.dedup_ttl_seconds, 60);
+        assert_eq!(set.runner.dedup_ttl_seconds, 86_400);
         assert_eq!(set.runner.deadline_margin, Duration::from_millis(250));
     }
 
     #[test]
     fn parking_defaults_and_bad_values() {
-        let defaults = config(&[("TABLE_NAME", "t")]).expect("valid");
+        let defaults = config(&[("TABLE_NAME", "t-1")]).expect("valid");
         assert_eq!(defaults.runner.gap_policy, GapPolicy::Park);
         assert_eq!(defaults.runner.park_after_receives, 3);
         assert_eq!(defaults.runner.max_parked_per_stream, 1000);
         let set = config(&[
-            ("TABLE_NAME", "t"),
+            ("TABLE_NAME", "t-1"),
             ("GAP_POLICY", "Retry"),
             ("PARK_AFTER_RECEIVES", "2"),
             ("MAX_PARKED_PER_STREAM", "10"),
@@ -210,7 +294,7 @@ mod tests {
             ("MAX_PARKED_PER_STREAM", "0"),
             ("MAX_PARKED_PER_STREAM", "10001"),
         ] {
-            let err = config(&[("TABLE_NAME", "t"), (name, value)]).expect_err(value);
+            let err = config(&[("TABLE_NAME", "t-1"), (name, value)]).expect_err(value);
             assert!(
                 err.to_string().contains(name) && err.to_string().contains(value),
                 "{err}"
@@ -220,10 +304,76 @@ mod tests {
 
     #[test]
     fn a_malformed_number_is_named() {
-        let err =
-            config(&[("TABLE_NAME", "t"), ("DEDUP_TTL_SECONDS", "a week")]).expect_err("must fail");
+        let err = config(&[("TABLE_NAME", "t-1"), ("DEDUP_TTL_SECONDS", "a week")])
+            .expect_err("must fail");
         assert!(
             err.to_string().contains("DEDUP_TTL_SECONDS") && err.to_string().contains("a week")
         );
+    }
+
+    /// Values that would break the function in effect (every message
+    /// skipped, deduplication off, a namespace CloudWatch refuses) stop it
+    /// at start, naming the variable and the range.
+    #[test]
+    fn every_variable_is_refused_outside_its_range() {
+        for (name, value, range) in [
+            ("DEADLINE_MARGIN_MS", "3600000", "from 0 to 10000"),
+            ("DEADLINE_MARGIN_MS", "-1", "from 0 to 10000"),
+            ("DEDUP_TTL_SECONDS", "0", "from 86400 to 31536000"),
+            ("DEDUP_TTL_SECONDS", "31536001", "from 86400 to 31536000"),
+            ("CONDITION_RETRIES", "11", "from 0 to 10"),
+            ("CONDITION_RETRIES", "4294967296", "from 0 to 10"),
+            ("PARK_AFTER_RECEIVES", "1001", "from 1 to 1000"),
+            ("MAX_PARKED_PER_STREAM", "10001", "from 1 to 10000"),
+            ("TABLE_NAME", "a b", "a table name"),
+            ("TABLE_NAME", "ab", "a table name"),
+            ("METRICS_NAMESPACE", "AWS/Lambda", "not starting with AWS/"),
+            ("METRICS_NAMESPACE", "bad\u{7}name", "1 to 255"),
+        ] {
+            let mut vars = vec![("TABLE_NAME", "t-1"), (name, value)];
+            if name == "TABLE_NAME" {
+                vars.remove(0);
+            }
+            let err = config(&vars).expect_err(value);
+            let text = err.to_string();
+            assert!(
+                text.contains(name) && text.contains(range) && text.contains(value),
+                "{name}={value}: {text}"
+            );
+        }
+        let long = "s".repeat(1025);
+        let err = config(&[("TABLE_NAME", "t-1"), ("METRICS_SERVICE", &long)]).expect_err("long");
+        assert!(err.to_string().contains("METRICS_SERVICE"), "{err}");
+        assert!(err.to_string().len() < 300, "the value is cut: {err}");
+        // The edges are in range.
+        let edges = config(&[
+            (
+                "TABLE_NAME",
+                "arn:aws:dynamodb:eu-west-1:123456789012:table/projection",
+            ),
+            ("DEADLINE_MARGIN_MS", "0"),
+            ("DEDUP_TTL_SECONDS", "31536000"),
+            ("CONDITION_RETRIES", "10"),
+            ("PARK_AFTER_RECEIVES", "1000"),
+            ("METRICS_NAMESPACE", "Team/Orders #1: projections"),
+        ])
+        .expect("valid");
+        assert_eq!(edges.runner.deadline_margin, Duration::ZERO);
+        assert_eq!(edges.runner.park_after_receives, 1000);
+    }
+
+    /// `replay` reads the runner's variables with the same checks, without
+    /// a table name.
+    #[test]
+    fn the_runner_part_is_read_without_a_table() {
+        let vars: HashMap<&str, &str> =
+            [("GAP_POLICY", "retry"), ("PARK_AFTER_RECEIVES", "2")].into();
+        let runner =
+            runner_from_lookup(|name| vars.get(name).map(|v| v.to_string())).expect("valid");
+        assert_eq!(runner.gap_policy, GapPolicy::Retry);
+        assert_eq!(runner.park_after_receives, 2);
+        let err = runner_from_lookup(|name| (name == "GAP_POLICY").then(|| "bogus".to_owned()))
+            .expect_err("bogus");
+        assert!(err.to_string().contains("GAP_POLICY"), "{err}");
     }
 }

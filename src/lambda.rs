@@ -42,7 +42,7 @@ pub async fn dispatch<S: Store>(
     }
     if payload.get("source").and_then(Value::as_str) == Some("aws.events") {
         let invocation = Invocation {
-            deadline: deadline(context.deadline),
+            deadline: Some(deadline(context.deadline)),
             now: epoch_seconds(),
         };
         let report = sweep(runner, invocation)
@@ -76,7 +76,7 @@ pub async fn handle<S: Store>(
 ) -> Result<SqsBatchResponse, BatchError> {
     let started = Instant::now();
     let invocation = Invocation {
-        deadline: deadline(event.context.deadline),
+        deadline: Some(deadline(event.context.deadline)),
         now: epoch_seconds(),
     };
     let report = runner.run(&event.payload, invocation).await?;
@@ -87,20 +87,30 @@ pub async fn handle<S: Store>(
     Ok(report.response())
 }
 
+/// Deadlines below this many epoch milliseconds (September 2001) are not
+/// instants: a local runtime (`cargo lambda watch`) sends its timeout,
+/// 600000, where Lambda sends the deadline.
+const LOCAL_TIMEOUT_BELOW_MS: u64 = 1_000_000_000_000;
+
 /// The invocation's deadline (epoch milliseconds, as the Runtime API gives
-/// it) as an `Instant`. Lambda's deadline is always ahead when an invocation
-/// arrives; one already behind is not a real deadline (`cargo lambda watch`
-/// sends its timeout, 600000, here): then the batch runs without one.
-fn deadline(deadline_ms: u64) -> Option<Instant> {
+/// it) as an `Instant`. Lambda's deadline is ahead when an invocation
+/// arrives; one already behind (a late invocation, a clock gone wrong)
+/// leaves no time, so nothing is attempted and every message is retried.
+/// A local runtime's timeout counts from now.
+fn deadline(deadline_ms: u64) -> Instant {
+    let now = Instant::now();
+    if deadline_ms < LOCAL_TIMEOUT_BELOW_MS {
+        return now + Duration::from_millis(deadline_ms);
+    }
     let deadline = UNIX_EPOCH + Duration::from_millis(deadline_ms);
     match deadline.duration_since(SystemTime::now()) {
-        Ok(left) => Some(Instant::now() + left),
+        Ok(left) => now + left,
         Err(_) => {
             tracing::warn!(
                 deadline_ms,
-                "the invocation's deadline had passed when it arrived: running without one"
+                "the invocation's deadline had passed when it arrived: no message is attempted"
             );
-            None
+            now
         }
     }
 }
@@ -131,26 +141,73 @@ impl From<InvocationError> for lambda_runtime::Diagnostic {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner::{Outcome, RunnerConfig};
+    use crate::store::memory::MemoryStore;
 
-    #[test]
-    fn a_deadline_ahead_becomes_an_instant_and_one_behind_none() {
-        let now_ms = u64::try_from(
+    fn now_ms() -> u64 {
+        u64::try_from(
             SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis()),
         )
-        .unwrap_or(u64::MAX);
-        let ahead = deadline(now_ms + 60_000).expect("a deadline ahead");
-        let left = ahead.duration_since(Instant::now());
+        .unwrap_or(u64::MAX)
+    }
+
+    #[test]
+    fn a_deadline_ahead_becomes_an_instant() {
+        let left = deadline(now_ms() + 60_000).duration_since(Instant::now());
         assert!(
             left > Duration::from_secs(55) && left <= Duration::from_secs(60),
             "{left:?}"
         );
-        assert_eq!(
-            deadline(600_000),
-            None,
-            "cargo lambda watch's relative value"
+    }
+
+    #[test]
+    fn a_local_runtimes_timeout_counts_from_now() {
+        // cargo lambda watch's value: bounded, ten minutes from now.
+        let left = deadline(600_000).duration_since(Instant::now());
+        assert!(
+            left > Duration::from_secs(595) && left <= Duration::from_secs(600),
+            "{left:?}"
         );
-        assert_eq!(deadline(0), None);
+    }
+
+    #[test]
+    fn a_deadline_already_past_leaves_no_time() {
+        let past = deadline(now_ms() - 5_000);
+        assert!(past <= Instant::now());
+    }
+
+    /// A late invocation is bounded: it attempts nothing, and every message
+    /// is reported failed (retried), none run without a deadline.
+    #[tokio::test]
+    async fn a_late_invocation_attempts_nothing() {
+        let runner = Runner::new(MemoryStore::new(), RunnerConfig::default());
+        let batch: SqsEvent =
+            serde_json::from_str(include_str!("../events/01-order-created-and-updated.json"))
+                .expect("sample");
+        let mut context = lambda_runtime::Context::default();
+        context.deadline = now_ms() - 1_000;
+        let response = handle(&runner, None, LambdaEvent::new(batch.clone(), context))
+            .await
+            .expect("answered");
+        assert_eq!(response.batch_item_failures.len(), batch.records.len());
+        assert!(runner.store().entities().is_empty(), "nothing written");
+        let report = runner
+            .run(
+                &batch,
+                Invocation {
+                    deadline: Some(Instant::now()),
+                    now: 0,
+                },
+            )
+            .await
+            .expect("run");
+        assert!(
+            report
+                .messages
+                .iter()
+                .all(|message| message.outcome == Outcome::Skipped)
+        );
     }
 }

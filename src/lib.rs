@@ -25,6 +25,7 @@
 //!   SQS batch) or to a [`sweep`] (the schedule).
 //! - [`sweep`]: the scheduled look at parked events, for the alarm.
 //! - [`metrics`]: the CloudWatch metrics of each invocation (EMF).
+//! - [`logging`]: the log subscriber; no level prints an event's data.
 //! - `src/bin/projector.rs`: the Lambda function; `src/bin/replay.rs`: runs
 //!   sample events through the same runner locally.
 
@@ -32,6 +33,7 @@ pub mod config;
 pub mod domain;
 pub mod envelope;
 pub mod lambda;
+pub mod logging;
 pub mod metrics;
 pub mod runner;
 pub mod store;

@@ -4,7 +4,7 @@
 //!
 //! | metric | unit | what |
 //! | --- | --- | --- |
-//! | `Applied`, `Duplicate`, `Parked`, `Conflict`, `Gap`, `NotCreated`, `Invalid`, `Skipped`, `StorageError` | Count | messages by outcome |
+//! | `Applied`, `Duplicate`, `Parked`, `Conflict`, `Gap`, `NotCreated`, `Invalid`, `Skipped`, `StorageError`, `Rejected` | Count | messages by outcome |
 //! | `Drained` | Count | parked events applied (their gap closed) |
 //! | `ParkingFull` | Count | gaps failed because `MAX_PARKED_PER_STREAM` events are parked on their entity |
 //! | `OldestParkedAge` | Seconds | per entity that parked or drained, and from each sweep (0 when nothing is parked): how long the oldest parked event has waited |
@@ -37,6 +37,7 @@ pub fn metric_name(outcome: Outcome) -> &'static str {
         Outcome::Invalid => "Invalid",
         Outcome::Skipped => "Skipped",
         Outcome::StorageError => "StorageError",
+        Outcome::Rejected => "Rejected",
     }
 }
 

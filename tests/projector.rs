@@ -360,3 +360,90 @@ async fn a_scheduled_event_sweeps_parked_events_into_metrics() {
         "{output}"
     );
 }
+
+/// No level prints an event's data: at TRACE, through either variable and
+/// in either format, a planted e-mail address and name appear nowhere in the
+/// function's output, while the function's own TRACE lines do (the level
+/// took effect). The sample story runs too: gaps, parking, a drain, invalid
+/// messages, stock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_log_level_prints_event_data() {
+    const PLANTED_EMAIL: &str = "planted.5f3a@example.org";
+    const PLANTED_NAME: &str = "Planted Ninetynine";
+    let planted = |order: &str, sequence: u64| {
+        body(
+            if sequence == 1 {
+                "OrderCreated"
+            } else {
+                "OrderUpdated"
+            },
+            order,
+            sequence,
+            serde_json::json!({
+                "customerName": PLANTED_NAME,
+                "email": PLANTED_EMAIL,
+                "totalCents": 100,
+            }),
+        )
+    };
+    for variables in [
+        [("RUST_LOG", "trace"), ("AWS_LAMBDA_LOG_FORMAT", "JSON")],
+        [
+            ("AWS_LAMBDA_LOG_LEVEL", "TRACE"),
+            ("AWS_LAMBDA_LOG_FORMAT", "TEXT"),
+        ],
+    ] {
+        let store = fresh_table().await;
+        let api = RuntimeApi::start().await;
+        let function = support::function::start_with(&api, Some(store.table()), &variables);
+        for (_, sample) in samples::ALL {
+            api.invoke(sample).await;
+        }
+        let json = |event: &aws_lambda_events::event::sqs::SqsEvent| {
+            serde_json::to_string(event).expect("json")
+        };
+        // Created, a gap parked at its third delivery, then the gap closed.
+        let created = batch(vec![message("p1", "planted", &planted("planted", 1))]);
+        assert_eq!(
+            failures(&api.invoke(&json(&created)).await),
+            Vec::<String>::new()
+        );
+        let gap = batch(vec![delivered(
+            message("p3", "planted", &planted("planted", 3)),
+            3,
+        )]);
+        assert_eq!(
+            failures(&api.invoke(&json(&gap)).await),
+            Vec::<String>::new()
+        );
+        let closed = batch(vec![message("p2", "planted", &planted("planted", 2))]);
+        assert_eq!(
+            failures(&api.invoke(&json(&closed)).await),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            entity(&store, EntityKey::Order("planted".into()))
+                .await
+                .map(|entity| entity.sequence()),
+            Some(3)
+        );
+
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let output = function.output();
+        assert!(
+            output.contains("batch read"),
+            "the function's own TRACE lines are missing, so TRACE was not on ({variables:?}):\n{output}"
+        );
+        for personal in [
+            PLANTED_EMAIL,
+            PLANTED_NAME,
+            "ada@example.com",
+            "Ada Lovelace",
+        ] {
+            assert!(
+                !output.contains(personal),
+                "{variables:?}: the logs leak `{personal}`:\n{output}"
+            );
+        }
+    }
+}

@@ -3,8 +3,15 @@
 use std::process::Command;
 
 fn replay(args: &[&str]) -> (i32, String, String) {
+    replay_with(args, &[])
+}
+
+fn replay_with(args: &[&str], variables: &[(&str, &str)]) -> (i32, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_replay"))
         .args(args)
+        .env_remove("GAP_POLICY")
+        .env_remove("PARK_AFTER_RECEIVES")
+        .envs(variables.iter().copied())
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("run replay");
@@ -93,4 +100,40 @@ fn bad_arguments_and_files_are_named_with_exit_code_2() {
     let (code, _, stderr) = replay(&["Cargo.toml"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("Cargo.toml: not an SQS event"), "{stderr}");
+}
+
+/// `replay` reads the function's variables, with the same checks.
+#[test]
+fn replay_reads_and_checks_the_functions_variables() {
+    let parked = [
+        "events/06-two-streams-one-failing.json",
+        "events/10-gap-parked.json",
+    ];
+    let (code, stdout, stderr) = replay(&parked);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("  parked  order-100 seq 5, 6"), "{stdout}");
+
+    let (code, stdout, stderr) = replay_with(&parked, &[("GAP_POLICY", "retry")]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        !stdout.contains("  parked "),
+        "retry never parks:\n{stdout}"
+    );
+    assert!(
+        stdout.contains("gap (gap: the entity is at sequence 3, waiting for 4)"),
+        "{stdout}"
+    );
+
+    let (code, stdout, stderr) = replay_with(&parked, &[("PARK_AFTER_RECEIVES", "4")]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        !stdout.contains("  parked "),
+        "third delivery, threshold 4:\n{stdout}"
+    );
+
+    for (name, value) in [("GAP_POLICY", "bogus"), ("DEADLINE_MARGIN_MS", "3600000")] {
+        let (code, stdout, stderr) = replay_with(&parked, &[(name, value)]);
+        assert_eq!(code, 2, "{name}={value}: {stdout}");
+        assert!(stderr.contains(name) && stderr.contains(value), "{stderr}");
+    }
 }

@@ -297,3 +297,76 @@ async fn the_policy_names_exactly_the_dynamodb_actions_the_code_calls() {
     }
     assert_eq!(allowed, called);
 }
+
+/// How long a redrive from the dead-letter queue may wait after a message
+/// got there, on top of the queues' retention.
+const REDRIVE_MARGIN_SECONDS: u64 = 7 * 24 * 60 * 60;
+
+/// A deduplication record outlives every copy of its message: a message may
+/// wait out the queue's retention, then (FIFO dead-letter queues restart the
+/// clock) the dead-letter queue's, then a redrive. Applied again after its
+/// record expired, an `InventoryAdjusted` would count twice.
+#[test]
+fn dedup_records_outlive_every_queue_plus_a_redrive() {
+    let template = template();
+    let resources = template["Resources"].as_mapping().expect("resources");
+    let retention = |properties: &Value| {
+        // SQS's default retention is 4 days.
+        properties["MessageRetentionPeriod"]
+            .as_u64()
+            .unwrap_or(345_600)
+    };
+    let mut longest = 0;
+    for (name, resource) in resources {
+        if resource["Type"] != "AWS::SQS::Queue" {
+            continue;
+        }
+        let properties = &resource["Properties"];
+        let mut lifetime = retention(properties);
+        let target = intrinsic(&properties["RedrivePolicy"]["deadLetterTargetArn"]);
+        if let Some(dead_letters) = target
+            .strip_prefix("GetAtt ")
+            .and_then(|target| target.strip_suffix(".Arn"))
+        {
+            lifetime += retention(&resource_properties(&template, dead_letters));
+        }
+        eprintln!("{name:?}: messages live up to {lifetime} s");
+        longest = longest.max(lifetime);
+    }
+    assert!(longest > 0, "no queue found");
+    let variables =
+        &resource(&template, "ProjectorFunction")["Properties"]["Environment"]["Variables"];
+    let ttl = variables["DEDUP_TTL_SECONDS"]
+        .as_u64()
+        .unwrap_or(RunnerConfig::default().dedup_ttl_seconds);
+    assert!(
+        ttl >= longest + REDRIVE_MARGIN_SECONDS,
+        "DEDUP_TTL_SECONDS {ttl} is shorter than the queues' {longest} s plus a {REDRIVE_MARGIN_SECONDS} s redrive margin"
+    );
+}
+
+fn resource_properties(template: &Value, name: &str) -> Value {
+    resource(template, name)["Properties"].clone()
+}
+
+/// The deadline margin leaves most of the shortest allowed timeout to work in.
+#[test]
+fn the_deadline_margin_fits_every_allowed_timeout() {
+    let template = template();
+    let shortest = template["Parameters"]["FunctionTimeout"]["AllowedValues"]
+        .as_sequence()
+        .expect("allowed")
+        .iter()
+        .filter_map(Value::as_u64)
+        .min()
+        .expect("a timeout");
+    let variables =
+        &resource(&template, "ProjectorFunction")["Properties"]["Environment"]["Variables"];
+    let margin_ms = variables["DEADLINE_MARGIN_MS"]
+        .as_u64()
+        .unwrap_or(u64::try_from(RunnerConfig::default().deadline_margin.as_millis()).expect("ms"));
+    assert!(
+        margin_ms * 10 <= shortest * 1000,
+        "DEADLINE_MARGIN_MS {margin_ms} takes more than a tenth of the {shortest} s timeout"
+    );
+}

@@ -13,8 +13,8 @@ use sequence_guard::store::dynamodb::DynamoStore;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    // Plain text, or JSON when AWS_LAMBDA_LOG_FORMAT=JSON.
-    lambda_runtime::tracing::init_default_subscriber();
+    // Plain text, or JSON when AWS_LAMBDA_LOG_FORMAT=JSON; never event data.
+    sequence_guard::logging::init();
     let config = match Config::from_env() {
         Ok(config) => config,
         Err(err) => {

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use aws_lambda_events::event::sqs::SqsEvent;
 use sequence_guard::domain::{Entity, EntityKey, OrderStatus};
 use sequence_guard::lambda::epoch_seconds;
-use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
+use sequence_guard::runner::{Invocation, Runner};
 use sequence_guard::store::Store;
 use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
 use sequence_guard::store::memory::MemoryStore;
@@ -69,6 +69,14 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The same variables as the function (GAP_POLICY, PARK_AFTER_RECEIVES, ...).
+    let config = match sequence_guard::config::runner_from_env() {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("{err}");
+            return ExitCode::from(2);
+        }
+    };
     let mut events = Vec::new();
     for file in &args.files {
         let read = std::fs::read_to_string(file)
@@ -94,15 +102,12 @@ async fn main() -> ExitCode {
                 eprintln!("cannot create table {table}: {err}");
                 return ExitCode::FAILURE;
             }
-            let runner = Runner::new(
-                DynamoStore::new(client, table.clone()),
-                RunnerConfig::default(),
-            );
+            let runner = Runner::new(DynamoStore::new(client, table.clone()), config);
             replay(&runner, &events).await;
             println!("\nDynamoDB requests: {}", runner.store().requests());
         }
         _ => {
-            let runner = Runner::new(MemoryStore::new(), RunnerConfig::default());
+            let runner = Runner::new(MemoryStore::new(), config);
             replay(&runner, &events).await;
             print_state(runner.store());
         }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use futures::future::join_all;
-use tracing::{Instrument, debug, error, info, info_span, warn};
+use tracing::{Instrument, debug, error, info, info_span, trace, warn};
 
 use crate::domain::{self, Decision, Entity, EntityKey, Event, StockAdjustment, inventory};
 use crate::envelope::Record;
@@ -73,7 +73,9 @@ impl RunnerConfig {
 impl Default for RunnerConfig {
     fn default() -> Self {
         RunnerConfig {
-            dedup_ttl_seconds: 7 * 24 * 60 * 60,
+            // 35 days: the queue's and the dead-letter queue's retention (14 days
+            // each, as template.yaml sets them) and a week to redrive.
+            dedup_ttl_seconds: 35 * 24 * 60 * 60,
             deadline_margin: Duration::from_millis(500),
             condition_retries: 3,
             gap_policy: GapPolicy::Park,
@@ -118,10 +120,14 @@ pub enum Outcome {
     /// invocation's deadline was too near.
     Skipped,
     StorageError,
+    /// Refused for good by the table (DynamoDB's `ValidationException`, a
+    /// stock level leaving the 64-bit range): retrying will not help; the
+    /// message goes on to the dead-letter queue.
+    Rejected,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 9] = [
+    pub const ALL: [Outcome; 10] = [
         Outcome::Applied,
         Outcome::Duplicate,
         Outcome::Parked,
@@ -131,6 +137,7 @@ impl Outcome {
         Outcome::Invalid,
         Outcome::Skipped,
         Outcome::StorageError,
+        Outcome::Rejected,
     ];
 
     /// Whether the message is listed in `batchItemFailures`.
@@ -152,6 +159,7 @@ impl Outcome {
             Outcome::Invalid => "invalid",
             Outcome::Skipped => "skipped",
             Outcome::StorageError => "storage error",
+            Outcome::Rejected => "rejected",
         }
     }
 }
@@ -339,6 +347,9 @@ impl CallError {
     fn outcome(&self) -> (Outcome, String) {
         match self {
             CallError::Deadline => (Outcome::Skipped, DEADLINE_REASON.to_owned()),
+            CallError::Store(err @ StoreError::Rejected { .. }) => {
+                (Outcome::Rejected, format!("{err}; retrying will not help"))
+            }
             CallError::Store(err) => (Outcome::StorageError, err.to_string()),
         }
     }
@@ -384,6 +395,11 @@ impl<S: Store> Runner<S> {
             });
             streams[index].push(position);
         }
+        trace!(
+            records = records.len(),
+            streams = streams.len(),
+            "batch read"
+        );
 
         // One read for the whole batch: its entities and its deduplication records.
         let events = || {
@@ -622,6 +638,8 @@ impl<S: Store> Runner<S> {
         let mut chunks = adjustments.chunks(MAX_ADJUSTMENTS);
         while let Some(chunk) = chunks.next() {
             let mut pending: Vec<&(usize, StockAdjustment)> = chunk.iter().collect();
+            // Adjustments behind a refused one: not attempted.
+            let mut cut: Option<Vec<&(usize, StockAdjustment)>> = None;
             let mut attempt = 0;
             let failure = loop {
                 let batch: Vec<StockAdjustment> = pending
@@ -657,12 +675,46 @@ impl<S: Store> Runner<S> {
                             break None;
                         }
                         if attempt > self.config.condition_retries {
-                            break Some((
-                                Outcome::StorageError,
-                                format!(
-                                    "the stock transaction lost the race {attempt} times: another invocation keeps recording these events"
-                                ),
-                            ));
+                            break Some(lost_race(attempt));
+                        }
+                    }
+                    Ok(Adjusted::OutOfRange { sku, on_hand }) => {
+                        // In stream order, the first adjustment that takes the
+                        // sku out of range is refused; the ones before it are
+                        // written again without it, the ones after it wait.
+                        let mut running = Some(on_hand.unwrap_or(0));
+                        let refused = pending.iter().position(|(_, adjustment)| {
+                            if adjustment.sku == sku {
+                                running = running.and_then(|at| at.checked_add(adjustment.delta));
+                            }
+                            running.is_none()
+                        });
+                        attempt += 1;
+                        match refused {
+                            Some(at) => {
+                                let (position, adjustment) = pending[at];
+                                verdicts.push((
+                                    *position,
+                                    Verdict::new(
+                                        Outcome::Rejected,
+                                        Some(format!(
+                                            "onHand of {sku} is {}: adding {} would take it outside the 64-bit range; retrying will not help",
+                                            on_hand.unwrap_or(0),
+                                            adjustment.delta
+                                        )),
+                                    ),
+                                ));
+                                let after = pending.split_off(at);
+                                cut = Some(after.into_iter().skip(1).collect());
+                                if pending.is_empty() {
+                                    break None;
+                                }
+                            }
+                            // onHand moved meanwhile: decide again.
+                            None if attempt > self.config.condition_retries => {
+                                break Some(lost_race(attempt));
+                            }
+                            None => {}
                         }
                     }
                     Err(err) => break Some(err.outcome()),
@@ -670,12 +722,21 @@ impl<S: Store> Runner<S> {
             };
             if let Some((outcome, reason)) = failure {
                 // Nothing of this chunk was written, nor of the chunks after it.
-                let rest = pending.into_iter().chain(chunks.by_ref().flatten());
+                let rest = pending
+                    .into_iter()
+                    .chain(cut.take().into_iter().flatten())
+                    .chain(chunks.by_ref().flatten());
                 verdicts.extend(
                     rest.map(|(position, _)| {
                         (*position, Verdict::new(outcome, Some(reason.clone())))
                     }),
                 );
+                break;
+            }
+            if let Some(cut) = cut {
+                // After a refused adjustment, the stream stops.
+                let rest = cut.into_iter().chain(chunks.by_ref().flatten());
+                verdicts.extend(rest.map(|(position, _)| (*position, skipped_one())));
                 break;
             }
         }
@@ -886,6 +947,16 @@ impl<S: Store> Runner<S> {
     }
 }
 
+/// The failure of a stock transaction that kept losing to other invocations.
+fn lost_race(attempts: u32) -> (Outcome, String) {
+    (
+        Outcome::StorageError,
+        format!(
+            "the stock transaction lost the race {attempts} times: another invocation keeps recording these events"
+        ),
+    )
+}
+
 /// Outcomes before `from` stand (duplicates decided on a consistent read);
 /// the message at `from` gets `outcome` with `reason`; the ones after it are
 /// skipped.
@@ -1021,6 +1092,7 @@ fn log_summary(report: &BatchReport) {
         invalid = count(Outcome::Invalid),
         skipped = count(Outcome::Skipped),
         storage_error = count(Outcome::StorageError),
+        rejected = count(Outcome::Rejected),
         failed = report.response().batch_item_failures.len(),
         dynamodb_requests = report.requests,
         "batch done"

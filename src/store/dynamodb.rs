@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
@@ -116,22 +116,44 @@ impl DynamoStore {
 
 fn request_error<E, R>(operation: &'static str, err: &SdkError<E, R>) -> StoreError
 where
-    E: std::error::Error + 'static,
+    E: std::error::Error + ProvideErrorMetadata + 'static,
     R: std::fmt::Debug,
 {
-    StoreError::Request {
-        operation,
-        message: DisplayErrorContext(err).to_string(),
+    let message = DisplayErrorContext(err).to_string();
+    match err.as_service_error().and_then(ProvideErrorMetadata::code) {
+        Some(VALIDATION) => StoreError::Rejected { operation, message },
+        _ => StoreError::Request { operation, message },
     }
 }
+
+/// A service error other than the ones the caller answers.
+fn service_error<E>(operation: &'static str, err: E) -> StoreError
+where
+    E: std::error::Error + ProvideErrorMetadata + 'static,
+{
+    let rejected = err.code() == Some(VALIDATION);
+    let message = DisplayErrorContext(err).to_string();
+    if rejected {
+        StoreError::Rejected { operation, message }
+    } else {
+        StoreError::Request { operation, message }
+    }
+}
+
+/// DynamoDB's error code for a request it will never take (an item over
+/// 400 KB, an expression it refuses).
+const VALIDATION: &str = "ValidationException";
 
 /// A transaction cancelled for reasons other than the conditions the caller
 /// answers (a conflicting transaction, throttling, a validation error).
 fn cancelled(reasons: &[CancellationReason]) -> StoreError {
     let codes: Vec<&str> = reasons.iter().filter_map(|reason| reason.code()).collect();
-    StoreError::Request {
-        operation: "TransactWriteItems",
-        message: format!("transaction cancelled: {codes:?}"),
+    let message = format!("transaction cancelled: {codes:?}");
+    let operation = "TransactWriteItems";
+    if codes.contains(&"ValidationError") {
+        StoreError::Rejected { operation, message }
+    } else {
+        StoreError::Request { operation, message }
     }
 }
 
@@ -684,10 +706,7 @@ impl DynamoStore {
                 TransactWriteItemsError::TransactionCanceledException(cancelled) => {
                     Ok(Err(cancelled.cancellation_reasons.unwrap_or_default()))
                 }
-                other => Err(StoreError::Request {
-                    operation: "TransactWriteItems",
-                    message: DisplayErrorContext(other).to_string(),
-                }),
+                other => Err(service_error("TransactWriteItems", other)),
             },
         }
     }
@@ -744,10 +763,7 @@ impl DynamoStore {
                             .map_or(Ok(Stored::default()), stored_from_item)?,
                     })
                 }
-                other => Err(StoreError::Request {
-                    operation: "UpdateItem",
-                    message: DisplayErrorContext(other).to_string(),
-                }),
+                other => Err(service_error("UpdateItem", other)),
             },
         }
     }
@@ -976,12 +992,31 @@ impl Store for DynamoStore {
                 None => deltas.push((&adjustment.sku, i128::from(adjustment.delta))),
             }
         }
-        for (sku, delta) in deltas {
+        for (sku, delta) in &deltas {
+            // DynamoDB's numbers go far past 64 bits, so ADD alone would
+            // store an onHand that no reader can take: the condition keeps
+            // the sum in range (an absent onHand counts as 0).
+            let (bound, limit) = if *delta >= 0 {
+                ("<=", i128::from(i64::MAX) - delta)
+            } else {
+                (">=", i128::from(i64::MIN) - delta)
+            };
+            let in_range = if i64::try_from(*delta).is_ok() {
+                format!("attribute_not_exists(onHand) OR onHand {bound} :limit")
+            } else {
+                // Even from 0 the sum leaves the range.
+                format!("onHand {bound} :limit")
+            };
             let update = Update::builder()
                 .table_name(&self.table)
                 .set_key(Some(stock_key(sku)))
                 .update_expression("ADD onHand :delta")
+                .condition_expression(in_range)
                 .expression_attribute_values(":delta", AttributeValue::N(delta.to_string()))
+                .expression_attribute_values(":limit", AttributeValue::N(limit.to_string()))
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
                 .build()
                 .map_err(|err| build_error("TransactWriteItems", err))?;
             items.push(TransactWriteItem::builder().update(update).build());
@@ -989,17 +1024,29 @@ impl Store for DynamoStore {
         let Err(reasons) = self.transact(items).await? else {
             return Ok(Adjusted::Applied);
         };
+        let failed = |reason: &&CancellationReason| reason.code() == Some("ConditionalCheckFailed");
         let existing: Vec<usize> = reasons
             .iter()
             .take(adjustments.len())
             .enumerate()
-            .filter(|(_, reason)| reason.code() == Some("ConditionalCheckFailed"))
+            .filter(|(_, reason)| failed(reason))
             .map(|(index, _)| index)
             .collect();
-        if existing.is_empty() {
-            return Err(cancelled(&reasons));
+        if !existing.is_empty() {
+            return Ok(Adjusted::Duplicates(existing));
         }
-        Ok(Adjusted::Duplicates(existing))
+        let out_of_range = reasons
+            .iter()
+            .skip(adjustments.len())
+            .zip(&deltas)
+            .find(|(reason, _)| failed(reason));
+        match out_of_range {
+            Some((reason, (sku, _))) => Ok(Adjusted::OutOfRange {
+                sku: (*sku).to_owned(),
+                on_hand: on_hand_of(sku, reason.item())?,
+            }),
+            None => Err(cancelled(&reasons)),
+        }
     }
 
     async fn on_hand(&self, sku: &str) -> Result<Option<i64>, StoreError> {
@@ -1013,25 +1060,30 @@ impl Store for DynamoStore {
             .send()
             .await
             .map_err(|err| request_error("GetItem", &err))?;
-        match output.item.as_ref().and_then(|item| item.get("onHand")) {
-            None => Ok(None),
-            Some(AttributeValue::N(number)) => {
-                number.parse().map(Some).map_err(|_| StoreError::Corrupt {
-                    key: format!("SKU#{sku}"),
-                    message: format!("onHand `{number}` is not a 64-bit integer"),
-                })
-            }
-            Some(_) => Err(StoreError::Corrupt {
-                key: format!("SKU#{sku}"),
-                message: "onHand is not a number".into(),
-            }),
-        }
+        on_hand_of(sku, output.item.as_ref())
     }
 
     /// DynamoDB requests sent so far (each SDK call counts once, whatever
     /// the SDK retried inside it).
     fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
+    }
+}
+
+/// The `onHand` of a stock item (`None`: no item, or none adjusted yet).
+fn on_hand_of(sku: &str, item: Option<&Item>) -> Result<Option<i64>, StoreError> {
+    match item.and_then(|item| item.get("onHand")) {
+        None => Ok(None),
+        Some(AttributeValue::N(number)) => {
+            number.parse().map(Some).map_err(|_| StoreError::Corrupt {
+                key: format!("SKU#{sku}"),
+                message: format!("onHand `{number}` is not a 64-bit integer"),
+            })
+        }
+        Some(_) => Err(StoreError::Corrupt {
+            key: format!("SKU#{sku}"),
+            message: "onHand is not a number".into(),
+        }),
     }
 }
 

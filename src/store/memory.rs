@@ -5,7 +5,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::{
     Adjusted, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded, MAX_COMMIT_ITEMS,
-    ParkedEntity, ParkedEvent, Parking, Store, StoreError, Stored,
+    ParkedEntity, ParkedEvent, Parking, Store, StoreError, Stored, adjusted_on_hand,
 };
 use crate::domain::{Entity, EntityKey, StockAdjustment};
 
@@ -260,12 +260,34 @@ impl Store for MemoryStore {
         if !existing.is_empty() {
             return Ok(Adjusted::Duplicates(existing));
         }
+        // As DynamoDB's conditional ADD of each sku's sum: refused whole when
+        // a sku would leave the 64-bit range.
+        let mut sums: BTreeMap<&str, i64> = BTreeMap::new();
+        for adjustment in adjustments {
+            let current = tables.on_hand.get(&adjustment.sku).copied();
+            let deltas = adjustments
+                .iter()
+                .filter(|other| other.sku == adjustment.sku)
+                .map(|other| other.delta);
+            match adjusted_on_hand(current, deltas) {
+                Some(after) => {
+                    sums.insert(adjustment.sku.as_str(), after);
+                }
+                None => {
+                    return Ok(Adjusted::OutOfRange {
+                        sku: adjustment.sku.clone(),
+                        on_hand: current,
+                    });
+                }
+            }
+        }
         for adjustment in adjustments {
             tables
                 .handled
                 .insert((adjustment.event_id.clone(), adjustment.handler));
-            let on_hand = tables.on_hand.entry(adjustment.sku.clone()).or_insert(0);
-            *on_hand = on_hand.saturating_add(adjustment.delta);
+        }
+        for (sku, on_hand) in sums {
+            tables.on_hand.insert(sku.to_owned(), on_hand);
         }
         Ok(Adjusted::Applied)
     }

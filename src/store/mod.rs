@@ -185,6 +185,14 @@ pub enum StoreError {
     },
     #[error("item {key} cannot be read: {message}")]
     Corrupt { key: String, message: String },
+    /// The table refused the request for good (DynamoDB's
+    /// `ValidationException`: an item over 400 KB, say): nothing was
+    /// written, and the same request will be refused again.
+    #[error("{operation} refused by the table: {message}")]
+    Rejected {
+        operation: &'static str,
+        message: String,
+    },
 }
 
 /// The answer to a conditional save.
@@ -206,6 +214,18 @@ pub enum Adjusted {
     /// Nothing changed: the deduplication records of these adjustments
     /// (positions in the slice given) existed already.
     Duplicates(Vec<usize>),
+    /// Nothing changed: the adjustments of `sku` would take its `onHand`
+    /// (`on_hand` now, `None` when never adjusted) outside the 64-bit range.
+    OutOfRange { sku: String, on_hand: Option<i64> },
+}
+
+/// The sum of `deltas` added to `on_hand`, if it stays a 64-bit integer.
+pub fn adjusted_on_hand(
+    on_hand: Option<i64>,
+    deltas: impl IntoIterator<Item = i64>,
+) -> Option<i64> {
+    let sum: i128 = deltas.into_iter().map(i128::from).sum();
+    i64::try_from(i128::from(on_hand.unwrap_or(0)) + sum).ok()
 }
 
 /// The most adjustments one `adjust_stock` takes (a DynamoDB transaction
@@ -284,7 +304,8 @@ pub trait Store: Send + Sync {
 
     /// Adds every adjustment's `delta` to its sku's `onHand` and writes every
     /// deduplication record, all in one atomic step, unless one of those
-    /// records exists (then nothing changes). At most
+    /// records exists or a sku's `onHand` would leave the 64-bit range (then
+    /// nothing changes). At most
     /// [`MAX_ADJUSTMENTS`] adjustments at a time.
     fn adjust_stock(
         &self,
