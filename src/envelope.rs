@@ -14,6 +14,12 @@ use crate::domain::event::{
 /// Largest `sequence` the contract allows: 2^63-1.
 pub const MAX_SEQUENCE: u64 = i64::MAX as u64;
 
+/// Every string in `data` holds 0 to 1,024 characters (the sku 1 to 256):
+/// an entity, a parked event and a conflict record stay far below
+/// DynamoDB's 400 KB item.
+pub const MAX_DATA_STRING: usize = 1024;
+const DATA_TEXT: (usize, usize) = (0, MAX_DATA_STRING);
+
 /// The event types of the contract.
 pub const EVENT_TYPES: [&str; 6] = [
     "OrderCreated",
@@ -138,7 +144,7 @@ pub fn parse_body(body: &str) -> Result<Event, InvalidMessage> {
         }
         return Ok(Event::InventoryAdjusted(InventoryAdjusted {
             event_id,
-            sku: data_string(data, "data.sku", "sku", 256)?.to_owned(),
+            sku: data_string(data, "data.sku", "sku", (1, 256))?.to_owned(),
             delta: data_integer(data, "data.delta", "delta")?,
         }));
     }
@@ -152,10 +158,10 @@ pub fn parse_body(body: &str) -> Result<Event, InvalidMessage> {
         "OrderCreated" => Ok(Event::OrderCreated(meta.with(order_details(data)?))),
         "OrderUpdated" => Ok(Event::OrderUpdated(meta.with(order_details(data)?))),
         "OrderCancelled" => Ok(Event::OrderCancelled(meta.with(OrderCancellation {
-            reason: data_string(data, "data.reason", "reason", usize::MAX)?.to_owned(),
+            reason: data_string(data, "data.reason", "reason", DATA_TEXT)?.to_owned(),
         }))),
         "ProductCreated" => Ok(Event::ProductCreated(meta.with(NewProduct {
-            name: data_string(data, "data.name", "name", usize::MAX)?.to_owned(),
+            name: data_string(data, "data.name", "name", DATA_TEXT)?.to_owned(),
             price_cents: data_cents(data, "data.priceCents", "priceCents")?,
         }))),
         "ProductPriceChanged" => Ok(Event::ProductPriceChanged(meta.with(PriceChange {
@@ -187,9 +193,9 @@ impl Meta {
 
 fn order_details(data: &Map<String, Value>) -> Result<OrderDetails, InvalidMessage> {
     Ok(OrderDetails {
-        customer_name: data_string(data, "data.customerName", "customerName", usize::MAX)?
+        customer_name: data_string(data, "data.customerName", "customerName", DATA_TEXT)?
             .to_owned(),
-        email: data_string(data, "data.email", "email", usize::MAX)?.to_owned(),
+        email: data_string(data, "data.email", "email", DATA_TEXT)?.to_owned(),
         total_cents: data_cents(data, "data.totalCents", "totalCents")?,
     })
 }
@@ -200,31 +206,30 @@ fn string<'a>(
     field: &'static str,
     max: usize,
 ) -> Result<&'a str, InvalidMessage> {
-    data_string(object, field, field, max).and_then(|text| {
-        if text.is_empty() {
-            Err(invalid(field, "must not be empty"))
-        } else {
-            Ok(text)
-        }
-    })
+    data_string(object, field, field, (1, max))
 }
 
+/// A required string in `data` of `min` to `max` characters.
 fn data_string<'a>(
     object: &'a Map<String, Value>,
     field: &'static str,
     key: &str,
-    max: usize,
+    (min, max): (usize, usize),
 ) -> Result<&'a str, InvalidMessage> {
     match object.get(key) {
         None | Some(Value::Null) => Err(InvalidMessage::Missing(field)),
         Some(Value::String(text)) => {
-            if max != usize::MAX && (text.is_empty() || text.chars().count() > max) {
+            // Counted only as far as needed: a long string costs no more.
+            let count = text.chars().take(max + 1).count();
+            if count < min || count > max {
+                let got = if count > max {
+                    format!("more than {max}")
+                } else {
+                    count.to_string()
+                };
                 Err(invalid(
                     field,
-                    format!(
-                        "must be 1 to {max} characters, got {}",
-                        text.chars().count()
-                    ),
+                    format!("must be {min} to {max} characters, got {got}"),
                 ))
             } else {
                 Ok(text)
@@ -501,6 +506,44 @@ mod tests {
                 InvalidMessage::Invalid { field: named, .. } => assert_eq!(named, field),
                 other => panic!("{path:?}: {other:?}"),
             }
+        }
+    }
+
+    /// Every string in `data` holds at most 1,024 characters (counted as
+    /// characters, not bytes); a longer one makes the message invalid and
+    /// names the field. Unbounded, two of them once made an item over 400 KB.
+    #[test]
+    fn strings_in_data_hold_at_most_1024_characters() {
+        let created = json!({"eventId":"e","type":"ProductCreated","aggregateId":"p","sequence":1,
+                             "data":{"name":"n","priceCents":1}});
+        let cancelled = json!({"eventId":"e","type":"OrderCancelled","aggregateId":"o","sequence":2,
+                               "data":{"reason":"r"}});
+        let sku = json!({"eventId":"e","type":"InventoryAdjusted","data":{"sku":"s","delta":1}});
+        let long_sku = with(sku, &["data", "sku"], Some(json!("s".repeat(257))));
+        assert_eq!(
+            error_of(&long_sku).to_string(),
+            "field `data.sku` must be 1 to 256 characters, got more than 256"
+        );
+        for (event, path, field) in [
+            (
+                order_updated(),
+                &["data", "customerName"][..],
+                "data.customerName",
+            ),
+            (order_updated(), &["data", "email"][..], "data.email"),
+            (created, &["data", "name"][..], "data.name"),
+            (cancelled, &["data", "reason"][..], "data.reason"),
+        ] {
+            let fits = with(event.clone(), path, Some(json!("é".repeat(1024))));
+            assert!(parse_body(&fits).is_ok(), "{field}: 1024 characters fit");
+            let empty = with(event.clone(), path, Some(json!("")));
+            assert!(parse_body(&empty).is_ok(), "{field}: may be empty");
+            let long = with(event, path, Some(json!("x".repeat(240 * 1024))));
+            let err = error_of(&long);
+            assert_eq!(
+                err.to_string(),
+                format!("field `{field}` must be 0 to 1024 characters, got more than 1024")
+            );
         }
     }
 

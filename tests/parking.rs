@@ -368,6 +368,56 @@ mod suite {
         assert!(inspection.stored.parking.sequences.is_empty());
     }
 
+    /// Large bodies (padded with a field the consumer ignores) are parked
+    /// and drained in steps bounded by bytes as well as by count: a step
+    /// holds at most MAX_COMMIT_BYTES plus one body, so a transaction stays
+    /// under DynamoDB's 4 MB and a drain does not hold a hundred bodies.
+    pub async fn large_bodies_park_and_drain_in_steps_bounded_by_bytes<S: Store>(store: S) {
+        use sequence_guard::store::{MAX_COMMIT_BYTES, MAX_STORED_BODY};
+
+        const SIZE: usize = 250 * 1024;
+        let padded = |sequence: u64| {
+            let mut message = event("big", sequence, 3);
+            let mut body: serde_json::Value =
+                serde_json::from_str(message.body.as_deref().unwrap_or_default()).expect("json");
+            body["padding"] = serde_json::json!("");
+            let length = body.to_string().len();
+            body["padding"] = serde_json::json!("p".repeat(SIZE - length));
+            message.body = Some(body.to_string());
+            assert_eq!(message.body.as_ref().map(String::len), Some(SIZE));
+            message
+        };
+        let bound = MAX_COMMIT_BYTES + MAX_STORED_BODY;
+        let runner = Runner::new(store, RunnerConfig::default());
+        let store = runner.store();
+        run(&runner, vec![event("big", 1, 1)]).await;
+        let mut commits = Vec::new();
+        for sequences in [3..=12, 13..=14] {
+            let report = run(&runner, sequences.map(padded).collect()).await;
+            assert!(failed_ids(&report).is_empty(), "{report:?}");
+            commits.extend(report.parking);
+        }
+        assert!(
+            commits.len() >= 3,
+            "ten large parks take two steps: {}",
+            commits.len()
+        );
+        for commit in &commits {
+            assert!(commit.parked.len() * SIZE <= bound, "{:?}", commit.parked);
+        }
+
+        let report = run(&runner, vec![event("big", 2, 1)]).await;
+        assert_eq!(outcomes(&report), [Applied]);
+        assert_eq!(report.drained(), 12);
+        assert!(report.parking.len() >= 2, "more than one step");
+        for commit in &report.parking {
+            let bytes: usize = commit.drained.iter().map(|parked| parked.body.len()).sum();
+            assert!(bytes <= bound, "a step drained {bytes} bytes");
+        }
+        assert_eq!(sequence(store, "big").await, Some(14));
+        assert!(inspect(store, "big").await.parked.is_empty());
+    }
+
     /// A creation may carry a later sequence than 1: what is parked at or
     /// behind it can never be applied. It is cleared; the one at the
     /// creation's own sequence, another event, is recorded as a conflict.
@@ -683,6 +733,10 @@ macro_rules! parking_suite {
             #[tokio::test]
             async fn a_long_drain_goes_in_bounded_steps() {
                 suite::a_long_drain_goes_in_bounded_steps($store).await
+            }
+            #[tokio::test]
+            async fn large_bodies_park_and_drain_in_steps_bounded_by_bytes() {
+                suite::large_bodies_park_and_drain_in_steps_bounded_by_bytes($store).await
             }
             #[tokio::test]
             async fn a_creation_past_parked_events_clears_them() {

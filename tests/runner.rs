@@ -25,6 +25,8 @@ struct Faults {
     corrupt: Vec<EntityKey>,
     /// Saves of these aggregate ids fail without effect.
     save_fails_for: Vec<String>,
+    /// Saves of these aggregate ids are refused for good (ValidationException).
+    save_rejected_for: Vec<String>,
     /// Saves take effect, but the answer is lost.
     save_answer_lost: bool,
     /// Before each save, another writer moves the entity on.
@@ -103,6 +105,14 @@ impl Store for FaultyStore {
         };
         if faults.save_fails_for.contains(&id) {
             return Err(failure("UpdateItem"));
+        }
+        if faults.save_rejected_for.contains(&id) {
+            return Err(StoreError::Rejected {
+                operation: "UpdateItem",
+                message:
+                    "ValidationException: Item size to update has exceeded the maximum allowed size"
+                        .into(),
+            });
         }
         if faults.save_always_raced {
             // Another invocation writes the entity one step further first.
@@ -876,4 +886,74 @@ async fn a_park_cleared_by_a_later_creation_is_not_acknowledged_when_the_write_f
             .parked
             .is_empty()
     );
+}
+
+/// A write the table refuses for good (DynamoDB's ValidationException) is
+/// its own outcome, not a storage error: failed with a reason that says
+/// retrying will not help; the rest of its stream waits, other streams go on.
+#[tokio::test]
+async fn a_write_the_table_refuses_for_good_is_rejected_not_a_storage_error() {
+    let store = FaultyStore::with(Faults::default());
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let created = batch(vec![
+        message(
+            "big-1",
+            "order-big",
+            &order_body("OrderCreated", "order-big", 1),
+        ),
+        message(
+            "ok-1",
+            "order-ok",
+            &order_body("OrderCreated", "order-ok", 1),
+        ),
+    ]);
+    runner.run(&created, no_deadline()).await.expect("run");
+    store.set(Faults {
+        save_rejected_for: vec!["order-big".into()],
+        ..Default::default()
+    });
+    let report = runner
+        .run(
+            &batch(vec![
+                message(
+                    "big-2",
+                    "order-big",
+                    &order_body("OrderUpdated", "order-big", 2),
+                ),
+                message(
+                    "big-3",
+                    "order-big",
+                    &order_body("OrderUpdated", "order-big", 3),
+                ),
+                message(
+                    "ok-2",
+                    "order-ok",
+                    &order_body("OrderUpdated", "order-ok", 2),
+                ),
+            ]),
+            no_deadline(),
+        )
+        .await
+        .expect("run");
+    assert_eq!(
+        outcomes(&report),
+        [
+            ("big-2", Outcome::Rejected),
+            ("big-3", Outcome::Skipped),
+            ("ok-2", Outcome::Applied)
+        ]
+    );
+    let reason = report.messages[0].reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains("refused by the table")
+            && reason.contains("ValidationException")
+            && reason.contains("will not help"),
+        "{reason}"
+    );
+    assert_eq!(report.count(Outcome::StorageError), 0);
+    assert_eq!(
+        sequence_of(&*store, EntityKey::Order("order-big".into())).await,
+        Some(1)
+    );
+    assert!(sequence_guard::metrics::emitted().contains(&"Rejected"));
 }

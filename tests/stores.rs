@@ -246,6 +246,138 @@ mod suite {
         assert_eq!(store.on_hand("SKU-X").await.expect("read"), Some(104));
     }
 
+    /// `onHand` stays a 64-bit integer on both stores: an adjustment that
+    /// would take it outside is refused whole (no record, no change), with
+    /// the value it found; DynamoDB's ADD alone would store a number no
+    /// reader can take, the memory store used to clamp it.
+    pub async fn stock_never_leaves_the_64_bit_range<S: Store>(store: S) {
+        let adjust = async |adjustments: &[StockAdjustment]| {
+            store.adjust_stock(adjustments).await.expect("adjust")
+        };
+        assert_eq!(
+            adjust(&[adjustment("m1", "SKU-MAX", i64::MAX - 10)]).await,
+            Adjusted::Applied
+        );
+        assert_eq!(
+            adjust(&[
+                adjustment("m2", "SKU-MAX", 6),
+                adjustment("m3", "SKU-MAX", 6)
+            ])
+            .await,
+            Adjusted::OutOfRange {
+                sku: "SKU-MAX".into(),
+                on_hand: Some(i64::MAX - 10)
+            }
+        );
+        assert_eq!(
+            store.on_hand("SKU-MAX").await.expect("read"),
+            Some(i64::MAX - 10)
+        );
+        let loaded = store
+            .load(&[], &[dedup("m2"), dedup("m3")])
+            .await
+            .expect("load");
+        assert!(loaded.handled.is_empty(), "no record of a refused step");
+        assert_eq!(
+            adjust(&[adjustment("m2", "SKU-MAX", 10)]).await,
+            Adjusted::Applied
+        );
+        assert_eq!(
+            store.on_hand("SKU-MAX").await.expect("read"),
+            Some(i64::MAX)
+        );
+
+        assert_eq!(
+            adjust(&[adjustment("n1", "SKU-MIN", i64::MIN)]).await,
+            Adjusted::Applied
+        );
+        assert_eq!(
+            adjust(&[adjustment("n2", "SKU-MIN", -1)]).await,
+            Adjusted::OutOfRange {
+                sku: "SKU-MIN".into(),
+                on_hand: Some(i64::MIN)
+            }
+        );
+        assert_eq!(
+            store.on_hand("SKU-MIN").await.expect("read"),
+            Some(i64::MIN)
+        );
+        // Out of range from nothing; an in-range sum of out-of-range steps is taken.
+        assert_eq!(
+            adjust(&[
+                adjustment("z1", "SKU-NEW", i64::MAX),
+                adjustment("z2", "SKU-NEW", 1)
+            ])
+            .await,
+            Adjusted::OutOfRange {
+                sku: "SKU-NEW".into(),
+                on_hand: None
+            }
+        );
+        assert_eq!(store.on_hand("SKU-NEW").await.expect("read"), None);
+        assert_eq!(
+            adjust(&[
+                adjustment("z1", "SKU-NEW", i64::MAX),
+                adjustment("z3", "SKU-NEW", -5)
+            ])
+            .await,
+            Adjusted::Applied
+        );
+        assert_eq!(
+            store.on_hand("SKU-NEW").await.expect("read"),
+            Some(i64::MAX - 5)
+        );
+    }
+
+    /// Through the runner: adjustments summing past `i64::MAX` in one
+    /// stream: those before the one that crosses are applied, that one is
+    /// rejected for good (reported failed with a reason), the rest wait, and
+    /// the sku stays readable. (Within one step the stores add the sum, so
+    /// a stream that only passes through the edge, ending inside, is taken.)
+    pub async fn an_adjustment_past_the_64_bit_range_is_rejected<S: Store>(store: S) {
+        let runner = Runner::new(store, RunnerConfig::default());
+        let messages = vec![
+            message(
+                "r1",
+                "SKU-R",
+                &inventory_adjusted("r1", "SKU-R", i64::MAX - 5),
+            ),
+            message("r2", "SKU-R", &inventory_adjusted("r2", "SKU-R", 3)),
+            message("r3", "SKU-R", &inventory_adjusted("r3", "SKU-R", 3)),
+            message("r4", "SKU-R", &inventory_adjusted("r4", "SKU-R", 1)),
+        ];
+        let report = runner
+            .run(&batch(messages), invocation())
+            .await
+            .expect("run");
+        assert_eq!(outcomes(&report), [Applied, Applied, Rejected, Skipped]);
+        let reason = report.messages[2].reason.as_deref().unwrap_or_default();
+        assert!(
+            reason.contains("SKU-R")
+                && reason.contains("64-bit")
+                && reason.contains("will not help"),
+            "{reason}"
+        );
+        assert_eq!(failed_ids(&report), ["r3", "r4"]);
+        let store = runner.store();
+        assert_eq!(
+            store.on_hand("SKU-R").await.expect("read"),
+            Some(i64::MAX - 2)
+        );
+        // The stream goes on past the refused event once it is gone.
+        let later = vec![message(
+            "r4",
+            "SKU-R",
+            &inventory_adjusted("r4", "SKU-R", 1),
+        )];
+        let report = runner.run(&batch(later), invocation()).await.expect("run");
+        assert_eq!(outcomes(&report), [Applied]);
+        assert_eq!(
+            store.on_hand("SKU-R").await.expect("read"),
+            Some(i64::MAX - 1)
+        );
+    }
+
     /// The sample events, replayed in order, tell the story the README tells.
     pub async fn the_sample_events_tell_their_story<S: Store>(store: S) {
         let runner = Runner::new(store, RunnerConfig::default());
@@ -495,6 +627,14 @@ macro_rules! store_suite {
                 suite::stock_adjustments_apply_together_or_not_at_all($store).await
             }
             #[tokio::test]
+            async fn stock_never_leaves_the_64_bit_range() {
+                suite::stock_never_leaves_the_64_bit_range($store).await
+            }
+            #[tokio::test]
+            async fn an_adjustment_past_the_64_bit_range_is_rejected() {
+                suite::an_adjustment_past_the_64_bit_range_is_rejected($store).await
+            }
+            #[tokio::test]
             async fn the_sample_events_tell_their_story() {
                 suite::the_sample_events_tell_their_story($store).await
             }
@@ -686,4 +826,49 @@ async fn dynamodb_items_have_the_contract_layout() {
         .await
         .expect("GetItem");
     assert!(gone.item.is_none(), "out of the index once drained");
+}
+
+/// DynamoDB's ValidationException (here: an item over 400 KB, as unbounded
+/// strings once made) is a refusal for good, told apart from a storage error,
+/// for the single conditional write and for a transaction.
+#[tokio::test]
+async fn dynamodb_refusals_for_good_are_told_apart_from_storage_errors() {
+    use sequence_guard::store::{Commit, Expected, ParkedEvent, StoreError};
+
+    let store = fresh_table().await;
+    let mut huge = order("huge", 1);
+    if let Entity::Order(order) = &mut huge {
+        order.customer_name = "x".repeat(410 * 1024);
+    }
+    match store.save(&huge, None).await {
+        Err(StoreError::Rejected { operation, message }) => {
+            assert_eq!(operation, "UpdateItem");
+            assert!(message.contains("ValidationException"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let parked = |sequence: u64| ParkedEvent {
+        sequence,
+        event_id: format!("e{sequence}"),
+        event_type: "OrderUpdated".into(),
+        body: "y".repeat(420 * 1024),
+        message_id: format!("m{sequence}"),
+        parked_at: now(),
+    };
+    let commit = Commit {
+        key: EntityKey::Order("huge".into()),
+        expected: Expected {
+            sequence: None,
+            parked: Default::default(),
+        },
+        entity: None,
+        park: vec![parked(3)],
+        drain: vec![],
+        conflicts: vec![],
+        now: now(),
+    };
+    match store.commit(&commit).await {
+        Err(StoreError::Rejected { operation, .. }) => assert_eq!(operation, "TransactWriteItems"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
 }

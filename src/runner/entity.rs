@@ -21,8 +21,8 @@ use super::{Outcome, RunnerConfig, Verdict, skipped_one};
 use crate::domain::{self, Decision, Entity, EntityKey, Event};
 use crate::envelope::{Record, parse_body};
 use crate::store::{
-    Commit, ConflictRecord, Expected, MAX_COMMIT_ITEMS, MAX_STORED_BODY, ParkedEvent, Parking,
-    Stored,
+    Commit, ConflictRecord, Expected, MAX_COMMIT_BYTES, MAX_COMMIT_ITEMS, MAX_PARKED_READ,
+    MAX_STORED_BODY, ParkedEvent, Parking, Stored,
 };
 
 /// A planned step.
@@ -123,8 +123,25 @@ impl Planner<'_> {
         2 + self.new_parks.len() + self.drained.len() + self.cleared.len() + self.conflicts.len()
     }
 
+    /// Bytes of the bodies the step parks, drains and records.
+    fn bytes(&self) -> usize {
+        let parked: usize = self
+            .new_parks
+            .values()
+            .map(|(_, event)| event.body.len())
+            .sum();
+        let drained: usize = self.drained.iter().map(|event| event.body.len()).sum();
+        let conflicts: usize = self
+            .conflicts
+            .iter()
+            .map(|conflict| conflict.body.len())
+            .sum();
+        parked + drained + conflicts
+    }
+
+    /// Whether the step has no room for another item or body.
     fn full(&self) -> bool {
-        self.items() >= MAX_COMMIT_ITEMS
+        self.items() >= MAX_COMMIT_ITEMS || self.bytes() >= MAX_COMMIT_BYTES
     }
 
     fn run(&mut self) -> Planning<()> {
@@ -397,7 +414,7 @@ impl Planner<'_> {
                         .take_while(|sequence| {
                             self.parked.contains(sequence) && !self.fetched.contains_key(sequence)
                         })
-                        .take(room)
+                        .take(room.min(MAX_PARKED_READ))
                         .collect();
                     return Err(wanted);
                 }

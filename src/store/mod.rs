@@ -239,6 +239,16 @@ pub const MAX_COMMIT_ITEMS: usize = 100;
 /// DynamoDB item holds at most 400 KB, key and other attributes included.
 pub const MAX_STORED_BODY: usize = 350 * 1024;
 
+/// The bodies one step of a run parks, drains or records, in bytes: a step
+/// that reaches it is committed before the next body is taken, so a step
+/// holds at most this plus one [`MAX_STORED_BODY`] (a DynamoDB transaction
+/// holds 4 MB; a drain's bodies are held in memory until written).
+pub const MAX_COMMIT_BYTES: usize = 2 * 1024 * 1024;
+
+/// The most parked events one read asks for: at most 16 x
+/// [`MAX_STORED_BODY`] (5.6 MB) in memory per stream at a time.
+pub const MAX_PARKED_READ: usize = 16;
+
 /// The table, as the batch runner sees it.
 pub trait Store: Send + Sync {
     /// Loads the entities and looks up the deduplication records, with
