@@ -56,6 +56,7 @@ pub async fn dispatch<S: Store>(
             "parkedEntities": report.entities,
             "oldestParkedAgeSeconds": report.oldest_parked_age_seconds,
             "drained": report.drained.iter().map(|parking| parking.drained.len()).sum::<usize>(),
+            "complete": report.complete,
         }));
     }
     let keys: Vec<&str> = payload

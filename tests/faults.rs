@@ -130,7 +130,12 @@ async fn assert_in_order_state(store: &DynamoStore, products: usize, events: u64
         );
     }
     assert!(
-        store.parked_entities().await.expect("index").is_empty(),
+        store
+            .parked_entities(None, 1)
+            .await
+            .expect("index")
+            .entities
+            .is_empty(),
         "the index of parked entities is empty"
     );
 }

@@ -673,6 +673,101 @@ mod suite {
         assert!(inspect(store, "d").await.parked.is_empty());
     }
 
+    /// The sweep pages through the whole index: a drain cut short behind
+    /// more than LOGGED entities that have waited longer (streams whose
+    /// missing event was lost) is still finished, while only the LOGGED
+    /// longest waiting are reported one by one. A sweep out of time stops
+    /// without an error and says so.
+    pub async fn the_sweep_drains_behind_a_hundred_older_parked_entities<S: Store>(store: S) {
+        use sequence_guard::store::{Commit, Committed, Expected};
+        use sequence_guard::sweep::{LOGGED, PAGE};
+
+        let runner = Runner::new(store, RunnerConfig::default());
+        let store = runner.store();
+        let first = now();
+        let older = PAGE + 20;
+        let orders: Vec<String> = (0..older).map(|n| format!("old-{n:03}")).collect();
+        for chunk in orders.chunks(10) {
+            run(
+                &runner,
+                chunk.iter().map(|order| event(order, 1, 1)).collect(),
+            )
+            .await;
+            let gaps = batch(chunk.iter().map(|order| event(order, 3, 3)).collect());
+            runner.run(&gaps, at(first)).await.expect("run");
+        }
+        // "cut" parks 3 and 4 later, then 2 is applied by a write that did
+        // not drain (as a run cut short by the deadline leaves it).
+        run(&runner, vec![event("cut", 1, 1)]).await;
+        let gaps = batch(vec![event("cut", 3, 3), event("cut", 4, 3)]);
+        runner.run(&gaps, at(first + 60)).await.expect("run");
+        let mut two = entity(store, EntityKey::Order("cut".into()))
+            .await
+            .expect("created");
+        if let Entity::Order(order) = &mut two {
+            order.sequence = 2;
+            order.last_event_id = "cut-2".into();
+        }
+        let commit = Commit {
+            key: EntityKey::Order("cut".into()),
+            expected: Expected {
+                sequence: Some(1),
+                parked: [3, 4].into(),
+            },
+            entity: Some(two),
+            park: vec![],
+            drain: vec![],
+            conflicts: vec![],
+            now: first + 60,
+        };
+        assert_eq!(
+            store.commit(&commit).await.expect("commit"),
+            Committed::Written
+        );
+
+        // Out of time: nothing read, no error, and said.
+        let late = Invocation {
+            deadline: Some(std::time::Instant::now()),
+            now: first + 100,
+        };
+        let report = sequence_guard::sweep::sweep(&runner, late)
+            .await
+            .expect("sweep");
+        assert!(!report.complete);
+        assert_eq!(sequence(store, "cut").await, Some(2));
+
+        let report = sequence_guard::sweep::sweep(&runner, at(first + 100))
+            .await
+            .expect("sweep");
+        let drained: Vec<u64> = report
+            .drained
+            .iter()
+            .flat_map(|parking| parking.drained.iter().map(|parked| parked.sequence))
+            .collect();
+        assert_eq!(
+            drained,
+            [3, 4],
+            "the drain behind the older entities is finished"
+        );
+        assert_eq!(sequence(store, "cut").await, Some(4));
+        assert!(report.complete);
+        assert_eq!(report.entities, older, "every waiting entity counted");
+        assert_eq!(report.oldest_parked_age_seconds, Some(100));
+        assert_eq!(report.longest.len(), LOGGED, "only the longest reported");
+        assert!(
+            report
+                .longest
+                .iter()
+                .all(|stream| stream.parked_for_seconds == 100)
+        );
+        assert_eq!(report.longest[0].key, EntityKey::Order("old-000".into()));
+
+        let report = sequence_guard::sweep::look(store, first + 100)
+            .await
+            .expect("look");
+        assert_eq!((report.entities, report.drained.len()), (older, 0));
+    }
+
     /// One invocation parks 3 while another applies 2: whichever writes
     /// second loses its condition and decides again, so 3 is never stranded.
     pub async fn a_park_racing_the_missing_event_never_strands_it<S: Store + Clone>(store: S) {
@@ -757,6 +852,10 @@ macro_rules! parking_suite {
             #[tokio::test]
             async fn the_sweep_finishes_a_drain_cut_short() {
                 suite::the_sweep_finishes_a_drain_cut_short($store).await
+            }
+            #[tokio::test]
+            async fn the_sweep_drains_behind_a_hundred_older_parked_entities() {
+                suite::the_sweep_drains_behind_a_hundred_older_parked_entities($store).await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_park_racing_the_missing_event_never_strands_it() {

@@ -158,8 +158,10 @@ impl Store for FaultyStore {
 
     async fn parked_entities(
         &self,
-    ) -> Result<Vec<sequence_guard::store::ParkedEntity>, StoreError> {
-        self.inner.parked_entities().await
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<sequence_guard::store::ParkedPage, StoreError> {
+        self.inner.parked_entities(after, limit).await
     }
 
     async fn adjust_stock(&self, adjustments: &[StockAdjustment]) -> Result<Adjusted, StoreError> {

@@ -336,7 +336,7 @@ struct EntityPlan {
 
 /// Why a store call did not complete.
 #[derive(Debug, Clone)]
-enum CallError {
+pub(crate) enum CallError {
     /// Not attempted: the invocation's deadline is too near.
     Deadline,
     Store(StoreError),
@@ -927,7 +927,7 @@ impl<S: Store> Runner<S> {
 
     /// Runs a store call within the time left before the deadline; does not
     /// start it when there is none.
-    async fn timed<T>(
+    pub(crate) async fn timed<T>(
         &self,
         operation: &'static str,
         invocation: &Invocation,

@@ -5,7 +5,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::{
     Adjusted, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded, MAX_COMMIT_ITEMS,
-    ParkedEntity, ParkedEvent, Parking, Store, StoreError, Stored, adjusted_on_hand,
+    ParkedEntity, ParkedEvent, ParkedPage, Parking, Store, StoreError, Stored, adjusted_on_hand,
 };
 use crate::domain::{Entity, EntityKey, StockAdjustment};
 
@@ -55,6 +55,15 @@ impl Tables {
             entity: self.entities.get(key).cloned(),
             parking: self.parking(key),
         }
+    }
+}
+
+/// The sort key of an entity's entry in the index of parked entities, as
+/// the DynamoDB adapter writes it: pages follow the same order.
+fn index_key(key: &EntityKey) -> String {
+    match key {
+        EntityKey::Order(id) => format!("ORDER#{id}"),
+        EntityKey::Product(id) => format!("PRODUCT#{id}"),
     }
 }
 
@@ -224,19 +233,37 @@ impl Store for MemoryStore {
             .collect())
     }
 
-    async fn parked_entities(&self) -> Result<Vec<ParkedEntity>, StoreError> {
+    async fn parked_entities(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<ParkedPage, StoreError> {
         tokio::task::yield_now().await;
-        let mut parked: Vec<ParkedEntity> = self
+        // In the order of the index's sort key, as DynamoDB pages it.
+        let mut index: Vec<(String, ParkedEntity)> = self
             .tables()
             .parked_since
             .iter()
-            .map(|(key, since)| ParkedEntity {
-                key: key.clone(),
-                since: *since,
+            .map(|(key, since)| {
+                let entry = ParkedEntity {
+                    key: key.clone(),
+                    since: *since,
+                };
+                (index_key(key), entry)
             })
+            .filter(|(sort_key, _)| after.is_none_or(|after| sort_key.as_str() > after))
             .collect();
-        parked.sort_by(|a, b| (a.since, &a.key).cmp(&(b.since, &b.key)));
-        Ok(parked)
+        index.sort_by(|a, b| a.0.cmp(&b.0));
+        let more = index.len() > limit;
+        index.truncate(limit);
+        Ok(ParkedPage {
+            next: if more {
+                index.last().map(|(sort_key, _)| sort_key.clone())
+            } else {
+                None
+            },
+            entities: index.into_iter().map(|(_, entry)| entry).collect(),
+        })
     }
 
     async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {

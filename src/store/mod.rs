@@ -159,6 +159,15 @@ pub struct ParkedEntity {
     pub since: u64,
 }
 
+/// A page of the index of parked entities.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParkedPage {
+    pub entities: Vec<ParkedEntity>,
+    /// Where the next page starts (an opaque cursor of the store); `None`
+    /// when this page is the last.
+    pub next: Option<String>,
+}
+
 /// One aggregate's entity item, parked events and conflicts: what an operator
 /// looks at when a stream is stuck.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -302,9 +311,15 @@ pub trait Store: Send + Sync {
         sequences: &[u64],
     ) -> impl Future<Output = Result<Vec<ParkedEvent>, StoreError>> + Send;
 
-    /// Every entity with events parked on it, oldest first.
-    fn parked_entities(&self)
-    -> impl Future<Output = Result<Vec<ParkedEntity>, StoreError>> + Send;
+    /// One page of the index of entities with events parked on them, in
+    /// the store's key order: at most `limit` entries after the cursor
+    /// `after` (from the start when `None`). Read a page at a time, the index
+    /// is never held whole.
+    fn parked_entities(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> impl Future<Output = Result<ParkedPage, StoreError>> + Send;
 
     /// Everything the table holds on one entity, for operators and tests.
     fn inspect(
@@ -362,8 +377,10 @@ macro_rules! delegate_store {
 
             fn parked_entities(
                 &self,
-            ) -> impl Future<Output = Result<Vec<ParkedEntity>, StoreError>> + Send {
-                S::parked_entities(self)
+                after: Option<&str>,
+                limit: usize,
+            ) -> impl Future<Output = Result<ParkedPage, StoreError>> + Send {
+                S::parked_entities(self, after, limit)
             }
 
             fn inspect(
