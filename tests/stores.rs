@@ -12,7 +12,7 @@ use sequence_guard::store::{Adjusted, DedupKey, Loaded, Saved, Store};
 use support::*;
 
 // The real clock: DynamoDB Local deletes items whose TTL attribute
-// (`expiresAt` = now + 7 days) is in the past, as DynamoDB does.
+// (`expiresAt` = now + 35 days) is in the past, as DynamoDB does.
 fn now() -> u64 {
     sequence_guard::lambda::epoch_seconds()
 }
@@ -743,7 +743,7 @@ async fn dynamodb_items_have_the_contract_layout() {
     let record = item(format!("MESSAGE#{event_id}"), "HANDLER#StockOnHand").await;
     let handled_at = n(&record, "handledAt");
     assert!(handled_at >= before as i64 && handled_at <= now() as i64);
-    assert_eq!(n(&record, "expiresAt"), handled_at + 7 * 24 * 60 * 60);
+    assert_eq!(n(&record, "expiresAt"), handled_at + 35 * 24 * 60 * 60);
 
     // Parked: events 5 and 6 of order-100, listed on its item, and the item in
     // the index of parked entities.
