@@ -1,5 +1,7 @@
 //! The `replay` binary, as the README's first command runs it.
 
+mod support;
+
 use std::process::Command;
 
 fn replay(args: &[&str]) -> (i32, String, String) {
@@ -64,12 +66,17 @@ fn replaying_every_sample_on_the_embedded_table_tells_the_story() {
         stdout.contains("  conflict order order-100: seq 6 event "),
         "{stdout}"
     );
-    // Each file ends with its batch response, as the function returns it.
+    // Each SQS file ends with its batch response, as the function returns it;
+    // the scheduled event is a sweep, which finds nothing parked at the end.
     assert_eq!(
         stdout
             .matches("  response: {\"batchItemFailures\":")
             .count(),
-        files.len()
+        files.len() - 1
+    );
+    assert!(
+        stdout.contains("== events/12-scheduled-sweep.json (scheduled sweep of parked events)\n  0 entities with events parked; drained 0; oldest waiting -"),
+        "{stdout}"
     );
 }
 
@@ -78,28 +85,88 @@ fn bad_arguments_and_files_are_named_with_exit_code_2() {
     let (code, _, stderr) = replay(&[]);
     assert_eq!(code, 2);
     assert!(
-        stderr.contains("no event files given") && stderr.contains("usage"),
+        stderr.contains("<FILE>") && stderr.contains("Usage"),
         "{stderr}"
     );
 
-    let (code, _, stderr) = replay(&["--table", "t", "events/01-order-created-and-updated.json"]);
+    let (code, _, stderr) = replay(&[
+        "--endpoint-url",
+        "http://localhost:8000",
+        "events/01-order-created-and-updated.json",
+    ]);
     assert_eq!(code, 2);
-    assert!(
-        stderr.contains("--endpoint-url and --table go together"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("--table"), "{stderr}");
 
     let (code, _, stderr) = replay(&["--frobnicate"]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("unknown option --frobnicate"), "{stderr}");
+    assert!(
+        stderr.contains("unexpected argument '--frobnicate'"),
+        "{stderr}"
+    );
 
     let (code, _, stderr) = replay(&["events/no-such-file.json"]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("events/no-such-file.json"), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        "replay: events/no-such-file.json: no such file"
+    );
+
+    let (code, _, stderr) = replay(&["events"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr.trim(),
+        "replay: events: is a directory, not an event file"
+    );
 
     let (code, _, stderr) = replay(&["Cargo.toml"]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("Cargo.toml: not an SQS event"), "{stderr}");
+    assert!(
+        stderr.starts_with("replay: Cargo.toml: not JSON"),
+        "{stderr}"
+    );
+
+    let (code, _, stderr) = replay(&["template.yaml"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("template.yaml: not JSON"), "{stderr}");
+}
+
+/// `--help` is for reading: on stdout, exit 0, every option and an example.
+#[test]
+fn help_is_on_stdout_with_every_option_and_examples() {
+    let (code, stdout, stderr) = replay(&["--help"]);
+    assert_eq!(code, 0, "{stderr}");
+    for option in [
+        "--table",
+        "--endpoint-url",
+        "--create-table",
+        "Examples:",
+        "replay events/*.json",
+        "Exit status",
+    ] {
+        assert!(stdout.contains(option), "{option} missing:\n{stdout}");
+    }
+    let (code, stdout, _) = replay(&["--version"]);
+    assert_eq!(
+        (code, stdout.trim()),
+        (0, concat!("replay ", env!("CARGO_PKG_VERSION")))
+    );
+}
+
+/// A reader that goes away (`replay ... | head`) ends the tool quietly.
+#[test]
+fn a_closed_pipe_ends_replay_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_replay"))
+        .arg("events/01-order-created-and-updated.json")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn replay");
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
 }
 
 /// `replay` reads the function's variables, with the same checks.
@@ -136,4 +203,69 @@ fn replay_reads_and_checks_the_functions_variables() {
         assert_eq!(code, 2, "{name}={value}: {stdout}");
         assert!(stderr.contains(name) && stderr.contains(value), "{stderr}");
     }
+}
+
+/// AWS trouble is one line that says what to do, and a non-zero exit.
+#[tokio::test]
+async fn table_trouble_is_one_line_with_what_to_do() {
+    let sample = "events/01-order-created-and-updated.json";
+    let one_line = |stderr: &str| {
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(
+            !stderr.contains("ServiceError") && stderr.len() < 400,
+            "{stderr}"
+        );
+    };
+    // Nothing listens there.
+    let closed = format!("http://127.0.0.1:{}", support::free_port());
+    let (code, _, stderr) = replay(&["--endpoint-url", &closed, "--table", "t-1", sample]);
+    assert_eq!(code, 1, "{stderr}");
+    one_line(&stderr);
+    assert!(
+        stderr.contains("cannot reach DynamoDB") && stderr.contains("dynamodb-local.sh"),
+        "{stderr}"
+    );
+
+    // No such table, then created twice (the second run finds it).
+    let endpoint = support::dynamodb_local().endpoint.clone();
+    let table = format!("replay-{}", support::free_port());
+    let (code, _, stderr) = replay(&["--endpoint-url", &endpoint, "--table", &table, sample]);
+    assert_eq!(code, 1, "{stderr}");
+    one_line(&stderr);
+    assert!(
+        stderr.contains(&format!("table `{table}` does not exist"))
+            && stderr.contains("--create-table"),
+        "{stderr}"
+    );
+    for outcome in ["applied", "duplicate"] {
+        let (code, stdout, stderr) = replay(&[
+            "--endpoint-url",
+            &endpoint,
+            "--table",
+            &table,
+            "--create-table",
+            sample,
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(stdout.matches(outcome).count(), 3, "{stdout}");
+    }
+
+    // No credentials anywhere (and no instance metadata to ask).
+    let home = std::env::temp_dir().join(format!("replay-home-{}", support::free_port()));
+    let output = Command::new(env!("CARGO_BIN_EXE_replay"))
+        .args(["--table", "t-1", sample])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_clear()
+        .env("HOME", &home)
+        .env("AWS_REGION", "eu-west-1")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .expect("run replay");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    one_line(&stderr);
+    assert!(
+        stderr.contains("no AWS credentials") && stderr.contains("AWS_PROFILE"),
+        "{stderr}"
+    );
 }

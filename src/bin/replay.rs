@@ -1,235 +1,413 @@
-//! Runs sample SQS events through the projector's runner, locally.
+//! Runs sample events through the projector's runner, locally.
 //!
-//! ```text
-//! replay [--endpoint-url URL --table NAME [--create-table]] FILE...
-//! ```
-//!
-//! Each FILE is an SQS event as Lambda delivers it, run as one invocation.
-//! By default on an embedded in-memory table, carried from file to file; with
-//! `--endpoint-url` and `--table`, on DynamoDB. Prints each message's
-//! outcome, the events parked and drained, and the batch response; on the
-//! embedded table, what it holds at the end.
+//! Each FILE is an SQS event as Lambda delivers it (one invocation), or a
+//! scheduled event as EventBridge sends it (a sweep of parked events). By
+//! default on an embedded in-memory table, carried from file to file; with
+//! `--table`, on DynamoDB (`--endpoint-url` for DynamoDB Local). Prints each
+//! message's outcome, the events parked and drained, and the batch
+//! response; on the embedded table, what it holds at the end. Reads the
+//! function's variables (`GAP_POLICY`, `PARK_AFTER_RECEIVES`, ...).
 
+use std::io::{self, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use aws_lambda_events::event::sqs::SqsEvent;
+use clap::Parser;
 use sequence_guard::domain::{Entity, EntityKey, OrderStatus};
 use sequence_guard::lambda::epoch_seconds;
-use sequence_guard::runner::{Invocation, Runner};
+use sequence_guard::runner::{BatchReport, Invocation, Outcome, Runner};
 use sequence_guard::store::Store;
-use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
+use sequence_guard::store::dynamodb::{DynamoStore, check_table, connect, ensure_table};
 use sequence_guard::store::memory::MemoryStore;
+use sequence_guard::sweep::{SweepReport, sweep};
+use serde_json::Value;
 
-const USAGE: &str = "usage: replay [--endpoint-url URL --table NAME [--create-table]] FILE...";
+const EXAMPLES: &str = "\
+Examples:
+  replay events/*.json
+      the whole story, on an embedded table (no AWS, no Docker)
+  GAP_POLICY=retry replay events/06-two-streams-one-failing.json events/10-gap-parked.json
+      the same gaps, retried instead of parked
+  replay --endpoint-url http://localhost:8000 --table sequence-guard --create-table events/*.json
+      on DynamoDB Local (scripts/dynamodb-local.sh run 8000)
+  replay --table my-table events/01-order-created-and-updated.json
+      on AWS, with the credentials and region of the environment (AWS_PROFILE, AWS_REGION)
 
-#[derive(Debug, Default)]
+Exit status: 0 when every file ran (messages may still fail: that is the story);
+1 when the table cannot be used or a message hit a storage error; 2 for bad
+arguments, files or variables.";
+
+/// Runs sample SQS events (and scheduled sweeps) through the projector's
+/// runner, locally, and prints what became of each message.
+#[derive(Debug, Parser)]
+#[command(name = "replay", version, after_help = EXAMPLES)]
 struct Args {
-    endpoint_url: Option<String>,
+    /// SQS events as Lambda delivers them (`{"Records": [...]}`), each run
+    /// as one invocation, or scheduled events (`"source": "aws.events"`),
+    /// each run as a sweep of parked events.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Run on this DynamoDB table instead of the embedded one (credentials
+    /// and region from the environment).
+    #[arg(long, value_name = "NAME")]
     table: Option<String>,
+    /// The DynamoDB endpoint, e.g. http://localhost:8000 for DynamoDB Local
+    /// (takes any credentials).
+    #[arg(long, value_name = "URL", requires = "table")]
+    endpoint_url: Option<String>,
+    /// Create the table first if it does not exist (safe to repeat).
+    #[arg(long, requires = "table")]
     create_table: bool,
-    files: Vec<String>,
 }
 
-fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
-    let mut parsed = Args::default();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--endpoint-url" => {
-                parsed.endpoint_url = Some(args.next().ok_or("--endpoint-url needs a URL")?)
-            }
-            "--table" => parsed.table = Some(args.next().ok_or("--table needs a name")?),
-            "--create-table" => parsed.create_table = true,
-            "-h" | "--help" => return Err(USAGE.to_owned()),
-            flag if flag.starts_with("--") => {
-                return Err(format!("unknown option {flag}\n{USAGE}"));
-            }
-            _ => parsed.files.push(arg),
-        }
-    }
-    if parsed.files.is_empty() {
-        return Err(format!("no event files given\n{USAGE}"));
-    }
-    if parsed.endpoint_url.is_some() != parsed.table.is_some() {
-        return Err(format!("--endpoint-url and --table go together\n{USAGE}"));
-    }
-    if parsed.create_table && parsed.table.is_none() {
-        return Err(format!(
-            "--create-table needs --endpoint-url and --table\n{USAGE}"
-        ));
-    }
-    Ok(parsed)
+/// One file, read.
+enum Input {
+    Batch(SqsEvent),
+    Schedule,
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = match parse_args(std::env::args().skip(1)) {
-        Ok(args) => args,
-        Err(message) => {
-            eprintln!("{message}");
-            return ExitCode::from(2);
-        }
-    };
+    let args = Args::parse();
     // The same variables as the function (GAP_POLICY, PARK_AFTER_RECEIVES, ...).
     let config = match sequence_guard::config::runner_from_env() {
         Ok(config) => config,
         Err(err) => {
-            eprintln!("{err}");
+            eprintln!("replay: {err}");
             return ExitCode::from(2);
         }
     };
-    let mut events = Vec::new();
+    let mut inputs = Vec::new();
     for file in &args.files {
-        let read = std::fs::read_to_string(file)
-            .map_err(|err| err.to_string())
-            .and_then(|text| {
-                serde_json::from_str::<SqsEvent>(&text).map_err(|err| err.to_string())
-            });
-        match read {
-            Ok(event) => events.push((file.as_str(), event)),
+        match read(file) {
+            Ok(input) => inputs.push((file.display().to_string(), input)),
             Err(err) => {
-                eprintln!("{file}: not an SQS event: {err}");
+                eprintln!("replay: {}: {err}", file.display());
                 return ExitCode::from(2);
             }
         }
     }
-
-    match (&args.endpoint_url, &args.table) {
-        (Some(url), Some(table)) => {
-            let client = connect(Some(url)).await;
-            if args.create_table
-                && let Err(err) = create_table(&client, table).await
-            {
-                eprintln!("cannot create table {table}: {err}");
+    let mut out = io::stdout().lock();
+    let done = match &args.table {
+        Some(table) => {
+            let client = connect(args.endpoint_url.as_deref()).await;
+            let ready = if args.create_table {
+                ensure_table(&client, table).await.map(|_| ())
+            } else {
+                check_table(&client, table).await
+            };
+            if let Err(err) = ready {
+                eprintln!("replay: {err}");
                 return ExitCode::FAILURE;
             }
             let runner = Runner::new(DynamoStore::new(client, table.clone()), config);
-            replay(&runner, &events).await;
-            println!("\nDynamoDB requests: {}", runner.store().requests());
+            replay(&mut out, &runner, &inputs).await.and_then(|failed| {
+                writeln!(out, "\nDynamoDB requests: {}", runner.store().requests())?;
+                Ok(failed)
+            })
         }
-        _ => {
+        None => {
             let runner = Runner::new(MemoryStore::new(), config);
-            replay(&runner, &events).await;
-            print_state(runner.store());
+            replay(&mut out, &runner, &inputs).await.and_then(|failed| {
+                print_state(&mut out, runner.store())?;
+                Ok(failed)
+            })
+        }
+    };
+    match done {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(failed) => {
+            eprintln!(
+                "replay: {failed} {} not reach the table (storage errors, refusals): see the reasons above",
+                plural(failed, "message did", "messages did")
+            );
+            ExitCode::FAILURE
+        }
+        // The reader went away (`| head`): end quietly.
+        Err(err) if err.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("replay: cannot write the output: {err}");
+            ExitCode::FAILURE
         }
     }
-    ExitCode::SUCCESS
 }
 
-async fn replay<S: Store>(runner: &Runner<S>, events: &[(&str, SqsEvent)]) {
-    for (file, event) in events {
-        println!("== {file} ({} messages)", event.records.len());
+/// Reads one file: what is wrong with it, said plainly.
+fn read(file: &std::path::Path) -> Result<Input, String> {
+    let text = std::fs::read_to_string(file).map_err(|err| match err.kind() {
+        io::ErrorKind::NotFound => "no such file".to_owned(),
+        io::ErrorKind::IsADirectory => "is a directory, not an event file".to_owned(),
+        io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        io::ErrorKind::InvalidData => "not UTF-8 text".to_owned(),
+        _ => format!("cannot read it: {err}"),
+    })?;
+    let value: Value = serde_json::from_str(&text).map_err(|err| format!("not JSON: {err}"))?;
+    if value.get("Records").is_some() {
+        return serde_json::from_value(value)
+            .map(Input::Batch)
+            .map_err(|err| format!("not an SQS event as Lambda delivers it: {err}"));
+    }
+    if value.get("source").and_then(Value::as_str) == Some("aws.events") {
+        return Ok(Input::Schedule);
+    }
+    Err(
+        "neither an SQS event (`{\"Records\": [...]}`) nor a scheduled event (`\"source\": \"aws.events\"`)"
+            .to_owned(),
+    )
+}
+
+/// Runs every input; answers how many messages hit storage errors.
+async fn replay<S: Store>(
+    out: &mut impl Write,
+    runner: &Runner<S>,
+    inputs: &[(String, Input)],
+) -> io::Result<usize> {
+    let mut storage_failures = 0;
+    for (file, input) in inputs {
         let invocation = Invocation {
             deadline: None,
             now: epoch_seconds(),
         };
-        match runner.run(event, invocation).await {
-            Ok(report) => {
-                for message in &report.messages {
-                    let sequence = message
-                        .sequence
-                        .map_or_else(|| "-".to_owned(), |sequence| sequence.to_string());
-                    let reason = message
-                        .reason
-                        .as_deref()
-                        .map(|reason| format!(" ({reason})"))
-                        .unwrap_or_default();
-                    println!(
-                        "  {:<38} {:<14} seq {:<4} {:<20} {}{}",
-                        message.message_id,
-                        message.stream,
-                        sequence,
-                        message.event_type.unwrap_or("?"),
-                        message.outcome.as_str(),
-                        reason
-                    );
+        match input {
+            Input::Batch(event) => {
+                let count = event.records.len();
+                writeln!(
+                    out,
+                    "== {file} ({count} {})",
+                    plural(count, "message", "messages")
+                )?;
+                match runner.run(event, invocation).await {
+                    Ok(report) => {
+                        storage_failures +=
+                            report.count(Outcome::StorageError) + report.count(Outcome::Rejected);
+                        print_batch(out, event, &report, invocation.now)?;
+                    }
+                    Err(err) => writeln!(out, "  invocation failed: {err}")?,
                 }
-                for parking in &report.parking {
-                    if !parking.parked.is_empty() {
-                        println!(
-                            "  parked  {} seq {} (waiting for {}; {} parked on it)",
-                            parking.stream,
-                            list(&parking.parked),
-                            parking
-                                .waiting_for
-                                .map_or_else(|| "-".to_owned(), |next| next.to_string()),
-                            parking.parked_now
-                        );
-                    }
-                    if !parking.cleared.is_empty() {
-                        println!(
-                            "  cleared {} seq {} (behind the entity; conflicts recorded: {})",
-                            parking.stream,
-                            list(&parking.cleared),
-                            if parking.conflicts.is_empty() {
-                                "none".to_owned()
-                            } else {
-                                list(&parking.conflicts)
-                            }
-                        );
-                    }
-                    for drained in &parking.drained {
-                        println!(
-                            "  drained {} seq {} {} (message {}, parked {} s before)",
-                            parking.stream,
-                            drained.sequence,
-                            drained.event_type,
-                            drained.message_id,
-                            invocation.now.saturating_sub(drained.parked_at)
-                        );
-                    }
-                }
-                let response =
-                    serde_json::to_string(&report.response()).unwrap_or_else(|err| err.to_string());
-                println!("  response: {response}");
             }
-            Err(err) => println!("  invocation failed: {err}"),
+            Input::Schedule => {
+                writeln!(out, "== {file} (scheduled sweep of parked events)")?;
+                match sweep(runner, invocation).await {
+                    Ok(report) => print_sweep(out, &report)?,
+                    Err(err) => {
+                        storage_failures += 1;
+                        writeln!(out, "  sweep failed: {err}")?;
+                    }
+                }
+            }
         }
     }
+    Ok(storage_failures)
 }
 
-fn print_state(store: &MemoryStore) {
-    println!("\nEmbedded table:");
-    for entity in store.entities() {
+fn print_batch(
+    out: &mut impl Write,
+    event: &SqsEvent,
+    report: &BatchReport,
+    now: u64,
+) -> io::Result<()> {
+    // Columns as wide as their longest cell (a long message id, say).
+    let rows: Vec<[String; 5]> = report
+        .messages
+        .iter()
+        .zip(&event.records)
+        .map(|(message, record)| {
+            // An invalid body may still name its type and sequence.
+            let raw: Option<Value> = record
+                .body
+                .as_deref()
+                .and_then(|body| serde_json::from_str(body).ok());
+            let field = |name: &str| raw.as_ref().and_then(|raw| raw.get(name)).cloned();
+            let event_type = message.event_type.map(str::to_owned).or_else(|| {
+                field("type")
+                    .and_then(|value| value.as_str().map(|text| text.chars().take(40).collect()))
+            });
+            let sequence = message
+                .sequence
+                .or_else(|| field("sequence").and_then(|value| value.as_u64()));
+            let reason = message
+                .reason
+                .as_deref()
+                .map(|reason| format!(" ({reason})"))
+                .unwrap_or_default();
+            [
+                message.message_id.clone(),
+                message.stream.clone(),
+                sequence.map_or_else(|| "seq -".to_owned(), |sequence| format!("seq {sequence}")),
+                event_type.unwrap_or_else(|| "?".to_owned()),
+                format!("{}{reason}", message.outcome.as_str()),
+            ]
+        })
+        .collect();
+    let width = |column: usize| {
+        rows.iter()
+            .map(|row| row[column].chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let widths = [width(0), width(1), width(2), width(3)];
+    for row in &rows {
+        writeln!(
+            out,
+            "  {:<w0$}  {:<w1$}  {:<w2$}  {:<w3$}  {}",
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+        )?;
+    }
+    for parking in &report.parking {
+        if !parking.parked.is_empty() {
+            writeln!(
+                out,
+                "  parked  {} seq {} (waiting for {}; {} parked on it)",
+                parking.stream,
+                list(&parking.parked),
+                parking
+                    .waiting_for
+                    .map_or_else(|| "-".to_owned(), |next| next.to_string()),
+                parking.parked_now
+            )?;
+        }
+        if !parking.cleared.is_empty() {
+            writeln!(
+                out,
+                "  cleared {} seq {} (behind the entity; conflicts recorded: {})",
+                parking.stream,
+                list(&parking.cleared),
+                if parking.conflicts.is_empty() {
+                    "none".to_owned()
+                } else {
+                    list(&parking.conflicts)
+                }
+            )?;
+        }
+        for drained in &parking.drained {
+            writeln!(
+                out,
+                "  drained {} seq {} {} (event {}, message {}, parked {} s before)",
+                parking.stream,
+                drained.sequence,
+                drained.event_type,
+                drained.event_id,
+                drained.message_id,
+                now.saturating_sub(drained.parked_at)
+            )?;
+        }
+    }
+    let response = serde_json::to_string(&report.response()).unwrap_or_else(|err| err.to_string());
+    writeln!(out, "  response: {response}")
+}
+
+fn print_sweep(out: &mut impl Write, report: &SweepReport) -> io::Result<()> {
+    let drained: usize = report
+        .drained
+        .iter()
+        .map(|parking| parking.drained.len())
+        .sum();
+    for parking in &report.drained {
+        for event in &parking.drained {
+            writeln!(
+                out,
+                "  drained {} seq {} {} (event {}, message {})",
+                parking.stream, event.sequence, event.event_type, event.event_id, event.message_id
+            )?;
+        }
+    }
+    for stream in &report.longest {
+        let (kind, id) = describe(&stream.key);
+        writeln!(
+            out,
+            "  waiting {kind} {id}: for seq {}, {} parked, for {} s",
+            stream.waiting_for, stream.parked, stream.parked_for_seconds
+        )?;
+    }
+    writeln!(
+        out,
+        "  {} with events parked; drained {drained}; oldest waiting {}",
+        count(report.entities, "entity", "entities"),
+        report
+            .oldest_parked_age_seconds
+            .map_or_else(|| "-".to_owned(), |age| format!("{age} s"))
+    )
+}
+
+fn print_state(out: &mut impl Write, store: &MemoryStore) -> io::Result<()> {
+    writeln!(out, "\nEmbedded table:")?;
+    let entities = store.entities();
+    let stock = store.stock();
+    let parking = store.parking();
+    if entities.is_empty() && stock.is_empty() && parking.is_empty() {
+        return writeln!(out, "  (empty: no message was applied)");
+    }
+    for entity in entities {
         match entity {
-            Entity::Order(order) => println!(
+            Entity::Order(order) => writeln!(
+                out,
                 "  order   {:<12} sequence {:<3} totalCents {:<6} status {}",
                 order.id,
                 order.sequence,
                 order.total_cents,
-                match order.status {
-                    OrderStatus::Open => "OPEN",
-                    OrderStatus::Cancelled => "CANCELLED",
-                }
-            ),
-            Entity::Product(product) => println!(
+                status(order.status)
+            )?,
+            Entity::Product(product) => writeln!(
+                out,
                 "  product {:<12} sequence {:<3} priceCents {}",
                 product.id, product.sequence, product.price_cents
-            ),
+            )?,
         }
     }
-    for (sku, on_hand) in store.stock() {
-        println!("  stock   {sku:<12} onHand {on_hand}");
+    for (sku, on_hand) in stock {
+        writeln!(out, "  stock   {sku:<12} onHand {on_hand}")?;
     }
-    for (key, inspection) in store.parking() {
-        let (kind, id) = match &key {
-            EntityKey::Order(id) => ("order", id),
-            EntityKey::Product(id) => ("product", id),
-        };
+    for (key, inspection) in parking {
+        let (kind, id) = describe(&key);
         let parked: Vec<u64> = inspection
             .parked
             .iter()
             .map(|parked| parked.sequence)
             .collect();
         if !parked.is_empty() {
-            println!("  parked  {kind} {id}: seq {}", list(&parked));
+            writeln!(out, "  parked  {kind} {id}: seq {}", list(&parked))?;
         }
         for conflict in &inspection.conflicts {
-            println!(
+            writeln!(
+                out,
                 "  conflict {kind} {id}: seq {} event {}",
                 conflict.sequence, conflict.event_id
-            );
+            )?;
         }
     }
+    Ok(())
+}
+
+/// The order status as the table stores it.
+fn status(status: OrderStatus) -> &'static str {
+    match status {
+        OrderStatus::Open => "OPEN",
+        OrderStatus::Cancelled => "CANCELLED",
+    }
+}
+
+fn describe(key: &EntityKey) -> (&'static str, &str) {
+    match key {
+        EntityKey::Order(id) => ("order", id),
+        EntityKey::Product(id) => ("product", id),
+    }
+}
+
+fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 { one } else { many }
+}
+
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", plural(n, one, many))
 }
 
 fn list(sequences: &[u64]) -> String {

@@ -28,12 +28,14 @@ use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkErro
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, CancellationReason, Delete, KeySchemaElement,
-    KeyType, KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
-    TimeToLiveSpecification, TransactWriteItem, Update,
+    AttributeValue, CancellationReason, Delete, KeysAndAttributes, Put,
+    ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 use serde::{Deserialize, Serialize};
 use serde_dynamo::aws_sdk_dynamodb_1::{from_item, to_item};
+
+mod admin;
+pub use admin::{TableError, check_table, connect, create_table, ensure_table};
 
 use super::{
     Adjusted, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded, ParkedEntity,
@@ -1113,74 +1115,4 @@ fn on_hand_of(sku: &str, item: Option<&Item>) -> Result<Option<i64>, StoreError>
             message: "onHand is not a number".into(),
         }),
     }
-}
-
-/// Creates a table with the contract's key schema, on-demand, with TTL on
-/// [`TTL_ATTRIBUTE`]. For `replay --create-table` and tests; production
-/// tables come from `template.yaml`.
-pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
-    let attribute = |name: &str| {
-        AttributeDefinition::builder()
-            .attribute_name(name)
-            .attribute_type(ScalarAttributeType::S)
-            .build()
-            .map_err(|err| build_error("CreateTable", err))
-    };
-    let key = |name: &str, key_type| {
-        KeySchemaElement::builder()
-            .attribute_name(name)
-            .key_type(key_type)
-            .build()
-            .map_err(|err| build_error("CreateTable", err))
-    };
-    client
-        .create_table()
-        .table_name(table)
-        .attribute_definitions(attribute("pk")?)
-        .attribute_definitions(attribute("sk")?)
-        .key_schema(key("pk", KeyType::Hash)?)
-        .key_schema(key("sk", KeyType::Range)?)
-        .billing_mode(BillingMode::PayPerRequest)
-        .send()
-        .await
-        .map_err(|err| request_error("CreateTable", &err))?;
-    client
-        .update_time_to_live()
-        .table_name(table)
-        .time_to_live_specification(
-            TimeToLiveSpecification::builder()
-                .attribute_name(TTL_ATTRIBUTE)
-                .enabled(true)
-                .build()
-                .map_err(|err| build_error("UpdateTimeToLive", err))?,
-        )
-        .send()
-        .await
-        .map_err(|err| request_error("UpdateTimeToLive", &err))?;
-    Ok(())
-}
-
-/// A client for `endpoint_url` (DynamoDB Local, say), or for the endpoint the
-/// environment names. Without a region in the environment, `us-east-1`; for a
-/// loopback endpoint without credentials in the environment, fixed local ones
-/// (DynamoDB Local accepts any).
-pub async fn connect(endpoint_url: Option<&str>) -> Client {
-    let mut loader = aws_config::from_env();
-    if let Some(url) = endpoint_url {
-        loader = loader.endpoint_url(url);
-        let loopback = ["://localhost", "://127.", "://[::1]"]
-            .iter()
-            .any(|host| url.contains(host));
-        if loopback && std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
-            loader = loader.credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-                "local", "local", None, None, "local",
-            ));
-        }
-    }
-    let sdk = loader.load().await;
-    let mut config = aws_sdk_dynamodb::config::Builder::from(&sdk);
-    if sdk.region().is_none() {
-        config = config.region(aws_sdk_dynamodb::config::Region::new("us-east-1"));
-    }
-    Client::from_conf(config.build())
 }
