@@ -13,6 +13,7 @@ fn inspect(args: &[&str]) -> (i32, String, String) {
         .args(args)
         .env_remove("AWS_ENDPOINT_URL")
         .env_remove("AWS_ENDPOINT_URL_DYNAMODB")
+        .env_remove("TABLE_NAME")
         .output()
         .expect("run inspect");
     (
@@ -67,12 +68,13 @@ async fn inspect_shows_the_state_the_parked_events_and_the_conflicts() {
         "{stdout}"
     );
     assert!(stdout.contains("  no conflicts"), "{stdout}");
+    assert!(stdout.contains("  status OPEN\n"), "as stored: {stdout}");
     assert!(!stdout.contains("bob@example.com"), "no bodies: {stdout}");
 
     let (code, stdout, _) = inspect(&with(&["--parked"]));
     assert_eq!(code, 0);
     assert!(
-        stdout.starts_with("1 entities with events parked\n"),
+        stdout.starts_with("1 entity with events parked\n"),
         "{stdout}"
     );
     assert!(
@@ -86,7 +88,7 @@ async fn inspect_shows_the_state_the_parked_events_and_the_conflicts() {
     assert!(stdout.contains("  sequence 6 (last event "), "{stdout}");
     assert!(stdout.contains("  nothing parked"), "{stdout}");
     assert!(
-        stdout.contains("  1 conflicts\n    seq 6 event "),
+        stdout.contains("  1 conflict\n    seq 6 event "),
         "{stdout}"
     );
     let (_, stdout, _) = inspect(&with(&["--parked"]));
@@ -106,30 +108,35 @@ async fn inspect_shows_the_state_the_parked_events_and_the_conflicts() {
 #[test]
 fn bad_arguments_are_named_with_exit_code_2() {
     for (args, expected) in [
-        (&["order", "order-1"][..], "--table is required"),
-        (&["--table", "t"][..], "name one entity, or --parked"),
+        (&["order", "order-1"][..], "--table <NAME>"),
+        (&["--table", "t-1"][..], "<KIND>"),
         (
-            &["--table", "t", "widget", "w-1"][..],
-            "unknown entity kind `widget`",
+            &["--table", "t-1", "widget", "w-1"][..],
+            "invalid value 'widget'",
         ),
         (
-            &["--table", "t", "--frobnicate"][..],
-            "unknown option --frobnicate",
+            &["--table", "t-1", "--frobnicate"][..],
+            "unexpected argument '--frobnicate'",
         ),
         (
-            &["--table", "t", "--parked", "order", "o"][..],
-            "name one entity, or --parked",
+            &["--table", "t-1", "--parked", "order", "o"][..],
+            "cannot be used with",
         ),
-        (&["--table"][..], "--table needs a name"),
+        (&["--table"][..], "a value is required for '--table <NAME>'"),
     ] {
         let (code, _, stderr) = inspect(args);
         assert_eq!(code, 2, "{args:?}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
+    let (code, stdout, _) = inspect(&["--help"]);
+    assert_eq!(code, 0);
+    for option in ["--table", "--endpoint-url", "--parked", "sku", "Examples:"] {
+        assert!(stdout.contains(option), "{option}: {stdout}");
+    }
 }
 
 #[test]
-fn an_unreachable_table_is_a_clear_error_with_exit_code_1() {
+fn an_unreachable_table_is_one_line_with_exit_code_1() {
     let port = free_port();
     let endpoint = format!("http://127.0.0.1:{port}");
     let (code, _, stderr) = inspect(&[
@@ -141,5 +148,44 @@ fn an_unreachable_table_is_a_clear_error_with_exit_code_1() {
         "o",
     ]);
     assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains("cannot read table nowhere"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("cannot reach DynamoDB"), "{stderr}");
+}
+
+/// The stock of a sku, and a table that does not exist.
+#[tokio::test]
+async fn inspect_shows_stock_and_names_a_missing_table() {
+    let store = fresh_table().await;
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let invocation = Invocation {
+        deadline: None,
+        now: sequence_guard::lambda::epoch_seconds(),
+    };
+    runner
+        .run(&sample(samples::INVENTORY), invocation)
+        .await
+        .expect("run");
+    let endpoint = dynamodb_local().endpoint.clone();
+    let (code, stdout, stderr) = inspect(&[
+        "--endpoint-url",
+        &endpoint,
+        "--table",
+        store.table(),
+        "sku",
+        "SKU-LAMP",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "sku SKU-LAMP\n  onHand 7\n");
+    let (code, _, stderr) = inspect(&[
+        "--endpoint-url",
+        &endpoint,
+        "--table",
+        "no-such-table",
+        "--parked",
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("table `no-such-table` does not exist"),
+        "{stderr}"
+    );
 }

@@ -1,106 +1,117 @@
 //! The operator's look at the table.
 //!
 //! ```text
-//! inspect --table NAME [--endpoint-url URL] (order|product) ID
+//! inspect --table NAME [--endpoint-url URL] (order|product|sku) ID
 //! inspect --table NAME [--endpoint-url URL] --parked
 //! ```
 //!
 //! The first shows one aggregate's entity: its sequence, the events parked
-//! on it (and the sequence it waits for) and the conflicts recorded for it.
-//! The second lists every entity with events parked, longest waiting first.
-//! Bodies are not printed (they may hold personal data); they are in the
-//! table's `PENDING#` and `CONFLICT#` items. Credentials and region come
-//! from the environment, as for the AWS CLI; the caller needs
-//! `dynamodb:Query` and `dynamodb:BatchGetItem` on the table.
+//! on it (and the sequence it waits for) and the conflicts recorded for it;
+//! for a sku, its `onHand`. The second lists every entity with events
+//! parked, longest waiting first. Bodies are not printed (they may hold
+//! personal data); they are in the table's `PENDING#` and `CONFLICT#` items.
+//! Credentials and region come from the environment, as for the AWS CLI; the
+//! caller needs `dynamodb:DescribeTable`, `dynamodb:Query`,
+//! `dynamodb:GetItem` and `dynamodb:BatchGetItem` on the table.
 
+use std::io::{self, Write};
 use std::process::ExitCode;
 
-use sequence_guard::domain::{Entity, EntityKey};
+use clap::{Parser, ValueEnum};
+use sequence_guard::domain::{Entity, EntityKey, OrderStatus};
 use sequence_guard::lambda::epoch_seconds;
-use sequence_guard::store::Store;
-use sequence_guard::store::dynamodb::{DynamoStore, connect};
+use sequence_guard::store::dynamodb::{DynamoStore, check_table, connect};
+use sequence_guard::store::{Store, StoreError};
 use sequence_guard::sweep::{LOGGED, look};
 
-const USAGE: &str = "usage: inspect --table NAME [--endpoint-url URL] (order|product) ID\n       inspect --table NAME [--endpoint-url URL] --parked";
+const EXAMPLES: &str = "\
+Examples:
+  inspect --table sequence-guard order order-42
+  inspect --table sequence-guard sku SKU-LAMP
+  inspect --table sequence-guard --parked
+  inspect --endpoint-url http://localhost:8000 --table sequence-guard order order-100
 
-#[derive(Debug, PartialEq, Eq)]
-enum What {
-    Entity(EntityKey),
-    Parked,
-}
+Exit status: 0 when the table was read; 1 when it cannot be used; 2 for bad arguments.";
 
-#[derive(Debug)]
+/// The operator's look at the projection table: one entity (its sequence,
+/// the events parked on it, its conflicts) or every entity with events parked.
+#[derive(Debug, Parser)]
+#[command(name = "inspect", version, after_help = EXAMPLES)]
 struct Args {
+    /// The DynamoDB table (the stack's `TableName` output).
+    #[arg(long, value_name = "NAME", env = "TABLE_NAME")]
     table: String,
+    /// The DynamoDB endpoint, e.g. http://localhost:8000 for DynamoDB Local.
+    #[arg(long, value_name = "URL")]
     endpoint_url: Option<String>,
-    what: What,
+    /// List every entity with events parked, longest waiting first.
+    #[arg(long, conflicts_with_all = ["kind", "id"])]
+    parked: bool,
+    /// What to look at.
+    #[arg(value_enum, required_unless_present = "parked", requires = "id")]
+    kind: Option<Kind>,
+    /// Its id: the aggregateId, or the sku.
+    #[arg(required_unless_present = "parked")]
+    id: Option<String>,
 }
 
-fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
-    let mut table = None;
-    let mut endpoint_url = None;
-    let mut parked = false;
-    let mut words = Vec::new();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--table" => table = Some(args.next().ok_or("--table needs a name")?),
-            "--endpoint-url" => {
-                endpoint_url = Some(args.next().ok_or("--endpoint-url needs a URL")?)
-            }
-            "--parked" => parked = true,
-            "-h" | "--help" => return Err(USAGE.to_owned()),
-            flag if flag.starts_with("--") => {
-                return Err(format!("unknown option {flag}\n{USAGE}"));
-            }
-            _ => words.push(arg),
-        }
-    }
-    let table = table.ok_or_else(|| format!("--table is required\n{USAGE}"))?;
-    let what = match (parked, words.as_slice()) {
-        (true, []) => What::Parked,
-        (false, [kind, id]) if !id.is_empty() => match kind.as_str() {
-            "order" => What::Entity(EntityKey::Order(id.clone())),
-            "product" => What::Entity(EntityKey::Product(id.clone())),
-            other => {
-                return Err(format!(
-                    "unknown entity kind `{other}`: `order` or `product`\n{USAGE}"
-                ));
-            }
-        },
-        _ => return Err(format!("name one entity, or --parked\n{USAGE}")),
-    };
-    Ok(Args {
-        table,
-        endpoint_url,
-        what,
-    })
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Kind {
+    Order,
+    Product,
+    /// The stock of a sku.
+    Sku,
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = match parse_args(std::env::args().skip(1)) {
-        Ok(args) => args,
-        Err(message) => {
-            eprintln!("{message}");
-            return ExitCode::from(2);
-        }
-    };
-    let store = DynamoStore::new(
-        connect(args.endpoint_url.as_deref()).await,
-        args.table.clone(),
-    );
+    let args = Args::parse();
+    let client = connect(args.endpoint_url.as_deref()).await;
+    if let Err(err) = check_table(&client, &args.table).await {
+        eprintln!("inspect: {err}");
+        return ExitCode::FAILURE;
+    }
+    let store = DynamoStore::new(client, args.table.clone());
     let now = epoch_seconds();
-    let shown = match &args.what {
-        What::Entity(key) => show_entity(&store, key, now).await,
-        What::Parked => show_parked(&store, now).await,
+    let mut out = io::stdout().lock();
+    let shown = match (args.parked, args.kind, args.id) {
+        (true, _, _) => show_parked(&mut out, &store, now).await,
+        (false, Some(Kind::Sku), Some(sku)) => show_stock(&mut out, &store, &sku).await,
+        (false, Some(Kind::Order), Some(id)) => {
+            show_entity(&mut out, &store, &EntityKey::Order(id), now).await
+        }
+        (false, Some(Kind::Product), Some(id)) => {
+            show_entity(&mut out, &store, &EntityKey::Product(id), now).await
+        }
+        // clap requires one or the other.
+        _ => Ok(()),
     };
     match shown {
         Ok(()) => ExitCode::SUCCESS,
+        Err(Shown::Output(err)) if err.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("cannot read table {}: {err}", args.table);
+            eprintln!("inspect: cannot read table {}: {err}", args.table);
             ExitCode::FAILURE
         }
     }
+}
+
+/// What can stop a look.
+#[derive(Debug, thiserror::Error)]
+enum Shown {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot write the output: {0}")]
+    Output(#[from] io::Error),
+}
+
+async fn show_stock(out: &mut impl Write, store: &DynamoStore, sku: &str) -> Result<(), Shown> {
+    writeln!(out, "sku {sku}")?;
+    match store.on_hand(sku).await? {
+        Some(on_hand) => writeln!(out, "  onHand {on_hand}")?,
+        None => writeln!(out, "  no adjustment applied yet")?,
+    }
+    Ok(())
 }
 
 fn describe(key: &EntityKey) -> (&'static str, &str) {
@@ -111,32 +122,39 @@ fn describe(key: &EntityKey) -> (&'static str, &str) {
 }
 
 async fn show_entity(
+    out: &mut impl Write,
     store: &DynamoStore,
     key: &EntityKey,
     now: u64,
-) -> Result<(), sequence_guard::store::StoreError> {
+) -> Result<(), Shown> {
     let inspection = store.inspect(key).await?;
     let (kind, id) = describe(key);
-    println!("{kind} {id}");
+    writeln!(out, "{kind} {id}")?;
     let at = match &inspection.stored.entity {
         Some(entity) => {
-            println!(
+            writeln!(
+                out,
                 "  sequence {} (last event {})",
                 entity.sequence(),
                 entity.last_event_id()
-            );
+            )?;
             if let Entity::Order(order) = entity {
-                println!("  status {:?}", order.status);
+                // As the table stores it (and replay prints it).
+                let status = match order.status {
+                    OrderStatus::Open => "OPEN",
+                    OrderStatus::Cancelled => "CANCELLED",
+                };
+                writeln!(out, "  status {status}")?;
             }
             entity.sequence()
         }
         None => {
-            println!("  not created");
+            writeln!(out, "  not created")?;
             0
         }
     };
     if inspection.parked.is_empty() {
-        println!("  nothing parked");
+        writeln!(out, "  nothing parked")?;
     } else {
         let since = inspection
             .stored
@@ -145,47 +163,66 @@ async fn show_entity(
             .map_or_else(String::new, |since| {
                 format!(", parked for {} s", now.saturating_sub(since))
             });
-        println!(
+        writeln!(
+            out,
             "  waiting for {}; {} parked{since}",
             at.saturating_add(1),
             inspection.parked.len()
-        );
+        )?;
         for parked in &inspection.parked {
-            println!(
+            writeln!(
+                out,
                 "    seq {} {} event {} message {} parked {} s ago",
                 parked.sequence,
                 parked.event_type,
                 parked.event_id,
                 parked.message_id,
                 now.saturating_sub(parked.parked_at)
-            );
+            )?;
         }
     }
     if inspection.conflicts.is_empty() {
-        println!("  no conflicts");
+        writeln!(out, "  no conflicts")?;
     } else {
-        println!("  {} conflicts", inspection.conflicts.len());
+        let conflicts = inspection.conflicts.len();
+        writeln!(
+            out,
+            "  {conflicts} {}",
+            if conflicts == 1 {
+                "conflict"
+            } else {
+                "conflicts"
+            }
+        )?;
         for conflict in &inspection.conflicts {
-            println!(
+            writeln!(
+                out,
                 "    seq {} event {} first seen {} s ago",
                 conflict.sequence,
                 conflict.event_id,
                 now.saturating_sub(conflict.seen_at)
-            );
+            )?;
         }
     }
     Ok(())
 }
 
-async fn show_parked(
-    store: &DynamoStore,
-    now: u64,
-) -> Result<(), sequence_guard::store::StoreError> {
+async fn show_parked(out: &mut impl Write, store: &DynamoStore, now: u64) -> Result<(), Shown> {
     let report = look(store, now).await?;
-    println!("{} entities with events parked", report.entities);
+    writeln!(
+        out,
+        "{} {} with events parked",
+        report.entities,
+        if report.entities == 1 {
+            "entity"
+        } else {
+            "entities"
+        }
+    )?;
     for stream in &report.longest {
         let (kind, id) = describe(&stream.key);
-        println!(
+        writeln!(
+            out,
             "  {kind} {id}: waiting for {}, {} parked, for {} s{}",
             stream.waiting_for,
             stream.parked,
@@ -195,10 +232,10 @@ async fn show_parked(
             } else {
                 ""
             }
-        );
+        )?;
     }
     if report.entities > report.longest.len() {
-        println!("  (the {LOGGED} longest waiting shown)");
+        writeln!(out, "  (the {LOGGED} longest waiting shown)")?;
     }
     Ok(())
 }
