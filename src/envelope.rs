@@ -48,6 +48,10 @@ pub enum InvalidMessage {
     },
     #[error("unknown event type `{0}`")]
     UnknownType(String),
+    /// A string anywhere in `data` (a field the type does not declare
+    /// included: it is kept in the body, parked or recorded) over the limit.
+    #[error("field `{field}` must be 0 to {max} characters, got more than {max}")]
+    TooLong { field: String, max: usize },
 }
 
 fn invalid(field: &'static str, problem: impl Into<String>) -> InvalidMessage {
@@ -131,6 +135,7 @@ pub fn parse_body(body: &str) -> Result<Event, InvalidMessage> {
         Some(Value::Object(data)) => data,
         Some(_) => return Err(invalid("data", "must be an object")),
     };
+    check_strings(data)?;
 
     if event_type == "InventoryAdjusted" {
         if envelope
@@ -207,6 +212,50 @@ fn string<'a>(
     max: usize,
 ) -> Result<&'a str, InvalidMessage> {
     data_string(object, field, field, (1, max))
+}
+
+/// Every string in `data`, however deep and whether declared or not, holds
+/// at most [`MAX_DATA_STRING`] characters; the first one over it is named
+/// by its path (`data.notes`, `data.lines[2].label`).
+fn check_strings(data: &Map<String, Value>) -> Result<(), InvalidMessage> {
+    fn walk(value: &Value, path: &mut String) -> Result<(), InvalidMessage> {
+        let at = path.len();
+        match value {
+            Value::String(text)
+                if text.chars().take(MAX_DATA_STRING + 1).count() > MAX_DATA_STRING =>
+            {
+                return Err(InvalidMessage::TooLong {
+                    field: path.clone(),
+                    max: MAX_DATA_STRING,
+                });
+            }
+            Value::Object(object) => {
+                for (key, value) in object {
+                    path.push('.');
+                    path.push_str(key);
+                    walk(value, path)?;
+                    path.truncate(at);
+                }
+            }
+            Value::Array(items) => {
+                for (index, value) in items.iter().enumerate() {
+                    path.push_str(&format!("[{index}]"));
+                    walk(value, path)?;
+                    path.truncate(at);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+    let mut path = String::from("data");
+    for (key, value) in data {
+        path.push('.');
+        path.push_str(key);
+        walk(value, &mut path)?;
+        path.truncate(4);
+    }
+    Ok(())
 }
 
 /// A required string in `data` of `min` to `max` characters.
@@ -545,6 +594,27 @@ mod tests {
                 format!("field `{field}` must be 0 to 1024 characters, got more than 1024")
             );
         }
+    }
+
+    /// Fields the type does not declare are ignored, but kept in the body
+    /// (parked, recorded): their strings are held to the same limit.
+    #[test]
+    fn undeclared_strings_in_data_are_held_to_the_limit_too() {
+        let notes = with(
+            order_updated(),
+            &["data", "notes"],
+            Some(json!({"lines": ["ok", "n".repeat(1025)]})),
+        );
+        assert_eq!(
+            error_of(&notes).to_string(),
+            "field `data.notes.lines[1]` must be 0 to 1024 characters, got more than 1024"
+        );
+        let fits = with(
+            order_updated(),
+            &["data", "notes"],
+            Some(json!("n".repeat(1024))),
+        );
+        assert!(parse_body(&fits).is_ok());
     }
 
     #[test]

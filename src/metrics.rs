@@ -8,7 +8,8 @@
 //! | `Drained` | Count | parked events applied (their gap closed) |
 //! | `ParkingFull` | Count | gaps failed because `MAX_PARKED_PER_STREAM` events are parked on their entity |
 //! | `OldestParkedAge` | Seconds | per entity that parked or drained, and from each sweep (0 when nothing is parked): how long the oldest parked event has waited |
-//! | `ParkedEntities` | Count | from each sweep: entities with events parked |
+//! | `ParkedEntities` | Count | from each sweep that walked the whole index: entities with events parked |
+//! | `SweepIncomplete` | Count | sweeps that reached their deadline before the end of the index |
 //! | `Messages` | Count | messages in the batch |
 //! | `DynamoDbRequests` | Count | requests the batch sent to the table |
 //! | `BatchDuration` | Milliseconds | time to run the batch |
@@ -42,8 +43,9 @@ pub fn metric_name(outcome: Outcome) -> &'static str {
 }
 
 /// Every metric besides the outcomes'.
-pub const METRICS: [&str; 7] = [
+pub const METRICS: [&str; 8] = [
     "Drained",
+    "SweepIncomplete",
     "ParkingFull",
     "OldestParkedAge",
     "ParkedEntities",
@@ -89,15 +91,24 @@ pub fn record(report: &BatchReport, elapsed: Duration) {
 pub fn record_sweep(report: &SweepReport) {
     // Histograms, not gauges: a gauge would be written again with every
     // later document, and a count would be summed across sweeps.
-    metrics::histogram!("ParkedEntities").record(report.entities as f64);
+    // A walk cut short by the deadline saw only part of the index: its
+    // counts are not the index's, and a 0 would clear the alarm.
+    if report.complete {
+        metrics::histogram!("ParkedEntities").record(report.entities as f64);
+        metrics::histogram!("OldestParkedAge")
+            .record(report.oldest_parked_age_seconds.unwrap_or(0) as f64);
+    } else {
+        metrics::counter!("SweepIncomplete").increment(1);
+        if let Some(age) = report.oldest_parked_age_seconds {
+            metrics::histogram!("OldestParkedAge").record(age as f64);
+        }
+    }
     let drained: usize = report
         .drained
         .iter()
         .map(|parking| parking.drained.len())
         .sum();
     metrics::counter!("Drained").increment(drained as u64);
-    metrics::histogram!("OldestParkedAge")
-        .record(report.oldest_parked_age_seconds.unwrap_or(0) as f64);
 }
 
 /// The process's EMF collector (the `metrics` recorder), installed once by
@@ -131,6 +142,11 @@ impl Emf {
             "how long the oldest parked event has waited"
         );
         metrics::describe_histogram!("ParkedEntities", Unit::Count, "entities with events parked");
+        metrics::describe_counter!(
+            "SweepIncomplete",
+            Unit::Count,
+            "sweeps cut short by the deadline"
+        );
         metrics::describe_counter!("Messages", Unit::Count, "messages in the batch");
         metrics::describe_counter!("DynamoDbRequests", Unit::Count, "requests to the table");
         metrics::describe_histogram!("BatchDuration", Unit::Milliseconds, "time to run the batch");

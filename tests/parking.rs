@@ -411,7 +411,7 @@ mod suite {
         assert_eq!(report.drained(), 12);
         assert!(report.parking.len() >= 2, "more than one step");
         for commit in &report.parking {
-            let bytes: usize = commit.drained.iter().map(|parked| parked.body.len()).sum();
+            let bytes: usize = commit.drained.iter().map(|parked| parked.body_bytes).sum();
             assert!(bytes <= bound, "a step drained {bytes} bytes");
         }
         assert_eq!(sequence(store, "big").await, Some(14));
@@ -696,20 +696,20 @@ mod suite {
             let gaps = batch(chunk.iter().map(|order| event(order, 3, 3)).collect());
             runner.run(&gaps, at(first)).await.expect("run");
         }
-        // "cut" parks 3 and 4 later, then 2 is applied by a write that did
+        // "zz-cut" parks 3 and 4 later, then 2 is applied by a write that did
         // not drain (as a run cut short by the deadline leaves it).
-        run(&runner, vec![event("cut", 1, 1)]).await;
-        let gaps = batch(vec![event("cut", 3, 3), event("cut", 4, 3)]);
+        run(&runner, vec![event("zz-cut", 1, 1)]).await;
+        let gaps = batch(vec![event("zz-cut", 3, 3), event("zz-cut", 4, 3)]);
         runner.run(&gaps, at(first + 60)).await.expect("run");
-        let mut two = entity(store, EntityKey::Order("cut".into()))
+        let mut two = entity(store, EntityKey::Order("zz-cut".into()))
             .await
             .expect("created");
         if let Entity::Order(order) = &mut two {
             order.sequence = 2;
-            order.last_event_id = "cut-2".into();
+            order.last_event_id = "zz-cut-2".into();
         }
         let commit = Commit {
-            key: EntityKey::Order("cut".into()),
+            key: EntityKey::Order("zz-cut".into()),
             expected: Expected {
                 sequence: Some(1),
                 parked: [3, 4].into(),
@@ -734,7 +734,7 @@ mod suite {
             .await
             .expect("sweep");
         assert!(!report.complete);
-        assert_eq!(sequence(store, "cut").await, Some(2));
+        assert_eq!(sequence(store, "zz-cut").await, Some(2));
 
         let report = sequence_guard::sweep::sweep(&runner, at(first + 100))
             .await
@@ -749,7 +749,7 @@ mod suite {
             [3, 4],
             "the drain behind the older entities is finished"
         );
-        assert_eq!(sequence(store, "cut").await, Some(4));
+        assert_eq!(sequence(store, "zz-cut").await, Some(4));
         assert!(report.complete);
         assert_eq!(report.entities, older, "every waiting entity counted");
         assert_eq!(report.oldest_parked_age_seconds, Some(100));

@@ -310,11 +310,12 @@ const REDRIVE_MARGIN_SECONDS: u64 = 7 * 24 * 60 * 60;
 fn dedup_records_outlive_every_queue_plus_a_redrive() {
     let template = template();
     let resources = template["Resources"].as_mapping().expect("resources");
-    let retention = |properties: &Value| {
+    let retention = |properties: &Value| match &properties["MessageRetentionPeriod"] {
         // SQS's default retention is 4 days.
-        properties["MessageRetentionPeriod"]
+        Value::Null => 345_600,
+        value => value
             .as_u64()
-            .unwrap_or(345_600)
+            .unwrap_or_else(|| panic!("MessageRetentionPeriod is not a number here: {value:?}")),
     };
     let mut longest = 0;
     for (name, resource) in resources {
@@ -336,9 +337,12 @@ fn dedup_records_outlive_every_queue_plus_a_redrive() {
     assert!(longest > 0, "no queue found");
     let variables =
         &resource(&template, "ProjectorFunction")["Properties"]["Environment"]["Variables"];
-    let ttl = variables["DEDUP_TTL_SECONDS"]
-        .as_u64()
-        .unwrap_or(RunnerConfig::default().dedup_ttl_seconds);
+    let ttl = match &variables["DEDUP_TTL_SECONDS"] {
+        Value::Null => RunnerConfig::default().dedup_ttl_seconds,
+        value => value
+            .as_u64()
+            .unwrap_or_else(|| panic!("DEDUP_TTL_SECONDS is not a number here: {value:?}")),
+    };
     assert!(
         ttl >= longest + REDRIVE_MARGIN_SECONDS,
         "DEDUP_TTL_SECONDS {ttl} is shorter than the queues' {longest} s plus a {REDRIVE_MARGIN_SECONDS} s redrive margin"
@@ -362,9 +366,14 @@ fn the_deadline_margin_fits_every_allowed_timeout() {
         .expect("a timeout");
     let variables =
         &resource(&template, "ProjectorFunction")["Properties"]["Environment"]["Variables"];
-    let margin_ms = variables["DEADLINE_MARGIN_MS"]
-        .as_u64()
-        .unwrap_or(u64::try_from(RunnerConfig::default().deadline_margin.as_millis()).expect("ms"));
+    let margin_ms = match &variables["DEADLINE_MARGIN_MS"] {
+        Value::Null => {
+            u64::try_from(RunnerConfig::default().deadline_margin.as_millis()).expect("ms")
+        }
+        value => value
+            .as_u64()
+            .unwrap_or_else(|| panic!("DEADLINE_MARGIN_MS is not a number here: {value:?}")),
+    };
     assert!(
         margin_ms * 10 <= shortest * 1000,
         "DEADLINE_MARGIN_MS {margin_ms} takes more than a tenth of the {shortest} s timeout"

@@ -225,8 +225,9 @@ pub struct ParkingReport {
     pub entity: EntityKey,
     /// Sequences parked.
     pub parked: Vec<u64>,
-    /// Parked events applied, in order.
-    pub drained: Vec<ParkedEvent>,
+    /// Parked events applied, in order (without their bodies: a long drain
+    /// of large bodies is not held in memory by its report).
+    pub drained: Vec<DrainedEvent>,
     /// Events parked on the entity once written.
     pub parked_now: usize,
     /// The sequence the entity waits for, while events are parked on it.
@@ -240,6 +241,33 @@ pub struct ParkingReport {
     /// Of those, the ones that were another event than the one applied at
     /// their sequence: recorded as conflicts.
     pub conflicts: Vec<u64>,
+}
+
+/// A parked event that was applied: what identifies it, not its body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DrainedEvent {
+    pub sequence: u64,
+    pub event_id: String,
+    pub event_type: String,
+    /// The message that brought it.
+    pub message_id: String,
+    /// Epoch seconds.
+    pub parked_at: u64,
+    /// The body's size, in bytes.
+    pub body_bytes: usize,
+}
+
+impl From<&ParkedEvent> for DrainedEvent {
+    fn from(parked: &ParkedEvent) -> Self {
+        DrainedEvent {
+            sequence: parked.sequence,
+            event_id: parked.event_id.clone(),
+            event_type: parked.event_type.clone(),
+            message_id: parked.message_id.clone(),
+            parked_at: parked.parked_at,
+            body_bytes: parked.body.len(),
+        }
+    }
 }
 
 /// What became of every message of a batch, in batch order.
@@ -705,7 +733,10 @@ impl<S: Store> Runner<S> {
                                     ),
                                 ));
                                 let after = pending.split_off(at);
-                                cut = Some(after.into_iter().skip(1).collect());
+                                // Behind it: the rest, and what an earlier
+                                // refusal in this chunk cut already.
+                                let earlier = cut.take().into_iter().flatten();
+                                cut = Some(after.into_iter().skip(1).chain(earlier).collect());
                                 if pending.is_empty() {
                                     break None;
                                 }
@@ -1001,7 +1032,7 @@ fn parking_report(stream: &str, key: &EntityKey, step: &entity::Step, now: u64) 
             .iter()
             .map(|parked| parked.sequence)
             .collect(),
-        drained: step.drained.clone(),
+        drained: step.drained.iter().map(DrainedEvent::from).collect(),
         parked_now: parking.sequences.len(),
         waiting_for: (!parking.sequences.is_empty()).then(|| {
             step.after

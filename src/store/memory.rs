@@ -254,6 +254,7 @@ impl Store for MemoryStore {
             .filter(|(sort_key, _)| after.is_none_or(|after| sort_key.as_str() > after))
             .collect();
         index.sort_by(|a, b| a.0.cmp(&b.0));
+        let limit = limit.max(1);
         let more = index.len() > limit;
         index.truncate(limit);
         Ok(ParkedPage {
