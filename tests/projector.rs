@@ -447,3 +447,24 @@ async fn no_log_level_prints_event_data() {
         }
     }
 }
+
+/// Run by hand, outside a Lambda runtime, the projector says in one line
+/// what it is and how to run it locally, and stops (no panic, no IMDS).
+#[test]
+fn run_by_hand_the_projector_says_how_to_run_it() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_projector"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .output()
+        .expect("run projector");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("AWS_LAMBDA_RUNTIME_API")
+            && stderr.contains("cargo lambda watch")
+            && stderr.contains("replay")
+            && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+}

@@ -13,6 +13,14 @@ use sequence_guard::store::dynamodb::DynamoStore;
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_none() {
+        eprintln!(
+            "projector is a Lambda function: it runs under a Lambda runtime (AWS_LAMBDA_RUNTIME_API is not set). \
+             Locally: `cargo lambda watch` then `cargo lambda invoke projector --data-file events/01-order-created-and-updated.json`, \
+             or without a runtime `cargo run --bin replay -- events/*.json`"
+        );
+        return ExitCode::from(2);
+    }
     // Plain text, or JSON when AWS_LAMBDA_LOG_FORMAT=JSON; never event data.
     sequence_guard::logging::init();
     let config = match Config::from_env() {
