@@ -41,6 +41,12 @@ case "${1:-path}" in
     ;;
   run)
     fetch
+    port="${2:-8000}"
+    # A second start (another recipe, another terminal) finds the first one.
+    if (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      echo "something already listens on port $port (DynamoDB Local from an earlier start?): using it" >&2
+      exit 0
+    fi
     if [ -n "${3:-}" ]; then
       mkdir -p "$3"
       storage=(-dbPath "$(cd "$3" && pwd)")
@@ -49,7 +55,7 @@ case "${1:-path}" in
     fi
     cd "$dir"
     exec java -Djava.library.path=DynamoDBLocal_lib -jar DynamoDBLocal.jar \
-      "${storage[@]}" -sharedDb -disableTelemetry -port "${2:-8000}"
+      "${storage[@]}" -sharedDb -disableTelemetry -port "$port"
     ;;
   *)
     echo "usage: $0 [path | run [PORT] [DIR]]" >&2

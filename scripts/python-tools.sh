@@ -24,7 +24,9 @@ if [ ! -f "$venv/.complete" ]; then
   [ -n "$python" ] || { echo "python3 is needed for the Python tools" >&2; exit 1; }
   rm -rf "$venv"
   "$python" -m venv "$venv" >&2
+  echo "installing the pinned Python tools of $(basename "$requirements") into $venv (once; a few minutes)..." >&2
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements" >&2
+  echo "installed." >&2
   touch "$venv/.complete"
 fi
 echo "$venv/bin"
