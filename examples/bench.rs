@@ -701,7 +701,7 @@ async fn start_times(samples: usize) -> Vec<Duration> {
             .env("AWS_LAMBDA_FUNCTION_NAME", "bench")
             .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
             .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
-            .env("TABLE_NAME", "t")
+            .env("TABLE_NAME", "bench-start")
             .env("AWS_REGION", "us-east-1")
             .env("AWS_ACCESS_KEY_ID", "local")
             .env("AWS_SECRET_ACCESS_KEY", "local")
@@ -847,6 +847,11 @@ async fn main() {
 
     println!("\n== Release projector");
     let times = start_times(20).await;
+    if times.is_empty() {
+        println!(
+            "process start to first call for work: not measured (the projector did not start)"
+        );
+    }
     if let (Some(first), Some(last)) = (times.first(), times.last()) {
         println!(
             "process start to first call for work: median {:.1} ms (min {:.1}, max {:.1}, {} runs)",

@@ -218,42 +218,37 @@ fn string<'a>(
 /// at most [`MAX_DATA_STRING`] characters; the first one over it is named
 /// by its path (`data.notes`, `data.lines[2].label`).
 fn check_strings(data: &Map<String, Value>) -> Result<(), InvalidMessage> {
-    fn walk(value: &Value, path: &mut String) -> Result<(), InvalidMessage> {
-        let at = path.len();
+    /// The path, innermost first, to the first string over the limit.
+    fn too_long(value: &Value) -> Option<Vec<String>> {
         match value {
-            Value::String(text)
-                if text.chars().take(MAX_DATA_STRING + 1).count() > MAX_DATA_STRING =>
-            {
-                return Err(InvalidMessage::TooLong {
-                    field: path.clone(),
-                    max: MAX_DATA_STRING,
-                });
-            }
-            Value::Object(object) => {
-                for (key, value) in object {
-                    path.push('.');
-                    path.push_str(key);
-                    walk(value, path)?;
-                    path.truncate(at);
-                }
-            }
-            Value::Array(items) => {
-                for (index, value) in items.iter().enumerate() {
-                    path.push_str(&format!("[{index}]"));
-                    walk(value, path)?;
-                    path.truncate(at);
-                }
-            }
-            _ => {}
+            // Bytes bound characters: most strings need no counting.
+            Value::String(text) => (text.len() > MAX_DATA_STRING
+                && text.chars().take(MAX_DATA_STRING + 1).count() > MAX_DATA_STRING)
+                .then(Vec::new),
+            Value::Object(object) => object.iter().find_map(|(key, value)| {
+                let mut path = too_long(value)?;
+                path.push(format!(".{key}"));
+                Some(path)
+            }),
+            Value::Array(items) => items.iter().enumerate().find_map(|(index, value)| {
+                let mut path = too_long(value)?;
+                path.push(format!("[{index}]"));
+                Some(path)
+            }),
+            _ => None,
         }
-        Ok(())
     }
-    let mut path = String::from("data");
     for (key, value) in data {
-        path.push('.');
-        path.push_str(key);
-        walk(value, &mut path)?;
-        path.truncate(4);
+        if let Some(inner) = too_long(value) {
+            let mut field = format!("data.{key}");
+            for segment in inner.iter().rev() {
+                field.push_str(segment);
+            }
+            return Err(InvalidMessage::TooLong {
+                field,
+                max: MAX_DATA_STRING,
+            });
+        }
     }
     Ok(())
 }
@@ -268,8 +263,15 @@ fn data_string<'a>(
     match object.get(key) {
         None | Some(Value::Null) => Err(InvalidMessage::Missing(field)),
         Some(Value::String(text)) => {
-            // Counted only as far as needed: a long string costs no more.
-            let count = text.chars().take(max + 1).count();
+            // Characters are 1 to 4 bytes: a string of at most `max` bytes
+            // holds at most `max` characters, and a non-empty one at least
+            // one; otherwise counted, only as far as needed.
+            let obviously_fits = text.len() <= max && (min == 0 || (min == 1 && !text.is_empty()));
+            let count = if obviously_fits {
+                min
+            } else {
+                text.chars().take(max + 1).count()
+            };
             if count < min || count > max {
                 let got = if count > max {
                     format!("more than {max}")

@@ -290,20 +290,21 @@ impl Store for MemoryStore {
         }
         // As DynamoDB's conditional ADD of each sku's sum: refused whole when
         // a sku would leave the 64-bit range.
-        let mut sums: BTreeMap<&str, i64> = BTreeMap::new();
+        let mut deltas: Vec<(&str, Vec<i64>)> = Vec::new();
         for adjustment in adjustments {
-            let current = tables.on_hand.get(&adjustment.sku).copied();
-            let deltas = adjustments
-                .iter()
-                .filter(|other| other.sku == adjustment.sku)
-                .map(|other| other.delta);
-            match adjusted_on_hand(current, deltas) {
-                Some(after) => {
-                    sums.insert(adjustment.sku.as_str(), after);
-                }
+            match deltas.iter_mut().find(|(sku, _)| *sku == adjustment.sku) {
+                Some((_, sku_deltas)) => sku_deltas.push(adjustment.delta),
+                None => deltas.push((&adjustment.sku, vec![adjustment.delta])),
+            }
+        }
+        let mut sums: Vec<(&str, i64)> = Vec::with_capacity(deltas.len());
+        for (sku, sku_deltas) in deltas {
+            let current = tables.on_hand.get(sku).copied();
+            match adjusted_on_hand(current, sku_deltas) {
+                Some(after) => sums.push((sku, after)),
                 None => {
                     return Ok(Adjusted::OutOfRange {
-                        sku: adjustment.sku.clone(),
+                        sku: sku.to_owned(),
                         on_hand: current,
                     });
                 }
