@@ -725,19 +725,22 @@ async fn start_times(samples: usize) -> Vec<Duration> {
     times
 }
 
+/// The benchmark: prints what a batch costs, side by side with a naive
+/// handler. `scripts/bench` builds it, starts DynamoDB Local and runs it.
+#[derive(Debug, clap::Parser)]
+#[command(name = "bench")]
+struct Args {
+    /// DynamoDB Local's endpoint, e.g. http://127.0.0.1:8000 (its tables
+    /// must not exist yet: start it fresh).
+    #[arg(long, value_name = "URL")]
+    endpoint_url: String,
+}
+
 #[tokio::main]
 async fn main() {
-    let mut args = std::env::args().skip(1);
-    let mut endpoint = None;
-    while let Some(arg) = args.next() {
-        if arg == "--endpoint-url" {
-            endpoint = args.next();
-        }
-    }
-    let Some(endpoint) = endpoint else {
-        eprintln!("usage: bench --endpoint-url URL (DynamoDB Local); scripts/bench does it all");
-        std::process::exit(2);
-    };
+    let Args {
+        endpoint_url: endpoint,
+    } = <Args as clap::Parser>::parse();
     // A network between the function and DynamoDB: 2 ms per request, so that a
     // round trip is not hidden by the client's own time to issue a request.
     let upstream = endpoint.trim_start_matches("http://").to_owned();

@@ -269,3 +269,48 @@ async fn table_trouble_is_one_line_with_what_to_do() {
         "{stderr}"
     );
 }
+
+/// AWS's generic sample (`sam local generate-event sqs receive-message`):
+/// not a FIFO record, its body not an event. It is invalid and failed, its
+/// stream falls back to its message id, and the columns stay aligned beside
+/// a short stream.
+#[test]
+fn the_generic_aws_sample_is_invalid_and_the_columns_stay_aligned() {
+    let generic = r#"{"Records":[
+      {"messageId":"19dd0b57-b21e-4ac1-bd88-01bbb068cb78","receiptHandle":"MessageReceiptHandle","body":"Hello from SQS!",
+       "attributes":{"ApproximateReceiveCount":"1","SentTimestamp":"1523232000000","SenderId":"123456789012","ApproximateFirstReceiveTimestamp":"1523232000001"},
+       "messageAttributes":{},"md5OfBody":"7b270e59b47ff90a553787216d55d91d","eventSource":"aws:sqs","eventSourceARN":"arn:aws:sqs:us-east-1:123456789012:MyQueue","awsRegion":"us-east-1"},
+      {"messageId":"m-2","body":"{\"eventId\":\"e-1\",\"type\":\"OrderCreated\",\"aggregateId\":\"o-1\",\"sequence\":1,\"data\":{\"customerName\":\"C\",\"email\":\"c@example.com\",\"totalCents\":1}}",
+       "attributes":{"MessageGroupId":"o-1"},"messageAttributes":{},"eventSource":"aws:sqs"}]}"#;
+    let file = std::env::temp_dir().join(format!("generic-sqs-{}.json", std::process::id()));
+    std::fs::write(&file, generic).expect("write");
+    let (code, stdout, stderr) = replay(&[file.to_str().expect("path")]);
+    assert_eq!(code, 0, "{stderr}");
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|line| line.contains(" seq "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert!(
+        rows[0].starts_with(
+            "  19dd0b57-b21e-4ac1-bd88-01bbb068cb78  19dd0b57-b21e-4ac1-bd88-01bbb068cb78  seq -"
+        ),
+        "the stream is the message id: {stdout}"
+    );
+    assert!(
+        rows[0].contains("invalid (the body is not JSON"),
+        "{stdout}"
+    );
+    let column = |row: &str, word: &str| row.find(word).expect(word);
+    assert_eq!(column(rows[0], "seq "), column(rows[1], "seq "), "{stdout}");
+    assert_eq!(
+        column(rows[0], "invalid"),
+        column(rows[1], "applied"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("19dd0b57-b21e-4ac1-bd88-01bbb068cb78\"}]}"),
+        "failed: {stdout}"
+    );
+    let _ = std::fs::remove_file(file);
+}

@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::types::{
     TimeToLiveSpecification,
 };
 
-use super::{TTL_ATTRIBUTE, build_error, request_error};
+use super::{TTL_ATTRIBUTE, build_error, readable, request_error};
 use crate::store::StoreError;
 
 /// Why the table cannot be used: one line, with what to do about it.
@@ -65,17 +65,7 @@ where
         return TableError::NoCredentials;
     }
     // The innermost cause of the readable part, without the SDK's debug dump.
-    let readable = [
-        " (DispatchFailure",
-        " (TimeoutError",
-        " (ResponseError",
-        " (ConstructionFailure",
-    ]
-    .iter()
-    .filter_map(|dump| full.find(dump))
-    .min()
-    .map_or(full.as_str(), |end| &full[..end]);
-    let detail = readable
+    let detail = readable(&full)
         .rsplit(": ")
         .next()
         .map(str::trim)

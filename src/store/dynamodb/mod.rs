@@ -121,25 +121,47 @@ where
     E: std::error::Error + ProvideErrorMetadata + 'static,
     R: std::fmt::Debug,
 {
-    let message = DisplayErrorContext(err).to_string();
-    match err.as_service_error().and_then(ProvideErrorMetadata::code) {
-        Some(VALIDATION) => StoreError::Rejected { operation, message },
-        _ => StoreError::Request { operation, message },
+    match err.as_service_error() {
+        Some(service) => service_error(operation, service),
+        None => StoreError::Request {
+            operation,
+            message: readable(&DisplayErrorContext(err).to_string()).to_owned(),
+        },
     }
 }
 
-/// A service error other than the ones the caller answers.
-fn service_error<E>(operation: &'static str, err: E) -> StoreError
+/// A service error other than the ones the caller answers, as its code and
+/// message (not the SDK's whole dump of the response).
+fn service_error<E>(operation: &'static str, err: &E) -> StoreError
 where
-    E: std::error::Error + ProvideErrorMetadata + 'static,
+    E: std::error::Error + ProvideErrorMetadata,
 {
-    let rejected = err.code() == Some(VALIDATION);
-    let message = DisplayErrorContext(err).to_string();
-    if rejected {
+    let code = err.code().unwrap_or("unknown error");
+    let message = match err.message() {
+        Some(text) => format!("{code}: {text}"),
+        None => code.to_owned(),
+    };
+    if code == VALIDATION {
         StoreError::Rejected { operation, message }
     } else {
         StoreError::Request { operation, message }
     }
+}
+
+/// The readable part of an SDK error's full text: the chain of causes,
+/// without the debug dump of the request and response that follows it.
+pub(crate) fn readable(full: &str) -> &str {
+    [
+        " (DispatchFailure",
+        " (TimeoutError",
+        " (ResponseError",
+        " (ConstructionFailure",
+        " (ServiceError",
+    ]
+    .iter()
+    .filter_map(|dump| full.find(dump))
+    .min()
+    .map_or(full, |end| &full[..end])
 }
 
 /// DynamoDB's error code for a request it will never take (an item over
@@ -708,7 +730,7 @@ impl DynamoStore {
                 TransactWriteItemsError::TransactionCanceledException(cancelled) => {
                     Ok(Err(cancelled.cancellation_reasons.unwrap_or_default()))
                 }
-                other => Err(service_error("TransactWriteItems", other)),
+                other => Err(service_error("TransactWriteItems", &other)),
             },
         }
     }
@@ -765,7 +787,7 @@ impl DynamoStore {
                             .map_or(Ok(Stored::default()), stored_from_item)?,
                     })
                 }
-                other => Err(service_error("UpdateItem", other)),
+                other => Err(service_error("UpdateItem", &other)),
             },
         }
     }
