@@ -4,31 +4,19 @@
 //! [`InvalidMessage`] naming what was wrong, and nothing else.
 
 use aws_lambda_events::event::sqs::SqsMessage;
+use serde::de::value::MapDeserializer;
 use serde_json::{Map, Value};
 
 use crate::domain::Event;
-use crate::domain::event::{
-    InventoryAdjusted, NewProduct, OrderCancellation, OrderDetails, PriceChange, Sequenced,
-};
+use crate::domain::event::{InventoryAdjusted, Payload, Sequenced};
 
 /// Largest `sequence` the contract allows: 2^63-1.
 pub const MAX_SEQUENCE: u64 = i64::MAX as u64;
 
-/// Every string in `data` holds 0 to 1,024 characters (the sku 1 to 256):
-/// an entity, a parked event and a conflict record stay far below
-/// DynamoDB's 400 KB item.
+/// Every string in `data` holds 0 to 1,024 characters (the types may
+/// declare less: the sku 1 to 256): an entity, a parked event and a conflict
+/// record stay far below DynamoDB's 400 KB item.
 pub const MAX_DATA_STRING: usize = 1024;
-const DATA_TEXT: (usize, usize) = (0, MAX_DATA_STRING);
-
-/// The event types of the contract.
-pub const EVENT_TYPES: [&str; 6] = [
-    "OrderCreated",
-    "OrderUpdated",
-    "OrderCancelled",
-    "ProductCreated",
-    "ProductPriceChanged",
-    "InventoryAdjusted",
-];
 
 /// Why a message body was not accepted. These never heal by retrying.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,12 +28,9 @@ pub enum InvalidMessage {
     #[error("the body is not a JSON object")]
     NotAnObject,
     #[error("missing field `{0}`")]
-    Missing(&'static str),
+    Missing(String),
     #[error("field `{field}` {problem}")]
-    Invalid {
-        field: &'static str,
-        problem: String,
-    },
+    Invalid { field: String, problem: String },
     #[error("unknown event type `{0}`")]
     UnknownType(String),
     /// A string anywhere in `data` (a field the type does not declare
@@ -54,9 +39,9 @@ pub enum InvalidMessage {
     TooLong { field: String, max: usize },
 }
 
-fn invalid(field: &'static str, problem: impl Into<String>) -> InvalidMessage {
+fn invalid(field: &str, problem: impl Into<String>) -> InvalidMessage {
     InvalidMessage::Invalid {
-        field,
+        field: field.to_owned(),
         problem: problem.into(),
     }
 }
@@ -116,69 +101,114 @@ impl Record {
 pub fn parse_body(body: &str) -> Result<Event, InvalidMessage> {
     let value: Value =
         serde_json::from_str(body).map_err(|err| InvalidMessage::NotJson(err.to_string()))?;
-    let Value::Object(envelope) = value else {
+    let Value::Object(mut envelope) = value else {
         return Err(InvalidMessage::NotAnObject);
     };
     let event_id = string(&envelope, "eventId", 128)?.to_owned();
     let event_type = match envelope.get("type") {
-        None | Some(Value::Null) => return Err(InvalidMessage::Missing("type")),
-        Some(Value::String(event_type)) => event_type.as_str(),
+        None | Some(Value::Null) => return Err(missing("type")),
+        Some(Value::String(event_type)) => event_type.clone(),
         Some(_) => return Err(invalid("type", "must be a string")),
     };
-    if !EVENT_TYPES.contains(&event_type) {
-        return Err(InvalidMessage::UnknownType(
-            event_type.chars().take(64).collect(),
-        ));
-    }
-    let data = match envelope.get("data") {
-        None | Some(Value::Null) => return Err(InvalidMessage::Missing("data")),
+    let data = match envelope.remove("data") {
+        None | Some(Value::Null) => return Err(missing("data")),
         Some(Value::Object(data)) => data,
         Some(_) => return Err(invalid("data", "must be an object")),
     };
-    check_strings(data)?;
-
-    if event_type == "InventoryAdjusted" {
-        if envelope
-            .get("sequence")
-            .is_some_and(|sequence| !sequence.is_null())
-        {
-            return Err(invalid("sequence", "must be absent for InventoryAdjusted"));
-        }
-        if envelope.get("aggregateId").is_some_and(|id| !id.is_null()) {
-            string(&envelope, "aggregateId", 256)?;
-        }
-        return Ok(Event::InventoryAdjusted(InventoryAdjusted {
+    check_strings(&data)?;
+    let payload = payload(&event_type, data)?;
+    // The envelope of a sequenced event: its aggregate and its sequence.
+    let sequenced = |event_id: String| -> Result<Meta, InvalidMessage> {
+        Ok(Meta {
             event_id,
-            sku: data_string(data, "data.sku", "sku", (1, 256))?.to_owned(),
-            delta: data_integer(data, "data.delta", "delta")?,
-        }));
-    }
-
-    let meta = Meta {
-        event_id,
-        aggregate_id: string(&envelope, "aggregateId", 256)?.to_owned(),
-        sequence: sequence(&envelope)?,
+            aggregate_id: string(&envelope, "aggregateId", 256)?.to_owned(),
+            sequence: sequence(&envelope)?,
+        })
     };
-    match event_type {
-        "OrderCreated" => Ok(Event::OrderCreated(meta.with(order_details(data)?))),
-        "OrderUpdated" => Ok(Event::OrderUpdated(meta.with(order_details(data)?))),
-        "OrderCancelled" => Ok(Event::OrderCancelled(meta.with(OrderCancellation {
-            reason: data_string(data, "data.reason", "reason", DATA_TEXT)?.to_owned(),
-        }))),
-        "ProductCreated" => Ok(Event::ProductCreated(meta.with(NewProduct {
-            name: data_string(data, "data.name", "name", DATA_TEXT)?.to_owned(),
-            price_cents: data_cents(data, "data.priceCents", "priceCents")?,
-        }))),
-        "ProductPriceChanged" => Ok(Event::ProductPriceChanged(meta.with(PriceChange {
-            price_cents: data_cents(data, "data.priceCents", "priceCents")?,
-        }))),
-        other => Err(InvalidMessage::UnknownType(
-            other.chars().take(64).collect(),
-        )),
-    }
+    Ok(match payload {
+        Payload::OrderCreated(data) => Event::OrderCreated(sequenced(event_id)?.with(data)),
+        Payload::OrderUpdated(data) => Event::OrderUpdated(sequenced(event_id)?.with(data)),
+        Payload::OrderCancelled(data) => Event::OrderCancelled(sequenced(event_id)?.with(data)),
+        Payload::ProductCreated(data) => Event::ProductCreated(sequenced(event_id)?.with(data)),
+        Payload::ProductPriceChanged(data) => {
+            Event::ProductPriceChanged(sequenced(event_id)?.with(data))
+        }
+        Payload::InventoryAdjusted(change) => {
+            if envelope
+                .get("sequence")
+                .is_some_and(|sequence| !sequence.is_null())
+            {
+                return Err(invalid("sequence", "must be absent for InventoryAdjusted"));
+            }
+            if envelope.get("aggregateId").is_some_and(|id| !id.is_null()) {
+                string(&envelope, "aggregateId", 256)?;
+            }
+            Event::InventoryAdjusted(InventoryAdjusted {
+                event_id,
+                sku: change.sku,
+                delta: change.delta,
+            })
+        }
+    })
 }
 
-/// The envelope fields of a sequenced event, read before its data.
+/// Reads `data` as the event type's payload, through serde and the limits
+/// its types declare; a refusal names the field by its path.
+fn payload(event_type: &str, data: Map<String, Value>) -> Result<Payload, InvalidMessage> {
+    let fields = [
+        ("type", Value::String(event_type.to_owned())),
+        ("data", Value::Object(data)),
+    ];
+    let deserializer = MapDeserializer::<_, serde_json::Error>::new(fields.into_iter());
+    serde_path_to_error::deserialize(deserializer).map_err(|err| {
+        let path = err.path().to_string();
+        let message = err.into_inner().to_string();
+        refusal(event_type, &path, &message)
+    })
+}
+
+/// serde's error at `path` as a reason. Values are not repeated: a string
+/// may be personal data, and the reason is logged.
+fn refusal(event_type: &str, path: &str, message: &str) -> InvalidMessage {
+    if path == "type" || message.starts_with("unknown variant") {
+        return InvalidMessage::UnknownType(event_type.chars().take(64).collect());
+    }
+    if let Some(name) = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next())
+    {
+        return missing(&format!("{path}.{name}"));
+    }
+    if let Some(rest) = message.strip_prefix("invalid type: ") {
+        let (unexpected, expected) = rest.split_once(", expected ").unwrap_or((rest, "?"));
+        let got = match unexpected.split([' ', '`']).next().unwrap_or_default() {
+            "null" | "unit" => return missing(path),
+            "string" | "char" => "a string",
+            "integer" | "floating" => "a number",
+            "boolean" => "a boolean",
+            "map" => "an object",
+            "sequence" => "an array",
+            other => other,
+        };
+        return invalid(path, format!("must be {expected}, got {got}"));
+    }
+    if message.starts_with("must be") {
+        return invalid(path, message);
+    }
+    // Any other refusal of serde's, without the value it may quote.
+    let expected = message
+        .split_once(", expected ")
+        .map_or(String::new(), |(_, expected)| {
+            format!(": expected {expected}")
+        });
+    invalid(path, format!("is not valid{expected}"))
+}
+
+fn missing(field: &str) -> InvalidMessage {
+    InvalidMessage::Missing(field.to_owned())
+}
+
+/// The envelope fields of a sequenced event.
 struct Meta {
     event_id: String,
     aggregate_id: String,
@@ -196,22 +226,13 @@ impl Meta {
     }
 }
 
-fn order_details(data: &Map<String, Value>) -> Result<OrderDetails, InvalidMessage> {
-    Ok(OrderDetails {
-        customer_name: data_string(data, "data.customerName", "customerName", DATA_TEXT)?
-            .to_owned(),
-        email: data_string(data, "data.email", "email", DATA_TEXT)?.to_owned(),
-        total_cents: data_cents(data, "data.totalCents", "totalCents")?,
-    })
-}
-
 /// A required envelope string of 1 to `max` characters.
 fn string<'a>(
     object: &'a Map<String, Value>,
     field: &'static str,
     max: usize,
 ) -> Result<&'a str, InvalidMessage> {
-    data_string(object, field, field, (1, max))
+    bounded_string(object, field, (1, max))
 }
 
 /// Every string in `data`, however deep and whether declared or not, holds
@@ -253,25 +274,16 @@ fn check_strings(data: &Map<String, Value>) -> Result<(), InvalidMessage> {
     Ok(())
 }
 
-/// A required string in `data` of `min` to `max` characters.
-fn data_string<'a>(
+/// A required string of `min` to `max` characters.
+fn bounded_string<'a>(
     object: &'a Map<String, Value>,
-    field: &'static str,
-    key: &str,
+    field: &str,
     (min, max): (usize, usize),
 ) -> Result<&'a str, InvalidMessage> {
-    match object.get(key) {
-        None | Some(Value::Null) => Err(InvalidMessage::Missing(field)),
+    match object.get(field) {
+        None | Some(Value::Null) => Err(missing(field)),
         Some(Value::String(text)) => {
-            // Characters are 1 to 4 bytes: a string of at most `max` bytes
-            // holds at most `max` characters, and a non-empty one at least
-            // one; otherwise counted, only as far as needed.
-            let obviously_fits = text.len() <= max && (min == 0 || (min == 1 && !text.is_empty()));
-            let count = if obviously_fits {
-                min
-            } else {
-                text.chars().take(max + 1).count()
-            };
+            let count = text.chars().take(max + 1).count();
             if count < min || count > max {
                 let got = if count > max {
                     format!("more than {max}")
@@ -293,38 +305,9 @@ fn data_string<'a>(
     }
 }
 
-fn data_integer(
-    object: &Map<String, Value>,
-    field: &'static str,
-    key: &str,
-) -> Result<i64, InvalidMessage> {
-    match object.get(key) {
-        None | Some(Value::Null) => Err(InvalidMessage::Missing(field)),
-        Some(Value::Number(number)) => number.as_i64().ok_or_else(|| {
-            invalid(
-                field,
-                format!("must be an integer from -2^63 to 2^63-1, got {number}"),
-            )
-        }),
-        Some(other) => Err(invalid(
-            field,
-            format!("must be an integer, got {}", kind(other)),
-        )),
-    }
-}
-
-fn data_cents(
-    object: &Map<String, Value>,
-    field: &'static str,
-    key: &str,
-) -> Result<u64, InvalidMessage> {
-    let cents = data_integer(object, field, key)?;
-    u64::try_from(cents).map_err(|_| invalid(field, format!("must be >= 0, got {cents}")))
-}
-
 fn sequence(envelope: &Map<String, Value>) -> Result<u64, InvalidMessage> {
     match envelope.get("sequence") {
-        None | Some(Value::Null) => Err(InvalidMessage::Missing("sequence")),
+        None | Some(Value::Null) => Err(missing("sequence")),
         Some(Value::Number(number)) => match number.as_u64() {
             Some(sequence @ 1..=MAX_SEQUENCE) => Ok(sequence),
             _ => Err(invalid(
@@ -468,13 +451,13 @@ mod tests {
         ] {
             assert_eq!(
                 error_of(&with(order_updated(), path, None)),
-                InvalidMessage::Missing(field),
+                InvalidMessage::Missing(field.to_owned()),
                 "{path:?}"
             );
             // null counts as missing
             assert_eq!(
                 error_of(&with(order_updated(), path, Some(Value::Null))),
-                InvalidMessage::Missing(field),
+                InvalidMessage::Missing(field.to_owned()),
                 "{path:?} null"
             );
         }
@@ -524,10 +507,7 @@ mod tests {
             assert!(
                 matches!(
                     err,
-                    InvalidMessage::Invalid {
-                        field: "sequence",
-                        ..
-                    }
+                    InvalidMessage::Invalid { ref field, .. } if field == "sequence"
                 ),
                 "{bad}: {err:?}"
             );
@@ -619,6 +599,49 @@ mod tests {
         assert!(parse_body(&fits).is_ok());
     }
 
+    /// serde's refusals become reasons that name the field and what it
+    /// must be, and never repeat a value (a string may be personal data,
+    /// and the reason is logged).
+    #[test]
+    fn reasons_name_the_field_and_repeat_no_value() {
+        for (path, value, reason) in [
+            (
+                &["data", "totalCents"][..],
+                json!("ada@example.com"),
+                "field `data.totalCents` must be an integer, got a string",
+            ),
+            (
+                &["data", "email"][..],
+                json!(5),
+                "field `data.email` must be a string, got a number",
+            ),
+            (
+                &["data", "customerName"][..],
+                json!(["ada@example.com"]),
+                "field `data.customerName` must be a string, got an array",
+            ),
+            (
+                &["data", "totalCents"][..],
+                json!(12.5),
+                "field `data.totalCents` must be an integer from -2^63 to 2^63-1, got 12.5",
+            ),
+            (
+                &["data", "email"][..],
+                Value::Null,
+                "missing field `data.email`",
+            ),
+        ] {
+            let err = error_of(&with(order_updated(), path, Some(value.clone())));
+            assert_eq!(err.to_string(), reason, "{path:?} = {value}");
+            assert!(!err.to_string().contains("ada@"), "{err}");
+        }
+        let stock = json!({"eventId":"e","type":"InventoryAdjusted","data":{"sku":"s","delta":"ada@example.com"}});
+        assert_eq!(
+            error_of(&stock.to_string()).to_string(),
+            "field `data.delta` must be an integer, got a string"
+        );
+    }
+
     #[test]
     fn money_must_not_be_negative() {
         let err = error_of(&with(
@@ -634,10 +657,7 @@ mod tests {
                            "data":{"priceCents":-1}});
         assert!(matches!(
             error_of(&price.to_string()),
-            InvalidMessage::Invalid {
-                field: "data.priceCents",
-                ..
-            }
+            InvalidMessage::Invalid { ref field, .. } if field == "data.priceCents"
         ));
     }
 

@@ -7,7 +7,9 @@
 //! # Layout
 //!
 //! - [`envelope`]: reads one SQS record into a typed [`domain::Event`], or an
-//!   [`envelope::InvalidMessage`] that names what was wrong.
+//!   [`envelope::InvalidMessage`] that names what was wrong; the event's data
+//!   through serde ([`domain::event::Payload`]) and the limits its types
+//!   declare ([`limits`]).
 //! - [`domain`]: events, entities, and one handler per event type holding the
 //!   guard (`domain/order.rs`, `domain/product.rs`, `domain/inventory.rs`);
 //!   [`domain::decide`] routes an event to its handler. Knows nothing of SQS
@@ -33,6 +35,7 @@ pub mod config;
 pub mod domain;
 pub mod envelope;
 pub mod lambda;
+pub mod limits;
 pub mod logging;
 pub mod metrics;
 pub mod runner;

@@ -1,4 +1,12 @@
 //! The typed events: one variant per event type of the contract.
+//!
+//! [`Payload`] is the one list of event types: a serde enum tagged by the
+//! envelope's `type`, its data structs declaring their limits
+//! ([`crate::limits`]); the envelope ([`crate::envelope`]) reads the rest.
+
+use serde::Deserialize;
+
+use crate::limits::{integer, non_negative, text};
 
 /// The envelope fields every sequenced event carries, and its data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -11,30 +19,61 @@ pub struct Sequenced<T> {
 }
 
 /// `OrderCreated` and `OrderUpdated` data.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct OrderDetails {
+    #[serde(deserialize_with = "text::<_, 0, 1024>")]
     pub customer_name: String,
+    #[serde(deserialize_with = "text::<_, 0, 1024>")]
     pub email: String,
+    #[serde(deserialize_with = "non_negative")]
     pub total_cents: u64,
 }
 
 /// `OrderCancelled` data.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct OrderCancellation {
+    #[serde(deserialize_with = "text::<_, 0, 1024>")]
     pub reason: String,
 }
 
 /// `ProductCreated` data.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NewProduct {
+    #[serde(deserialize_with = "text::<_, 0, 1024>")]
     pub name: String,
+    #[serde(deserialize_with = "non_negative")]
     pub price_cents: u64,
 }
 
 /// `ProductPriceChanged` data.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PriceChange {
+    #[serde(deserialize_with = "non_negative")]
     pub price_cents: u64,
+}
+
+/// `InventoryAdjusted` data.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct StockChange {
+    #[serde(deserialize_with = "text::<_, 1, 256>")]
+    pub sku: String,
+    #[serde(deserialize_with = "integer")]
+    pub delta: i64,
+}
+
+/// The event types, by the envelope's `type`, each with its `data`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "type", content = "data")]
+pub enum Payload {
+    OrderCreated(OrderDetails),
+    OrderUpdated(OrderDetails),
+    OrderCancelled(OrderCancellation),
+    ProductCreated(NewProduct),
+    ProductPriceChanged(PriceChange),
+    InventoryAdjusted(StockChange),
 }
 
 /// `InventoryAdjusted`: not sequenced, deduplicated by `event_id`.
