@@ -4,6 +4,7 @@
 //! [`InvalidMessage`] naming what was wrong, and nothing else.
 
 use aws_lambda_events::event::sqs::SqsMessage;
+use serde::Deserialize;
 use serde::de::value::MapDeserializer;
 use serde_json::{Map, Value};
 
@@ -101,22 +102,24 @@ impl Record {
 pub fn parse_body(body: &str) -> Result<Event, InvalidMessage> {
     let value: Value =
         serde_json::from_str(body).map_err(|err| InvalidMessage::NotJson(err.to_string()))?;
-    let Value::Object(mut envelope) = value else {
+    let Value::Object(envelope) = value else {
         return Err(InvalidMessage::NotAnObject);
     };
     let event_id = string(&envelope, "eventId", 128)?.to_owned();
     let event_type = match envelope.get("type") {
         None | Some(Value::Null) => return Err(missing("type")),
-        Some(Value::String(event_type)) => event_type.clone(),
+        Some(event_type @ Value::String(_)) => event_type,
         Some(_) => return Err(invalid("type", "must be a string")),
     };
-    let data = match envelope.remove("data") {
+    let data = match envelope.get("data") {
         None | Some(Value::Null) => return Err(missing("data")),
-        Some(Value::Object(data)) => data,
+        Some(data @ Value::Object(fields)) => {
+            check_strings(fields)?;
+            data
+        }
         Some(_) => return Err(invalid("data", "must be an object")),
     };
-    check_strings(&data)?;
-    let payload = payload(&event_type, data)?;
+    let payload = payload(event_type, data)?;
     // The envelope of a sequenced event: its aggregate and its sequence.
     let sequenced = |event_id: String| -> Result<Meta, InvalidMessage> {
         Ok(Meta {
@@ -154,16 +157,20 @@ pub fn parse_body(body: &str) -> Result<Event, InvalidMessage> {
 
 /// Reads `data` as the event type's payload, through serde and the limits
 /// its types declare; a refusal names the field by its path.
-fn payload(event_type: &str, data: Map<String, Value>) -> Result<Payload, InvalidMessage> {
-    let fields = [
-        ("type", Value::String(event_type.to_owned())),
-        ("data", Value::Object(data)),
-    ];
-    let deserializer = MapDeserializer::<_, serde_json::Error>::new(fields.into_iter());
-    serde_path_to_error::deserialize(deserializer).map_err(|err| {
-        let path = err.path().to_string();
-        let message = err.into_inner().to_string();
-        refusal(event_type, &path, &message)
+fn payload(event_type: &Value, data: &Value) -> Result<Payload, InvalidMessage> {
+    let fields = || {
+        MapDeserializer::<_, serde_json::Error>::new(
+            [("type", event_type), ("data", data)].into_iter(),
+        )
+    };
+    // The common case pays for no path; a refusal is read again with its
+    // path, to name the field.
+    Payload::deserialize(fields()).or_else(|_| {
+        serde_path_to_error::deserialize::<_, Payload>(fields()).map_err(|err| {
+            let path = err.path().to_string();
+            let message = err.into_inner().to_string();
+            refusal(event_type.as_str().unwrap_or_default(), &path, &message)
+        })
     })
 }
 
