@@ -17,7 +17,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::{Outcome, RunnerConfig, Verdict, skipped_one};
+use super::verdict::{Verdict, skipped_one};
+use super::{Outcome, RunnerConfig};
 use crate::domain::{self, Decision, Entity, EntityKey, Event};
 use crate::envelope::{Record, parse_body};
 use crate::store::{

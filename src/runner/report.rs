@@ -1,0 +1,213 @@
+//! What became of each message, and of each write that parked or drained:
+//! the reports the response, the logs and the metrics are made from.
+
+use aws_lambda_events::event::sqs::SqsBatchResponse;
+
+use crate::domain::{Decision, EntityKey};
+use crate::store::ParkedEvent;
+
+/// What became of one message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    Applied,
+    Duplicate,
+    /// A gap, parked in the table: completed, applied when the gap closes.
+    Parked,
+    /// A different event for a sequence applied or parked: recorded, completed.
+    Conflict,
+    Gap,
+    NotCreated,
+    Invalid,
+    /// Not attempted: an earlier message of its stream failed, or the
+    /// invocation's deadline was too near.
+    Skipped,
+    StorageError,
+    /// Refused for good by the table (DynamoDB's `ValidationException`, a
+    /// stock level leaving the 64-bit range): retrying will not help; the
+    /// message goes on to the dead-letter queue.
+    Rejected,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 10] = [
+        Outcome::Applied,
+        Outcome::Duplicate,
+        Outcome::Parked,
+        Outcome::Conflict,
+        Outcome::Gap,
+        Outcome::NotCreated,
+        Outcome::Invalid,
+        Outcome::Skipped,
+        Outcome::StorageError,
+        Outcome::Rejected,
+    ];
+
+    /// Whether the message is listed in `batchItemFailures`.
+    pub fn is_failure(self) -> bool {
+        !matches!(
+            self,
+            Outcome::Applied | Outcome::Duplicate | Outcome::Parked | Outcome::Conflict
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Applied => "applied",
+            Outcome::Duplicate => "duplicate",
+            Outcome::Parked => "parked",
+            Outcome::Conflict => "conflict",
+            Outcome::Gap => "gap",
+            Outcome::NotCreated => "not created",
+            Outcome::Invalid => "invalid",
+            Outcome::Skipped => "skipped",
+            Outcome::StorageError => "storage error",
+            Outcome::Rejected => "rejected",
+        }
+    }
+}
+
+impl From<Decision> for Outcome {
+    fn from(decision: Decision) -> Self {
+        match decision {
+            Decision::Applied => Outcome::Applied,
+            Decision::Duplicate => Outcome::Duplicate,
+            Decision::Gap => Outcome::Gap,
+            Decision::NotCreated => Outcome::NotCreated,
+        }
+    }
+}
+
+/// One message's line of the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageReport {
+    pub message_id: String,
+    pub stream: String,
+    pub event_type: Option<&'static str>,
+    pub sequence: Option<u64>,
+    pub outcome: Outcome,
+    pub reason: Option<String>,
+    /// For a gap: the sequence the entity waits for (the missing event).
+    pub waiting_for: Option<u64>,
+    /// A gap that was not parked because `max_parked_per_stream` events are
+    /// parked on its entity already.
+    pub parking_full: bool,
+}
+
+/// What one commit parked on an entity and drained from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParkingReport {
+    pub stream: String,
+    pub entity: EntityKey,
+    /// Sequences parked.
+    pub parked: Vec<u64>,
+    /// Parked events applied, in order (without their bodies: a long drain
+    /// of large bodies is not held in memory by its report).
+    pub drained: Vec<DrainedEvent>,
+    /// Events parked on the entity once written.
+    pub parked_now: usize,
+    /// The sequence the entity waits for, while events are parked on it.
+    pub waiting_for: Option<u64>,
+    /// How long the oldest event parked on the entity (or drained from it
+    /// now) has waited, in seconds.
+    pub oldest_parked_age_seconds: Option<u64>,
+    /// Parked sequences the entity got past another way (a creation at a
+    /// later sequence): removed without being applied.
+    pub cleared: Vec<u64>,
+    /// Of those, the ones that were another event than the one applied at
+    /// their sequence: recorded as conflicts.
+    pub conflicts: Vec<u64>,
+}
+
+/// A parked event that was applied: what identifies it, not its body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DrainedEvent {
+    pub sequence: u64,
+    pub event_id: String,
+    pub event_type: String,
+    /// The message that brought it.
+    pub message_id: String,
+    /// Epoch seconds.
+    pub parked_at: u64,
+    /// The body's size, in bytes.
+    pub body_bytes: usize,
+}
+
+impl From<&ParkedEvent> for DrainedEvent {
+    fn from(parked: &ParkedEvent) -> Self {
+        DrainedEvent {
+            sequence: parked.sequence,
+            event_id: parked.event_id.clone(),
+            event_type: parked.event_type.clone(),
+            message_id: parked.message_id.clone(),
+            parked_at: parked.parked_at,
+            body_bytes: parked.body.len(),
+        }
+    }
+}
+
+/// What became of every message of a batch, in batch order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BatchReport {
+    pub messages: Vec<MessageReport>,
+    /// Requests the batch sent to the table.
+    pub requests: u64,
+    /// Events parked and drained, per commit.
+    pub parking: Vec<ParkingReport>,
+}
+
+impl BatchReport {
+    /// The SQS partial batch response: exactly the failed messages.
+    pub fn response(&self) -> SqsBatchResponse {
+        let mut response = SqsBatchResponse::default();
+        for message in self
+            .messages
+            .iter()
+            .filter(|message| message.outcome.is_failure())
+        {
+            response.add_failure(message.message_id.clone());
+        }
+        response
+    }
+
+    pub fn count(&self, outcome: Outcome) -> usize {
+        self.messages
+            .iter()
+            .filter(|message| message.outcome == outcome)
+            .count()
+    }
+
+    /// Parked events applied.
+    pub fn drained(&self) -> usize {
+        self.parking
+            .iter()
+            .map(|parking| parking.drained.len())
+            .sum()
+    }
+
+    /// Conflicts recorded: messages, and parked events found to differ from
+    /// the event applied at their sequence.
+    pub fn conflicts(&self) -> usize {
+        self.count(Outcome::Conflict)
+            + self
+                .parking
+                .iter()
+                .map(|parking| parking.conflicts.len())
+                .sum::<usize>()
+    }
+
+    /// Gaps not parked because their entity had no room left.
+    pub fn parking_full(&self) -> usize {
+        self.messages
+            .iter()
+            .filter(|message| message.parking_full)
+            .count()
+    }
+
+    /// The longest wait of a parked event seen by the batch, in seconds.
+    pub fn oldest_parked_age_seconds(&self) -> Option<u64> {
+        self.parking
+            .iter()
+            .filter_map(|parking| parking.oldest_parked_age_seconds)
+            .max()
+    }
+}

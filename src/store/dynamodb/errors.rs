@@ -1,0 +1,79 @@
+//! DynamoDB's errors as the store's: a refusal for good told apart from
+//! what may heal, in a line, not the SDK's dump of the response.
+
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::types::CancellationReason;
+
+use crate::store::StoreError;
+
+pub(super) fn request_error<E, R>(operation: &'static str, err: &SdkError<E, R>) -> StoreError
+where
+    E: std::error::Error + ProvideErrorMetadata + 'static,
+    R: std::fmt::Debug,
+{
+    match err.as_service_error() {
+        Some(service) => service_error(operation, service),
+        None => StoreError::Request {
+            operation,
+            message: readable(&DisplayErrorContext(err).to_string()).to_owned(),
+        },
+    }
+}
+
+/// A service error other than the ones the caller answers, as its code and
+/// message (not the SDK's whole dump of the response).
+pub(super) fn service_error<E>(operation: &'static str, err: &E) -> StoreError
+where
+    E: std::error::Error + ProvideErrorMetadata,
+{
+    let code = err.code().unwrap_or("unknown error");
+    let message = match err.message() {
+        Some(text) => format!("{code}: {text}"),
+        None => code.to_owned(),
+    };
+    if code == VALIDATION {
+        StoreError::Rejected { operation, message }
+    } else {
+        StoreError::Request { operation, message }
+    }
+}
+
+/// The readable part of an SDK error's full text: the chain of causes,
+/// without the debug dump of the request and response that follows it.
+pub(crate) fn readable(full: &str) -> &str {
+    [
+        " (DispatchFailure",
+        " (TimeoutError",
+        " (ResponseError",
+        " (ConstructionFailure",
+        " (ServiceError",
+    ]
+    .iter()
+    .filter_map(|dump| full.find(dump))
+    .min()
+    .map_or(full, |end| &full[..end])
+}
+
+/// DynamoDB's error code for a request it will never take (an item over
+/// 400 KB, an expression it refuses).
+pub(super) const VALIDATION: &str = "ValidationException";
+
+/// A transaction cancelled for reasons other than the conditions the caller
+/// answers (a conflicting transaction, throttling, a validation error).
+pub(super) fn cancelled(reasons: &[CancellationReason]) -> StoreError {
+    let codes: Vec<&str> = reasons.iter().filter_map(|reason| reason.code()).collect();
+    let message = format!("transaction cancelled: {codes:?}");
+    let operation = "TransactWriteItems";
+    if codes.contains(&"ValidationError") {
+        StoreError::Rejected { operation, message }
+    } else {
+        StoreError::Request { operation, message }
+    }
+}
+
+pub(super) fn build_error(operation: &'static str, err: impl std::fmt::Display) -> StoreError {
+    StoreError::Request {
+        operation,
+        message: err.to_string(),
+    }
+}
