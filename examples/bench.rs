@@ -44,9 +44,9 @@ use sequence_guard::runner::{GapPolicy, Invocation, Outcome, Runner, RunnerConfi
 use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
 use sequence_guard::store::memory::MemoryStore;
 use sequence_guard::store::{
-    Adjusted, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, Saved, Store,
-    StoreError,
+    Adjusted, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, Store, StoreError,
 };
+use sequence_guard::testing::{SaveExt, Saved};
 use serde_json::json;
 
 // ---- workloads ------------------------------------------------------------

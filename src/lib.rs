@@ -28,6 +28,8 @@
 //! - [`sweep`]: the scheduled look at parked events, for the alarm.
 //! - [`metrics`]: the CloudWatch metrics of each invocation (EMF).
 //! - [`logging`]: the log subscriber; no level prints an event's data.
+//! - `testing` (the `test-support` feature): what tests need and the
+//!   function does not (a conditional save of one entity).
 //! - `src/bin/projector.rs`: the Lambda function; `src/bin/replay.rs`: runs
 //!   sample events through the same runner locally.
 
@@ -41,3 +43,5 @@ pub mod metrics;
 pub mod runner;
 pub mod store;
 pub mod sweep;
+#[cfg(feature = "test-support")]
+pub mod testing;

@@ -14,6 +14,7 @@ use sequence_guard::store::memory::MemoryStore;
 use sequence_guard::store::{
     Adjusted, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, Store, StoreError,
 };
+use sequence_guard::testing::SaveExt;
 use serde_json::json;
 use support::*;
 

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use sequence_guard::domain::{Entity, EntityKey, Order, OrderStatus, Product, StockAdjustment};
 use sequence_guard::runner::{Invocation, Outcome, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
-use sequence_guard::store::{Adjusted, DedupKey, Loaded, Saved, Store};
+use sequence_guard::store::{Adjusted, DedupKey, Loaded, Store};
+use sequence_guard::testing::{SaveExt, Saved};
 use support::*;
 
 // The real clock: DynamoDB Local deletes items whose TTL attribute

@@ -204,17 +204,6 @@ pub enum StoreError {
     },
 }
 
-/// The answer to a conditional save.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Saved {
-    /// The entity was written.
-    Written,
-    /// The stored entity was no longer at the expected sequence: another
-    /// invocation wrote it first. `current` is what is stored now (`None`:
-    /// nothing), as returned by the failed condition itself.
-    Conflict { current: Option<Entity> },
-}
-
 /// The answer to a set of stock adjustments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Adjusted {
@@ -273,35 +262,6 @@ pub trait Store: Send + Sync {
     /// answers with the item as it is.
     fn commit(&self, commit: &Commit)
     -> impl Future<Output = Result<Committed, StoreError>> + Send;
-
-    /// Writes `entity` only if the stored one is still at `expected`
-    /// (`None`: only if there is none) and nothing is parked on it.
-    fn save(
-        &self,
-        entity: &Entity,
-        expected: Option<u64>,
-    ) -> impl Future<Output = Result<Saved, StoreError>> + Send {
-        let commit = Commit {
-            key: entity.key(),
-            expected: Expected {
-                sequence: expected,
-                parked: BTreeSet::new(),
-            },
-            entity: Some(entity.clone()),
-            park: Vec::new(),
-            drain: Vec::new(),
-            conflicts: Vec::new(),
-            now: 0,
-        };
-        async move {
-            Ok(match self.commit(&commit).await? {
-                Committed::Written => Saved::Written,
-                Committed::Conflict { current } => Saved::Conflict {
-                    current: current.entity,
-                },
-            })
-        }
-    }
 
     /// The parked events of `key` at these sequences, with strongly
     /// consistent reads; sequences with nothing parked are left out.

@@ -25,9 +25,11 @@
 //! | `errors.rs` | DynamoDB's errors as the store's (refusals for good apart) |
 //! | `admin.rs` | the table itself: connect, create if missing, check |
 
-use std::collections::{BTreeSet, HashMap};
+#[cfg(feature = "test-support")]
+use std::collections::BTreeSet;
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
@@ -85,7 +87,9 @@ pub struct DynamoStore {
     client: Client,
     table: String,
     requests: Arc<AtomicU64>,
-    operations: Arc<Mutex<BTreeSet<&'static str>>>,
+    /// The operations called, for the policy test (`test-support` only).
+    #[cfg(feature = "test-support")]
+    operations: Arc<std::sync::Mutex<BTreeSet<&'static str>>>,
 }
 
 impl DynamoStore {
@@ -94,6 +98,7 @@ impl DynamoStore {
             client,
             table: table.into(),
             requests: Arc::new(AtomicU64::new(0)),
+            #[cfg(feature = "test-support")]
             operations: Arc::default(),
         }
     }
@@ -103,19 +108,27 @@ impl DynamoStore {
         self.note(operation);
     }
 
-    /// Records an operation (for [`iam_actions`]) without counting a request.
+    /// Records an operation (for [`iam_actions`]) without counting a
+    /// request; only with the `test-support` feature (the function pays no
+    /// lock for it).
+    #[cfg(feature = "test-support")]
     fn note(&self, operation: &'static str) {
         self.operations
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(operation);
     }
 
-    /// The DynamoDB operations called so far (see [`iam_actions`]).
+    #[cfg(not(feature = "test-support"))]
+    fn note(&self, _operation: &'static str) {}
+
+    /// The DynamoDB operations called so far (see [`iam_actions`]);
+    /// `test-support` only.
+    #[cfg(feature = "test-support")]
     pub fn operations(&self) -> BTreeSet<&'static str> {
         self.operations
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
 
