@@ -34,6 +34,21 @@ fetch() {
   exec 9>&-
 }
 
+# Whether what listens on 127.0.0.1:$1 answers a ListTables request as
+# DynamoDB does (DynamoDB Local takes any credentials).
+answers_as_dynamodb() {
+  local response
+  response=$(
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+    printf 'POST / HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: DynamoDB_20120810.ListTables\r\nAuthorization: AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}' "$1" >&3
+    timeout 5 cat <&3
+  ) 2>/dev/null || true
+  case "$response" in
+    *TableNames* | *com.amazonaws.dynamodb*) return 0 ;;
+    *) return 1 ;;
+  esac
+}
+
 case "${1:-path}" in
   path)
     fetch
@@ -42,10 +57,15 @@ case "${1:-path}" in
   run)
     fetch
     port="${2:-8000}"
-    # A second start (another recipe, another terminal) finds the first one.
+    # A second start (another recipe, another terminal) finds the first one;
+    # anything else on the port is named, not used.
     if (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      echo "something already listens on port $port (DynamoDB Local from an earlier start?): using it" >&2
-      exit 0
+      if answers_as_dynamodb "$port"; then
+        echo "DynamoDB Local already answers on port $port: using it${3:+ (its data is wherever it was started with, not $3)}" >&2
+        exit 0
+      fi
+      echo "port $port is taken by something that is not DynamoDB: stop it, or give another port" >&2
+      exit 1
     fi
     if [ -n "${3:-}" ]; then
       mkdir -p "$3"

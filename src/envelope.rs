@@ -177,7 +177,7 @@ fn payload(event_type: &Value, data: &Value) -> Result<Payload, InvalidMessage> 
 /// serde's error at `path` as a reason. Values are not repeated: a string
 /// may be personal data, and the reason is logged.
 fn refusal(event_type: &str, path: &str, message: &str) -> InvalidMessage {
-    if path == "type" || message.starts_with("unknown variant") {
+    if path == "type" {
         return InvalidMessage::UnknownType(event_type.chars().take(64).collect());
     }
     if let Some(name) = message
@@ -187,7 +187,9 @@ fn refusal(event_type: &str, path: &str, message: &str) -> InvalidMessage {
         return missing(&format!("{path}.{name}"));
     }
     if let Some(rest) = message.strip_prefix("invalid type: ") {
-        let (unexpected, expected) = rest.split_once(", expected ").unwrap_or((rest, "?"));
+        // serde's own "expected ..." ends the message; a quoted value may
+        // hold the same words, so split at the last one.
+        let (unexpected, expected) = rest.rsplit_once(", expected ").unwrap_or((rest, "?"));
         let got = match unexpected.split([' ', '`']).next().unwrap_or_default() {
             "null" | "unit" => return missing(path),
             "string" | "char" => "a string",
@@ -204,7 +206,7 @@ fn refusal(event_type: &str, path: &str, message: &str) -> InvalidMessage {
     }
     // Any other refusal of serde's, without the value it may quote.
     let expected = message
-        .split_once(", expected ")
+        .rsplit_once(", expected ")
         .map_or(String::new(), |(_, expected)| {
             format!(": expected {expected}")
         });
@@ -254,6 +256,11 @@ fn check_strings(data: &Map<String, Value>) -> Result<(), InvalidMessage> {
                 && text.chars().take(MAX_DATA_STRING + 1).count() > MAX_DATA_STRING)
                 .then(Vec::new),
             Value::Object(object) => object.iter().find_map(|(key, value)| {
+                if key.len() > MAX_DATA_STRING
+                    && key.chars().take(MAX_DATA_STRING + 1).count() > MAX_DATA_STRING
+                {
+                    return Some(vec![" (a key in it over the limit)".to_owned()]);
+                }
                 let mut path = too_long(value)?;
                 path.push(format!(".{key}"));
                 Some(path)
@@ -267,6 +274,13 @@ fn check_strings(data: &Map<String, Value>) -> Result<(), InvalidMessage> {
         }
     }
     for (key, value) in data {
+        if key.chars().take(MAX_DATA_STRING + 1).count() > MAX_DATA_STRING {
+            // Named without itself: a key is as long, and may hold anything.
+            return Err(invalid(
+                "data",
+                format!("has a key of more than {MAX_DATA_STRING} characters"),
+            ));
+        }
         if let Some(inner) = too_long(value) {
             let mut field = format!("data.{key}");
             for segment in inner.iter().rev() {
@@ -642,6 +656,24 @@ mod tests {
             assert_eq!(err.to_string(), reason, "{path:?} = {value}");
             assert!(!err.to_string().contains("ada@"), "{err}");
         }
+        let tricky = with(
+            order_updated(),
+            &["data", "totalCents"],
+            Some(json!("Ada Lovelace, expected Monday")),
+        );
+        assert_eq!(
+            error_of(&tricky).to_string(),
+            "field `data.totalCents` must be an integer, got a string"
+        );
+        let key = with(
+            order_updated(),
+            &["data", &"k".repeat(1025)],
+            Some(json!(1)),
+        );
+        assert_eq!(
+            error_of(&key).to_string(),
+            "field `data` has a key of more than 1024 characters"
+        );
         let stock = json!({"eventId":"e","type":"InventoryAdjusted","data":{"sku":"s","delta":"ada@example.com"}});
         assert_eq!(
             error_of(&stock.to_string()).to_string(),

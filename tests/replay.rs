@@ -314,3 +314,21 @@ fn the_generic_aws_sample_is_invalid_and_the_columns_stay_aligned() {
     );
     let _ = std::fs::remove_file(file);
 }
+
+/// A record without a messageId fails the invocation as a whole (on Lambda
+/// the batch is retried): replay says so and exits 1.
+#[test]
+fn a_failed_invocation_exits_1() {
+    let event =
+        r#"{"Records":[{"body":"{}","attributes":{"MessageGroupId":"g"},"messageAttributes":{}}]}"#;
+    let file = std::env::temp_dir().join(format!("no-message-id-{}.json", std::process::id()));
+    std::fs::write(&file, event).expect("write");
+    let (code, stdout, stderr) = replay(&[file.to_str().expect("path")]);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("invocation failed") && stdout.contains("messageId"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("1 message was not done"), "{stderr}");
+}

@@ -89,7 +89,11 @@ async fn main() -> ExitCode {
     match shown {
         Ok(()) => ExitCode::SUCCESS,
         Err(Shown::Output(err)) if err.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(err) => {
+        Err(Shown::Output(err)) => {
+            eprintln!("inspect: cannot write the output: {err}");
+            ExitCode::FAILURE
+        }
+        Err(Shown::Store(err)) => {
             eprintln!("inspect: cannot read table {}: {err}", args.table);
             ExitCode::FAILURE
         }

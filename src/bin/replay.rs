@@ -35,8 +35,8 @@ Examples:
       on AWS, with the credentials and region of the environment (AWS_PROFILE, AWS_REGION)
 
 Exit status: 0 when every file ran (messages may still fail: that is the story);
-1 when the table cannot be used or a message hit a storage error; 2 for bad
-arguments, files or variables.";
+1 when the table cannot be used, a message hit a storage error or a refusal, or
+an invocation failed as a whole; 2 for bad arguments, files or variables.";
 
 /// Runs sample SQS events (and scheduled sweeps) through the projector's
 /// runner, locally, and prints what became of each message.
@@ -119,8 +119,8 @@ async fn main() -> ExitCode {
         Ok(0) => ExitCode::SUCCESS,
         Ok(failed) => {
             eprintln!(
-                "replay: {failed} {} not reach the table (storage errors, refusals): see the reasons above",
-                plural(failed, "message did", "messages did")
+                "replay: {failed} {} not done (storage errors, refusals, or a failed invocation): see the reasons above",
+                plural(failed, "message was", "messages were")
             );
             ExitCode::FAILURE
         }
@@ -183,7 +183,11 @@ async fn replay<S: Store>(
                             report.count(Outcome::StorageError) + report.count(Outcome::Rejected);
                         print_batch(out, event, &report, invocation.now)?;
                     }
-                    Err(err) => writeln!(out, "  invocation failed: {err}")?,
+                    Err(err) => {
+                        // On Lambda the whole batch would be retried.
+                        storage_failures += event.records.len();
+                        writeln!(out, "  invocation failed: {err}")?;
+                    }
                 }
             }
             Input::Schedule => {

@@ -60,7 +60,7 @@ where
         };
     }
     let full = DisplayErrorContext(err).to_string();
-    let lower = full.to_ascii_lowercase();
+    let lower = readable(&full).to_ascii_lowercase();
     if lower.contains("credential") || lower.contains("imds") {
         return TableError::NoCredentials;
     }
@@ -100,6 +100,8 @@ pub async fn ensure_table(client: &Client, table: &str) -> Result<bool, TableErr
     match check_table(client, table).await {
         Ok(()) => return Ok(false),
         Err(TableError::Missing { .. }) => {}
+        // Being created by someone else: wait for it below.
+        Err(TableError::NotReady { status, .. }) if status == "CREATING" => {}
         Err(err) => return Err(err),
     }
     if let Err(err) = send_create_table(client, table).await {
