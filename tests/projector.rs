@@ -325,6 +325,14 @@ async fn a_scheduled_event_sweeps_parked_events_into_metrics() {
         "{parked}"
     );
 
+    // A sweep that arrives with its deadline already past reads nothing: it
+    // says so, and records SweepIncomplete instead of counts that would
+    // clear the parked-too-long alarm.
+    api.set_deadline_in_ms(-1_000);
+    let late = answer(api.invoke(&scheduled).await);
+    assert_eq!(late["complete"], false, "{late}");
+    api.set_deadline_in_ms(30_000);
+
     match api.invoke(r#"{"detail-type": "Object Created"}"#).await {
         Answer::Error(body) => assert!(
             body.contains("SequenceGuard.UnsupportedEvent") && body.contains("detail-type"),
@@ -345,6 +353,16 @@ async fn a_scheduled_event_sweeps_parked_events_into_metrics() {
         .filter(|document| document.get("ParkedEntities").is_some())
         .collect();
     assert_eq!(sweeps.len(), 2, "{output}");
+    let incomplete: Vec<&serde_json::Value> = documents
+        .iter()
+        .filter(|document| {
+            document
+                .get("SweepIncomplete")
+                .is_some_and(|count| count == 1)
+        })
+        .collect();
+    assert_eq!(incomplete.len(), 1, "{output}");
+    assert!(incomplete[0].get("ParkedEntities").is_none(), "{output}");
     assert_eq!(sweeps[0]["ParkedEntities"], serde_json::json!([0.0]));
     assert_eq!(sweeps[0]["OldestParkedAge"], serde_json::json!([0.0]));
     assert_eq!(sweeps[1]["ParkedEntities"], serde_json::json!([1.0]));

@@ -22,6 +22,8 @@ struct State {
     answers: Vec<(String, Answer)>,
     first_next: Option<Instant>,
     invocations: u64,
+    /// The deadline handed out, from now, in ms (30 s unless set).
+    deadline_in_ms: Option<i64>,
 }
 
 #[derive(Clone)]
@@ -48,6 +50,13 @@ impl RuntimeApi {
             }
         });
         api
+    }
+
+    /// The deadline of the invocations handed out from now on, from the
+    /// moment each is handed out (negative: already past).
+    #[allow(dead_code)] // not every test binary uses it
+    pub fn set_deadline_in_ms(&self, ms: i64) {
+        self.state.lock().expect("state").deadline_in_ms = Some(ms);
     }
 
     /// When the function first asked for work.
@@ -112,11 +121,17 @@ impl RuntimeApi {
                 && path.ends_with("/runtime/invocation/next")
             {
                 let (id, event) = self.next_event().await;
-                let deadline = SystemTime::now()
+                let offset = self
+                    .state
+                    .lock()
+                    .expect("state")
+                    .deadline_in_ms
+                    .unwrap_or(30_000);
+                let now = SystemTime::now()
                     .duration_since(UNIX_EPOCH)
                     .expect("clock")
-                    .as_millis()
-                    + 30_000;
+                    .as_millis();
+                let deadline = now.saturating_add_signed(i128::from(offset));
                 let headers = format!(
                     "Lambda-Runtime-Aws-Request-Id: {id}\r\nLambda-Runtime-Deadline-Ms: {deadline}\r\n\
                      Lambda-Runtime-Invoked-Function-Arn: arn:aws:lambda:us-east-1:123456789012:function:sequence-guard\r\n\
