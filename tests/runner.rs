@@ -34,6 +34,9 @@ struct Faults {
     save_always_raced: bool,
     save_delay: Option<Duration>,
     adjust_fails: bool,
+    /// Answers to the next stock transactions, in order, before the store's
+    /// own (another invocation moving onHand between two attempts).
+    adjust_answers: Vec<Adjusted>,
 }
 
 /// The in-memory store behind a layer of faults, counting calls.
@@ -170,7 +173,14 @@ impl Store for FaultyStore {
         if self.faults().adjust_fails {
             return Err(failure("TransactWriteItems"));
         }
-        self.inner.adjust_stock(adjustments).await
+        let scripted = {
+            let mut faults = self.faults.lock().expect("faults");
+            (!faults.adjust_answers.is_empty()).then(|| faults.adjust_answers.remove(0))
+        };
+        match scripted {
+            Some(answer) => Ok(answer),
+            None => self.inner.adjust_stock(adjustments).await,
+        }
     }
 
     async fn on_hand(&self, sku: &str) -> Result<Option<i64>, StoreError> {
@@ -959,4 +969,52 @@ async fn a_write_the_table_refuses_for_good_is_rejected_not_a_storage_error() {
         Some(1)
     );
     assert!(sequence_guard::metrics::emitted().contains(&"Rejected"));
+}
+
+/// onHand moves between two attempts of a stream's stock transaction: the
+/// first refusal cuts at the fourth adjustment, the second (onHand higher
+/// now) at the second. Every message still gets exactly one verdict: the
+/// first applied, the second rejected, the rest not attempted.
+#[tokio::test]
+async fn a_second_refusal_of_a_stock_step_keeps_one_verdict_per_message() {
+    let store = FaultyStore::with(Faults {
+        adjust_answers: vec![
+            Adjusted::OutOfRange {
+                sku: "SKU-Q".into(),
+                on_hand: Some(i64::MAX - 35),
+            },
+            Adjusted::OutOfRange {
+                sku: "SKU-Q".into(),
+                on_hand: Some(i64::MAX - 15),
+            },
+        ],
+        ..Default::default()
+    });
+    let runner = Runner::new(store.clone(), RunnerConfig::default());
+    let messages: Vec<_> = (1..=5)
+        .map(|n| {
+            let id = format!("q{n}");
+            message(&id, "SKU-Q", &inventory_adjusted(&id, "SKU-Q", 10))
+        })
+        .collect();
+    let report = runner
+        .run(&batch(messages), no_deadline())
+        .await
+        .expect("run");
+    assert_eq!(
+        outcomes(&report),
+        [
+            ("q1", Outcome::Applied),
+            ("q2", Outcome::Rejected),
+            ("q3", Outcome::Skipped),
+            ("q4", Outcome::Skipped),
+            ("q5", Outcome::Skipped),
+        ]
+    );
+    assert_eq!(store.inner.on_hand("SKU-Q").await.expect("read"), Some(10));
+    assert_eq!(
+        store.calls().2,
+        3,
+        "two refusals, then the one adjustment before both"
+    );
 }

@@ -23,6 +23,8 @@ impl<S: Store> Runner<S> {
             let mut pending: Vec<&(usize, StockAdjustment)> = chunk.iter().collect();
             // Adjustments behind a refused one: not attempted.
             let mut cut: Option<Vec<&(usize, StockAdjustment)>> = None;
+            // Where in `verdicts` the refused one is.
+            let mut rejected: Option<usize> = None;
             let mut attempt = 0;
             let failure = loop {
                 let batch: Vec<StockAdjustment> = pending
@@ -76,6 +78,14 @@ impl<S: Store> Runner<S> {
                         match refused {
                             Some(at) => {
                                 let (position, adjustment) = pending[at];
+                                // An earlier refusal behind this one: not
+                                // attempted after all.
+                                if let Some(earlier) = rejected.take()
+                                    && let Some((_, verdict)) = verdicts.get_mut(earlier)
+                                {
+                                    *verdict = skipped_one();
+                                }
+                                rejected = Some(verdicts.len());
                                 verdicts.push((
                                     *position,
                                     Verdict::new(
