@@ -15,6 +15,7 @@
 //! | `MAX_PARKED_PER_STREAM` | the most events parked on one entity | 1 to 10000 | 1000 |
 //! | `METRICS_NAMESPACE`  | CloudWatch namespace of the metrics                  | 1 to 255 of `a-z A-Z 0-9 . - _ / # : space`, not starting with `AWS/` | `SequenceGuard` |
 //! | `METRICS_SERVICE`    | the `Service` dimension of the metrics               | 1 to 1024 characters | `sequence-guard` |
+//! | `POWERTOOLS_METRICS_NAMESPACE`, `POWERTOOLS_SERVICE_NAME` | Powertools for AWS Lambda's names for the two above; when set, they win | as above | |
 //!
 //! The AWS SDK reads its own variables (`AWS_REGION`,
 //! `AWS_ENDPOINT_URL_DYNAMODB`, ...).
@@ -41,7 +42,7 @@ pub const PARK_AFTER_RECEIVES_RANGE: RangeInclusive<u64> = 1..=1000;
 pub const MAX_PARKED_RANGE: RangeInclusive<u64> = 1..=MAX_PARKED_LIMIT;
 
 /// Every variable the projector reads (besides the SDK's and the runtime's).
-pub const VARIABLES: [&str; 9] = [
+pub const VARIABLES: [&str; 11] = [
     "TABLE_NAME",
     "DEDUP_TTL_SECONDS",
     "DEADLINE_MARGIN_MS",
@@ -51,6 +52,8 @@ pub const VARIABLES: [&str; 9] = [
     "MAX_PARKED_PER_STREAM",
     "METRICS_NAMESPACE",
     "METRICS_SERVICE",
+    "POWERTOOLS_METRICS_NAMESPACE",
+    "POWERTOOLS_SERVICE_NAME",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -112,7 +115,20 @@ impl Config {
                 .filter(|value| !value.is_empty())
                 .unwrap_or_else(|| default.to_owned())
         };
-        let metrics_namespace = text("METRICS_NAMESPACE", "SequenceGuard");
+        // Powertools for AWS Lambda's names win when set, as teams expect.
+        let either = |powertools: &str, ours: &str, default: &str| {
+            let named = text(powertools, "");
+            if named.is_empty() {
+                text(ours, default)
+            } else {
+                named
+            }
+        };
+        let metrics_namespace = either(
+            "POWERTOOLS_METRICS_NAMESPACE",
+            "METRICS_NAMESPACE",
+            "SequenceGuard",
+        );
         if !valid_namespace(&metrics_namespace) {
             return Err(ConfigError::invalid(
                 "METRICS_NAMESPACE",
@@ -120,7 +136,11 @@ impl Config {
                 &metrics_namespace,
             ));
         }
-        let metrics_service = text("METRICS_SERVICE", "sequence-guard");
+        let metrics_service = either(
+            "POWERTOOLS_SERVICE_NAME",
+            "METRICS_SERVICE",
+            "sequence-guard",
+        );
         if metrics_service.chars().count() > 1024 {
             return Err(ConfigError::invalid(
                 "METRICS_SERVICE",
@@ -375,5 +395,31 @@ mod tests {
         let err = runner_from_lookup(|name| (name == "GAP_POLICY").then(|| "bogus".to_owned()))
             .expect_err("bogus");
         assert!(err.to_string().contains("GAP_POLICY"), "{err}");
+    }
+
+    /// Powertools for AWS Lambda's variables name the namespace and the
+    /// service when set; the defaults stay ours.
+    #[test]
+    fn powertools_names_win_when_set() {
+        let set = config(&[
+            ("TABLE_NAME", "t-1"),
+            ("METRICS_NAMESPACE", "Ours"),
+            ("POWERTOOLS_METRICS_NAMESPACE", "Orders"),
+            ("POWERTOOLS_SERVICE_NAME", "order-projection"),
+        ])
+        .expect("valid");
+        assert_eq!(
+            (set.metrics_namespace.as_str(), set.metrics_service.as_str()),
+            ("Orders", "order-projection")
+        );
+        let blank =
+            config(&[("TABLE_NAME", "t-1"), ("POWERTOOLS_SERVICE_NAME", " ")]).expect("valid");
+        assert_eq!(blank.metrics_service, "sequence-guard");
+        let err = config(&[
+            ("TABLE_NAME", "t-1"),
+            ("POWERTOOLS_METRICS_NAMESPACE", "AWS/Lambda"),
+        ])
+        .expect_err("reserved");
+        assert!(err.to_string().contains("METRICS_NAMESPACE"), "{err}");
     }
 }

@@ -57,6 +57,9 @@ pub struct Record {
     pub stream: String,
     /// `ApproximateReceiveCount`, when SQS gave it.
     pub receive_count: Option<u32>,
+    /// The root of the producer's X-Ray trace (`AWSTraceHeader`'s `Root=`),
+    /// when SQS carried one: every log line about the message names it.
+    pub trace_id: Option<String>,
     /// The body as received (kept to park the event).
     pub body: String,
     pub event: Result<Event, InvalidMessage>,
@@ -88,14 +91,33 @@ impl Record {
             .attributes
             .get("ApproximateReceiveCount")
             .and_then(|count| count.parse().ok());
+        let trace_id = message
+            .attributes
+            .get("AWSTraceHeader")
+            .and_then(|header| trace_root(header))
+            .map(str::to_owned);
         Some(Record {
             message_id,
             stream,
             receive_count,
+            trace_id,
             body: message.body.clone().unwrap_or_default(),
             event,
         })
     }
+}
+
+/// The `Root=` of an X-Ray trace header (`Root=1-...;Parent=...;Sampled=1`),
+/// when it looks like one (at most 64 characters of `0-9 a-f -`).
+fn trace_root(header: &str) -> Option<&str> {
+    header
+        .split(';')
+        .find_map(|part| part.trim().strip_prefix("Root="))
+        .filter(|root| {
+            !root.is_empty()
+                && root.len() <= 64
+                && root.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+        })
 }
 
 /// Parses and checks one message body against the contract's field table.
@@ -679,6 +701,22 @@ mod tests {
             error_of(&stock.to_string()).to_string(),
             "field `data.delta` must be an integer, got a string"
         );
+    }
+
+    #[test]
+    fn the_producers_trace_root_is_read_from_aws_trace_header() {
+        assert_eq!(
+            trace_root(
+                "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+            ),
+            Some("1-5759e988-bd862e3fe1be46a994272793")
+        );
+        assert_eq!(
+            trace_root("Parent=53995c3f42cd8ad8;Root=1-abc"),
+            Some("1-abc")
+        );
+        assert_eq!(trace_root("Root=<script>"), None);
+        assert_eq!(trace_root("Sampled=1"), None);
     }
 
     #[test]

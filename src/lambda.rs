@@ -6,6 +6,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::metrics::{self, Emf};
 use crate::runner::{BatchError, Invocation, Runner};
@@ -26,8 +27,25 @@ pub enum InvocationError {
 }
 
 /// Handles any invocation the function is wired to: an SQS batch from the
-/// event source mapping, or the schedule's event (EventBridge).
+/// event source mapping, or the schedule's event (EventBridge). Every log
+/// line of the invocation carries its request id and its X-Ray trace id
+/// (the `invocation` span); the first invocation of the process records
+/// `ColdStart`.
 pub async fn dispatch<S: Store>(
+    runner: &Runner<S>,
+    emf: Option<&Emf>,
+    event: LambdaEvent<Value>,
+) -> Result<Value, InvocationError> {
+    let span = tracing::info_span!(
+        "invocation",
+        request_id = %event.context.request_id,
+        xray_trace_id = event.context.xray_trace_id.as_deref(),
+    );
+    metrics::record_cold_start();
+    route(runner, emf, event).instrument(span).await
+}
+
+async fn route<S: Store>(
     runner: &Runner<S>,
     emf: Option<&Emf>,
     event: LambdaEvent<Value>,

@@ -5,6 +5,7 @@
 //! | metric | unit | what |
 //! | --- | --- | --- |
 //! | `Applied`, `Duplicate`, `Parked`, `Conflict`, `Gap`, `NotCreated`, `Invalid`, `Skipped`, `StorageError`, `Rejected` | Count | messages by outcome |
+//! | `ColdStart` | Count | 1 in the first invocation's document of each process, 0 after (Powertools' name) |
 //! | `Drained` | Count | parked events applied (their gap closed) |
 //! | `ParkingFull` | Count | gaps failed because `MAX_PARKED_PER_STREAM` events are parked on their entity |
 //! | `OldestParkedAge` | Seconds | per entity that parked or drained, and from each sweep (0 when nothing is parked): how long the oldest parked event has waited |
@@ -18,6 +19,7 @@
 //! through the `metrics` facade; without an installed [`Emf`] collector (in
 //! `replay` and in tests) recording does nothing.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use metrics::Unit;
@@ -43,7 +45,8 @@ pub fn metric_name(outcome: Outcome) -> &'static str {
 }
 
 /// Every metric besides the outcomes'.
-pub const METRICS: [&str; 8] = [
+pub const METRICS: [&str; 9] = [
+    "ColdStart",
     "Drained",
     "SweepIncomplete",
     "ParkingFull",
@@ -61,6 +64,16 @@ pub fn emitted() -> Vec<&'static str> {
         .map(|outcome| metric_name(*outcome))
         .chain(METRICS)
         .collect()
+}
+
+/// Whether no invocation of this process has been recorded yet.
+static COLD: AtomicBool = AtomicBool::new(true);
+
+/// Records `ColdStart`: 1 for the first invocation of the process, 0 after
+/// (as Powertools for AWS Lambda does).
+pub fn record_cold_start() {
+    let cold = COLD.swap(false, Ordering::Relaxed);
+    metrics::counter!("ColdStart").increment(u64::from(cold));
 }
 
 /// Records one batch.
@@ -135,6 +148,11 @@ impl Emf {
             metrics::describe_counter!(metric_name(outcome), Unit::Count, "messages by outcome");
         }
         metrics::describe_counter!("Drained", Unit::Count, "parked events applied");
+        metrics::describe_counter!(
+            "ColdStart",
+            Unit::Count,
+            "1 for the first invocation of a process"
+        );
         metrics::describe_counter!("ParkingFull", Unit::Count, "gaps not parked: no room");
         metrics::describe_histogram!(
             "OldestParkedAge",

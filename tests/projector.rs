@@ -486,3 +486,79 @@ fn run_by_hand_the_projector_says_how_to_run_it() {
         "{stderr}"
     );
 }
+
+/// Following one message: its log lines carry the producer's trace root
+/// (SQS's `AWSTraceHeader`) and the invocation's request id; metrics go to
+/// Powertools' namespace and service when those are set, and `ColdStart` is
+/// 1 in the first invocation's document only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_lines_carry_the_trace_and_request_ids_and_metrics_powertools_names() {
+    const ROOT: &str = "1-5759e988-bd862e3fe1be46a994272793";
+    let store = fresh_table().await;
+    let api = RuntimeApi::start().await;
+    let function = support::function::start_with(
+        &api,
+        Some(store.table()),
+        &[
+            ("POWERTOOLS_METRICS_NAMESPACE", "TeamOrders"),
+            ("POWERTOOLS_SERVICE_NAME", "order-projection"),
+        ],
+    );
+    let traced = |mut message: aws_lambda_events::event::sqs::SqsMessage| {
+        message.attributes.insert(
+            "AWSTraceHeader".to_owned(),
+            format!("Root={ROOT};Parent=53995c3f42cd8ad8;Sampled=1"),
+        );
+        message
+    };
+    let json = |event: &aws_lambda_events::event::sqs::SqsEvent| {
+        serde_json::to_string(event).expect("json")
+    };
+    // A gap: its "message failed" line is about that message.
+    let gap = batch(vec![traced(message(
+        "t-3",
+        "traced",
+        &order_event("OrderUpdated", "traced", 3, "traced-3"),
+    ))]);
+    assert_eq!(failures(&api.invoke(&json(&gap)).await), ["t-3"]);
+    let created = batch(vec![message(
+        "t-1",
+        "traced",
+        &order_event("OrderCreated", "traced", 1, "traced-1"),
+    )]);
+    assert_eq!(
+        failures(&api.invoke(&json(&created)).await),
+        Vec::<String>::new()
+    );
+
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let output = function.output();
+    let lines: Vec<serde_json::Value> = output
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let failed = lines
+        .iter()
+        .find(|line| line["fields"]["message"] == "message failed")
+        .unwrap_or_else(|| panic!("no `message failed` line:\n{output}"));
+    assert_eq!(failed["fields"]["trace_id"], ROOT, "{failed}");
+    assert_eq!(failed["fields"]["message_id"], "t-3", "{failed}");
+    assert!(
+        failed["spans"]
+            .to_string()
+            .contains("\"request_id\":\"request-1\""),
+        "the invocation's request id: {failed}"
+    );
+    let documents: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|line| line.get("_aws").is_some())
+        .collect();
+    assert_eq!(documents.len(), 2, "{output}");
+    for document in &documents {
+        let directive = &document["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(directive["Namespace"], "TeamOrders", "{document}");
+        assert_eq!(document["Service"], "order-projection", "{document}");
+    }
+    assert_eq!(documents[0]["ColdStart"], 1, "{}", documents[0]);
+    assert_eq!(documents[1]["ColdStart"], 0, "{}", documents[1]);
+}

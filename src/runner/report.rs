@@ -91,6 +91,8 @@ pub struct MessageReport {
     /// A gap that was not parked because `max_parked_per_stream` events are
     /// parked on its entity already.
     pub parking_full: bool,
+    /// The producer's trace root (`AWSTraceHeader`), when SQS carried one.
+    pub trace_id: Option<String>,
 }
 
 /// What one commit parked on an entity and drained from it.

@@ -44,6 +44,7 @@ impl<S: Store> Runner<S> {
                 Err(invalid) => {
                     error!(
                         message_id = %record.message_id,
+                        trace_id = record.trace_id.as_deref(),
                         stream = %record.stream,
                         decision = Outcome::Invalid.as_str(),
                         reason = %invalid,
@@ -165,6 +166,7 @@ impl<S: Store> Runner<S> {
             if message.outcome == Outcome::Conflict {
                 error!(
                     message_id = %message.message_id,
+                    trace_id = message.trace_id.as_deref(),
                     stream = %message.stream,
                     sequence = message.sequence,
                     decision = message.outcome.as_str(),
@@ -175,6 +177,7 @@ impl<S: Store> Runner<S> {
             if message.parking_full {
                 error!(
                     message_id = %message.message_id,
+                    trace_id = message.trace_id.as_deref(),
                     stream = %message.stream,
                     sequence = message.sequence,
                     waiting_for = message.waiting_for,
@@ -190,6 +193,7 @@ impl<S: Store> Runner<S> {
             if message.outcome != Outcome::Invalid {
                 warn!(
                     message_id = %message.message_id,
+                    trace_id = message.trace_id.as_deref(),
                     stream = %message.stream,
                     sequence = message.sequence,
                     waiting_for = message.waiting_for,

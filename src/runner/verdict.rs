@@ -73,5 +73,6 @@ pub(super) fn report(record: &Record, verdict: Verdict) -> MessageReport {
         reason: verdict.reason,
         waiting_for: verdict.waiting_for,
         parking_full: verdict.parking_full,
+        trace_id: record.trace_id.clone(),
     }
 }
