@@ -83,6 +83,36 @@ fn with(config: impl FnOnce(&mut RunnerConfig)) -> RunnerConfig {
     runner
 }
 
+/// Event 2 of `order` applied by a write that did not drain 3 and 4 (as a
+/// run cut short by the deadline or an error leaves it).
+async fn apply_two_without_draining<S: Store>(store: &S, order: &str, now: u64) {
+    use sequence_guard::store::{Commit, Committed, Expected};
+
+    let mut two = entity(store, EntityKey::Order(order.into()))
+        .await
+        .expect("created");
+    if let Entity::Order(entity) = &mut two {
+        entity.sequence = 2;
+        entity.last_event_id = format!("{order}-2");
+    }
+    let commit = Commit {
+        key: EntityKey::Order(order.into()),
+        expected: Expected {
+            sequence: Some(1),
+            parked: [3, 4].into(),
+        },
+        entity: Some(two),
+        park: vec![],
+        drain: vec![],
+        conflicts: vec![],
+        now,
+    };
+    assert_eq!(
+        store.commit(&commit).await.expect("commit"),
+        Committed::Written
+    );
+}
+
 mod suite {
     use super::*;
     use Outcome::*;
@@ -621,36 +651,12 @@ mod suite {
     /// sequence parked; nothing in the stream may come to finish it, so the
     /// sweep drains it.
     pub async fn the_sweep_finishes_a_drain_cut_short<S: Store>(store: S) {
-        use sequence_guard::store::{Commit, Committed, Expected};
-
         let runner = Runner::new(store, RunnerConfig::default());
         let store = runner.store();
         run(&runner, vec![event("d", 1, 1)]).await;
         run(&runner, vec![event("d", 3, 3), event("d", 4, 3)]).await;
         // Event 2 applied by a write that did not drain (as a cut-short run leaves it).
-        let mut two = entity(store, EntityKey::Order("d".into()))
-            .await
-            .expect("created");
-        if let Entity::Order(order) = &mut two {
-            order.sequence = 2;
-            order.last_event_id = "d-2".into();
-        }
-        let commit = Commit {
-            key: EntityKey::Order("d".into()),
-            expected: Expected {
-                sequence: Some(1),
-                parked: [3, 4].into(),
-            },
-            entity: Some(two),
-            park: vec![],
-            drain: vec![],
-            conflicts: vec![],
-            now: now(),
-        };
-        assert_eq!(
-            store.commit(&commit).await.expect("commit"),
-            Committed::Written
-        );
+        apply_two_without_draining(store, "d", now()).await;
         let seen = sequence_guard::sweep::look(store, now())
             .await
             .expect("look");
@@ -679,7 +685,6 @@ mod suite {
     /// longest waiting are reported one by one. A sweep out of time stops
     /// without an error and says so.
     pub async fn the_sweep_drains_behind_a_hundred_older_parked_entities<S: Store>(store: S) {
-        use sequence_guard::store::{Commit, Committed, Expected};
         use sequence_guard::sweep::{LOGGED, PAGE};
 
         let runner = Runner::new(store, RunnerConfig::default());
@@ -701,29 +706,7 @@ mod suite {
         run(&runner, vec![event("zz-cut", 1, 1)]).await;
         let gaps = batch(vec![event("zz-cut", 3, 3), event("zz-cut", 4, 3)]);
         runner.run(&gaps, at(first + 60)).await.expect("run");
-        let mut two = entity(store, EntityKey::Order("zz-cut".into()))
-            .await
-            .expect("created");
-        if let Entity::Order(order) = &mut two {
-            order.sequence = 2;
-            order.last_event_id = "zz-cut-2".into();
-        }
-        let commit = Commit {
-            key: EntityKey::Order("zz-cut".into()),
-            expected: Expected {
-                sequence: Some(1),
-                parked: [3, 4].into(),
-            },
-            entity: Some(two),
-            park: vec![],
-            drain: vec![],
-            conflicts: vec![],
-            now: first + 60,
-        };
-        assert_eq!(
-            store.commit(&commit).await.expect("commit"),
-            Committed::Written
-        );
+        apply_two_without_draining(store, "zz-cut", first + 60).await;
 
         // Out of time: nothing read, no error, and said.
         let late = Invocation {
