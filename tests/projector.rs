@@ -562,3 +562,65 @@ async fn log_lines_carry_the_trace_and_request_ids_and_metrics_powertools_names(
     assert_eq!(documents[0]["ColdStart"], 1, "{}", documents[0]);
     assert_eq!(documents[1]["ColdStart"], 0, "{}", documents[1]);
 }
+
+/// With X-Ray on (`Tracing: Active`: Lambda runs a daemon and names it in
+/// AWS_XRAY_DAEMON_ADDRESS), each DynamoDB call of a batch is a subsegment
+/// of the invocation's trace, sent to the daemon as UDP datagrams.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_dynamodb_call_is_a_subsegment_of_the_invocations_trace() {
+    let daemon = tokio::net::UdpSocket::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = daemon.local_addr().expect("address").to_string();
+    let store = fresh_table().await;
+    let api = RuntimeApi::start().await;
+    let _function = support::function::start_with(
+        &api,
+        Some(store.table()),
+        &[("AWS_XRAY_DAEMON_ADDRESS", address.as_str())],
+    );
+    // The local Runtime API hands out Root=1-5bef4de7-...;Parent=9a9197af755a6419;Sampled=1.
+    assert_eq!(
+        failures(&api.invoke(samples::ORDER_CREATED_AND_UPDATED).await),
+        Vec::<String>::new()
+    );
+    let mut subsegments = Vec::new();
+    let mut buffer = vec![0u8; 65_536];
+    while subsegments.len() < 2 {
+        let received =
+            tokio::time::timeout(Duration::from_secs(10), daemon.recv(&mut buffer)).await;
+        let Ok(Ok(length)) = received else {
+            panic!(
+                "{} subsegments received: {subsegments:?}",
+                subsegments.len()
+            )
+        };
+        let datagram = String::from_utf8_lossy(&buffer[..length]).into_owned();
+        let (header, document) = datagram.split_once('\n').expect("header and document");
+        assert_eq!(header, r#"{"format": "json", "version": 1}"#);
+        let document: serde_json::Value = serde_json::from_str(document).expect("JSON");
+        subsegments.push(document);
+    }
+    let operations: Vec<&str> = subsegments
+        .iter()
+        .filter_map(|document| document["aws"]["operation"].as_str())
+        .collect();
+    assert_eq!(
+        operations,
+        ["BatchGetItem", "UpdateItem"],
+        "{subsegments:?}"
+    );
+    for document in &subsegments {
+        assert_eq!(document["name"], "DynamoDB");
+        assert_eq!(document["namespace"], "aws");
+        assert_eq!(document["type"], "subsegment");
+        assert_eq!(document["trace_id"], "1-5bef4de7-ad49b0e87f6ef6c87fc2e700");
+        assert_eq!(document["parent_id"], "9a9197af755a6419");
+        assert_eq!(document["aws"]["table_name"], store.table());
+        assert_eq!(document["id"].as_str().map(str::len), Some(16));
+        assert!(
+            document["end_time"].as_f64() >= document["start_time"].as_f64(),
+            "{document}"
+        );
+    }
+}

@@ -65,6 +65,10 @@ fn the_function_is_the_projector_binary_on_al2023_arm64() {
     assert_eq!(properties["Runtime"], "provided.al2023");
     assert_eq!(strings(&properties["Architectures"]), ["arm64"]);
     assert_eq!(properties["LoggingConfig"]["LogFormat"], "JSON");
+    assert_eq!(
+        function["Properties"]["Tracing"], "Active",
+        "the trace shows each batch's DynamoDB calls"
+    );
 }
 
 #[test]

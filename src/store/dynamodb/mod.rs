@@ -45,6 +45,7 @@ mod admin;
 mod errors;
 mod expression;
 mod items;
+mod xray;
 
 pub use admin::{TableError, check_table, connect, create_table, ensure_table};
 use errors::*;
@@ -87,6 +88,8 @@ pub struct DynamoStore {
     client: Client,
     table: String,
     requests: Arc<AtomicU64>,
+    /// The X-Ray daemon, when there is one: a subsegment per call.
+    xray: Option<Arc<xray::XRay>>,
     /// The operations called, for the policy test (`test-support` only).
     #[cfg(feature = "test-support")]
     operations: Arc<std::sync::Mutex<BTreeSet<&'static str>>>,
@@ -98,9 +101,26 @@ impl DynamoStore {
             client,
             table: table.into(),
             requests: Arc::new(AtomicU64::new(0)),
+            xray: xray::XRay::from_env().map(Arc::new),
             #[cfg(feature = "test-support")]
             operations: Arc::default(),
         }
+    }
+
+    /// Runs one client call, timed into an X-Ray subsegment when the
+    /// invocation is traced.
+    async fn traced<T, E>(
+        &self,
+        operation: &'static str,
+        call: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
+        let Some(xray) = &self.xray else {
+            return call.await;
+        };
+        let start = xray::now();
+        let result = call.await;
+        xray.record(operation, &self.table, start, xray::now(), result.is_err());
+        result
     }
 
     fn count(&self, operation: &'static str) {
@@ -157,10 +177,13 @@ impl DynamoStore {
             for attempt in 0..=UNPROCESSED_RETRIES {
                 self.count("BatchGetItem");
                 let output = self
-                    .client
-                    .batch_get_item()
-                    .request_items(&self.table, pending)
-                    .send()
+                    .traced(
+                        "BatchGetItem",
+                        self.client
+                            .batch_get_item()
+                            .request_items(&self.table, pending)
+                            .send(),
+                    )
                     .await
                     .map_err(|err| request_error("BatchGetItem", &err))?;
                 items.extend(
@@ -240,10 +263,13 @@ impl DynamoStore {
     ) -> Result<Result<(), Vec<CancellationReason>>, StoreError> {
         self.count("TransactWriteItems");
         let result = self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
+            .traced(
+                "TransactWriteItems",
+                self.client
+                    .transact_write_items()
+                    .set_transact_items(Some(items))
+                    .send(),
+            )
             .await;
         match result {
             Ok(_) => Ok(Ok(())),
@@ -264,14 +290,17 @@ impl DynamoStore {
         loop {
             self.count("Query");
             let output = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk")
-                .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
-                .consistent_read(true)
-                .set_exclusive_start_key(start.take())
-                .send()
+                .traced(
+                    "Query",
+                    self.client
+                        .query()
+                        .table_name(&self.table)
+                        .key_condition_expression("pk = :pk")
+                        .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
+                        .consistent_read(true)
+                        .set_exclusive_start_key(start.take())
+                        .send(),
+                )
                 .await
                 .map_err(|err| request_error("Query", &err))?;
             items.extend(output.items.unwrap_or_default());
@@ -287,16 +316,21 @@ impl DynamoStore {
         let expression = entity_update(commit)?;
         self.count("UpdateItem");
         let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(key_item(&commit.key)))
-            .update_expression(expression.update())
-            .set_condition_expression(expression.condition())
-            .set_expression_attribute_names(Some(expression.names.clone()))
-            .set_expression_attribute_values(expression.values())
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
+            .traced(
+                "UpdateItem",
+                self.client
+                    .update_item()
+                    .table_name(&self.table)
+                    .set_key(Some(key_item(&commit.key)))
+                    .update_expression(expression.update())
+                    .set_condition_expression(expression.condition())
+                    .set_expression_attribute_names(Some(expression.names.clone()))
+                    .set_expression_attribute_values(expression.values())
+                    .return_values_on_condition_check_failure(
+                        ReturnValuesOnConditionCheckFailure::AllOld,
+                    )
+                    .send(),
+            )
             .await;
         match result {
             Ok(_) => Ok(Committed::Written),
@@ -476,15 +510,18 @@ impl Store for DynamoStore {
         self.count("Query");
         let start = after.map(|sk| item_key(PARKED_INDEX.to_owned(), sk.to_owned()));
         let output = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", AttributeValue::S(PARKED_INDEX.to_owned()))
-            .consistent_read(true)
-            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
-            .set_exclusive_start_key(start)
-            .send()
+            .traced(
+                "Query",
+                self.client
+                    .query()
+                    .table_name(&self.table)
+                    .key_condition_expression("pk = :pk")
+                    .expression_attribute_values(":pk", AttributeValue::S(PARKED_INDEX.to_owned()))
+                    .consistent_read(true)
+                    .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
+                    .set_exclusive_start_key(start)
+                    .send(),
+            )
             .await
             .map_err(|err| request_error("Query", &err))?;
         let mut page = ParkedPage::default();
@@ -625,12 +662,15 @@ impl Store for DynamoStore {
     async fn on_hand(&self, sku: &str) -> Result<Option<i64>, StoreError> {
         self.count("GetItem");
         let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(stock_key(sku)))
-            .consistent_read(true)
-            .send()
+            .traced(
+                "GetItem",
+                self.client
+                    .get_item()
+                    .table_name(&self.table)
+                    .set_key(Some(stock_key(sku)))
+                    .consistent_read(true)
+                    .send(),
+            )
             .await
             .map_err(|err| request_error("GetItem", &err))?;
         on_hand_of(sku, output.item.as_ref())
