@@ -42,7 +42,10 @@ pub async fn dispatch<S: Store>(
         xray_trace_id = event.context.xray_trace_id.as_deref(),
     );
     metrics::record_cold_start();
-    route(runner, emf, event).instrument(span).await
+    // Boxed: one allocation per invocation keeps the caller's future (the
+    // binary's `main`) shallow enough for the compiler's layout limit, which
+    // a release build reaches without it.
+    Box::pin(route(runner, emf, event)).instrument(span).await
 }
 
 async fn route<S: Store>(

@@ -107,20 +107,18 @@ impl DynamoStore {
         }
     }
 
-    /// Runs one client call, timed into an X-Ray subsegment when the
-    /// invocation is traced.
-    async fn traced<T, E>(
-        &self,
-        operation: &'static str,
-        call: impl std::future::Future<Output = Result<T, E>>,
-    ) -> Result<T, E> {
-        let Some(xray) = &self.xray else {
-            return call.await;
-        };
-        let start = xray::now();
-        let result = call.await;
-        xray.record(operation, &self.table, start, xray::now(), result.is_err());
-        result
+    /// When a client call starts, if X-Ray is on (epoch seconds). The call
+    /// is timed in place, not wrapped: a wrapping future would deepen the
+    /// function's future past the compiler's layout limit.
+    fn subsegment_start(&self) -> Option<f64> {
+        self.xray.as_ref().map(|_| xray::now())
+    }
+
+    /// Ends a client call's X-Ray subsegment.
+    fn subsegment_end(&self, operation: &'static str, started: Option<f64>, failed: bool) {
+        if let (Some(xray), Some(start)) = (&self.xray, started) {
+            xray.record(operation, &self.table, start, xray::now(), failed);
+        }
     }
 
     fn count(&self, operation: &'static str) {
@@ -176,16 +174,18 @@ impl DynamoStore {
                 .map_err(|err| build_error("BatchGetItem", err))?;
             for attempt in 0..=UNPROCESSED_RETRIES {
                 self.count("BatchGetItem");
-                let output = self
-                    .traced(
-                        "BatchGetItem",
-                        self.client
-                            .batch_get_item()
-                            .request_items(&self.table, pending)
-                            .send(),
-                    )
-                    .await
-                    .map_err(|err| request_error("BatchGetItem", &err))?;
+                let output = {
+                    let started = self.subsegment_start();
+                    let result = self
+                        .client
+                        .batch_get_item()
+                        .request_items(&self.table, pending)
+                        .send()
+                        .await;
+                    self.subsegment_end("BatchGetItem", started, result.is_err());
+                    result
+                }
+                .map_err(|err| request_error("BatchGetItem", &err))?;
                 items.extend(
                     output
                         .responses
@@ -262,15 +262,17 @@ impl DynamoStore {
         items: Vec<TransactWriteItem>,
     ) -> Result<Result<(), Vec<CancellationReason>>, StoreError> {
         self.count("TransactWriteItems");
-        let result = self
-            .traced(
-                "TransactWriteItems",
-                self.client
-                    .transact_write_items()
-                    .set_transact_items(Some(items))
-                    .send(),
-            )
-            .await;
+        let result = {
+            let started = self.subsegment_start();
+            let result = self
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(items))
+                .send()
+                .await;
+            self.subsegment_end("TransactWriteItems", started, result.is_err());
+            result
+        };
         match result {
             Ok(_) => Ok(Ok(())),
             Err(err) => match err.into_service_error() {
@@ -289,20 +291,22 @@ impl DynamoStore {
         let mut start: Option<Item> = None;
         loop {
             self.count("Query");
-            let output = self
-                .traced(
-                    "Query",
-                    self.client
-                        .query()
-                        .table_name(&self.table)
-                        .key_condition_expression("pk = :pk")
-                        .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
-                        .consistent_read(true)
-                        .set_exclusive_start_key(start.take())
-                        .send(),
-                )
-                .await
-                .map_err(|err| request_error("Query", &err))?;
+            let output = {
+                let started = self.subsegment_start();
+                let result = self
+                    .client
+                    .query()
+                    .table_name(&self.table)
+                    .key_condition_expression("pk = :pk")
+                    .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
+                    .consistent_read(true)
+                    .set_exclusive_start_key(start.take())
+                    .send()
+                    .await;
+                self.subsegment_end("Query", started, result.is_err());
+                result
+            }
+            .map_err(|err| request_error("Query", &err))?;
             items.extend(output.items.unwrap_or_default());
             match output.last_evaluated_key {
                 Some(last) if !last.is_empty() => start = Some(last),
@@ -315,23 +319,25 @@ impl DynamoStore {
     async fn update_entity(&self, commit: &Commit) -> Result<Committed, StoreError> {
         let expression = entity_update(commit)?;
         self.count("UpdateItem");
-        let result = self
-            .traced(
-                "UpdateItem",
-                self.client
-                    .update_item()
-                    .table_name(&self.table)
-                    .set_key(Some(key_item(&commit.key)))
-                    .update_expression(expression.update())
-                    .set_condition_expression(expression.condition())
-                    .set_expression_attribute_names(Some(expression.names.clone()))
-                    .set_expression_attribute_values(expression.values())
-                    .return_values_on_condition_check_failure(
-                        ReturnValuesOnConditionCheckFailure::AllOld,
-                    )
-                    .send(),
-            )
-            .await;
+        let result = {
+            let started = self.subsegment_start();
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key_item(&commit.key)))
+                .update_expression(expression.update())
+                .set_condition_expression(expression.condition())
+                .set_expression_attribute_names(Some(expression.names.clone()))
+                .set_expression_attribute_values(expression.values())
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .send()
+                .await;
+            self.subsegment_end("UpdateItem", started, result.is_err());
+            result
+        };
         match result {
             Ok(_) => Ok(Committed::Written),
             Err(err) => match err.into_service_error() {
@@ -509,21 +515,23 @@ impl Store for DynamoStore {
     ) -> Result<ParkedPage, StoreError> {
         self.count("Query");
         let start = after.map(|sk| item_key(PARKED_INDEX.to_owned(), sk.to_owned()));
-        let output = self
-            .traced(
-                "Query",
-                self.client
-                    .query()
-                    .table_name(&self.table)
-                    .key_condition_expression("pk = :pk")
-                    .expression_attribute_values(":pk", AttributeValue::S(PARKED_INDEX.to_owned()))
-                    .consistent_read(true)
-                    .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
-                    .set_exclusive_start_key(start)
-                    .send(),
-            )
-            .await
-            .map_err(|err| request_error("Query", &err))?;
+        let output = {
+            let started = self.subsegment_start();
+            let result = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", AttributeValue::S(PARKED_INDEX.to_owned()))
+                .consistent_read(true)
+                .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start)
+                .send()
+                .await;
+            self.subsegment_end("Query", started, result.is_err());
+            result
+        }
+        .map_err(|err| request_error("Query", &err))?;
         let mut page = ParkedPage::default();
         for item in output.items.unwrap_or_default() {
             let entity_pk = match item.get("sk") {
@@ -661,18 +669,20 @@ impl Store for DynamoStore {
 
     async fn on_hand(&self, sku: &str) -> Result<Option<i64>, StoreError> {
         self.count("GetItem");
-        let output = self
-            .traced(
-                "GetItem",
-                self.client
-                    .get_item()
-                    .table_name(&self.table)
-                    .set_key(Some(stock_key(sku)))
-                    .consistent_read(true)
-                    .send(),
-            )
-            .await
-            .map_err(|err| request_error("GetItem", &err))?;
+        let output = {
+            let started = self.subsegment_start();
+            let result = self
+                .client
+                .get_item()
+                .table_name(&self.table)
+                .set_key(Some(stock_key(sku)))
+                .consistent_read(true)
+                .send()
+                .await;
+            self.subsegment_end("GetItem", started, result.is_err());
+            result
+        }
+        .map_err(|err| request_error("GetItem", &err))?;
         on_hand_of(sku, output.item.as_ref())
     }
 
