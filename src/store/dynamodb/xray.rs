@@ -27,9 +27,9 @@ impl XRay {
             .find_map(|part| part.strip_prefix("udp:"))
             .unwrap_or(address.trim())
             .to_owned();
-        let socket = UdpSocket::bind("127.0.0.1:0")
-            .or_else(|_| UdpSocket::bind("0.0.0.0:0"))
-            .ok()?;
+        // Any local address: Lambda's daemon is on a link-local address
+        // (169.254.79.129:2000), which a socket bound to loopback cannot reach.
+        let socket = UdpSocket::bind("0.0.0.0:0").ok()?;
         socket.set_nonblocking(true).ok()?;
         let seed = SystemTime::now()
             .duration_since(UNIX_EPOCH)
