@@ -5,7 +5,7 @@
 //! `lambda_runtime` sets for each invocation). Nothing is sent when there is
 //! no daemon, no trace, or the trace is not sampled.
 
-use std::net::UdpSocket;
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -13,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 #[derive(Debug)]
 pub(super) struct XRay {
     socket: UdpSocket,
-    daemon: String,
+    daemon: SocketAddr,
     next_id: AtomicU64,
 }
 
@@ -26,7 +26,10 @@ impl XRay {
             .split_whitespace()
             .find_map(|part| part.strip_prefix("udp:"))
             .unwrap_or(address.trim())
-            .to_owned();
+            // Resolved once, not at every send.
+            .to_socket_addrs()
+            .ok()?
+            .next()?;
         // Any local address: Lambda's daemon is on a link-local address
         // (169.254.79.129:2000), which a socket bound to loopback cannot reach.
         let socket = UdpSocket::bind("0.0.0.0:0").ok()?;
@@ -70,7 +73,7 @@ impl XRay {
         });
         let datagram = format!("{{\"format\": \"json\", \"version\": 1}}\n{document}");
         // Best effort, as the X-Ray SDKs do: a lost subsegment costs nothing else.
-        let _ = self.socket.send_to(datagram.as_bytes(), &self.daemon);
+        let _ = self.socket.send_to(datagram.as_bytes(), self.daemon);
     }
 }
 
