@@ -284,33 +284,44 @@ impl DynamoStore {
         }
     }
 
-    /// Every item of one partition, in sort key order, with strongly
-    /// consistent reads, page after page.
+    /// One page of a partition's items, in sort key order, with strongly
+    /// consistent reads, after `start` and of at most `limit` items (as many
+    /// as fit in 1 MB when `None`); with where the next page starts.
+    async fn query_page(
+        &self,
+        pk: &str,
+        start: Option<Item>,
+        limit: Option<i32>,
+    ) -> Result<(Vec<Item>, Option<Item>), StoreError> {
+        self.count("Query");
+        let started = self.subsegment_start();
+        let result = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", AttributeValue::S(pk.to_owned()))
+            .consistent_read(true)
+            .set_limit(limit)
+            .set_exclusive_start_key(start)
+            .send()
+            .await;
+        self.subsegment_end("Query", started, result.is_err());
+        let output = result.map_err(|err| request_error("Query", &err))?;
+        let next = output.last_evaluated_key.filter(|last| !last.is_empty());
+        Ok((output.items.unwrap_or_default(), next))
+    }
+
+    /// Every item of one partition, in sort key order, page after page.
     async fn partition(&self, pk: String) -> Result<Vec<Item>, StoreError> {
         let mut items = Vec::new();
         let mut start: Option<Item> = None;
         loop {
-            self.count("Query");
-            let output = {
-                let started = self.subsegment_start();
-                let result = self
-                    .client
-                    .query()
-                    .table_name(&self.table)
-                    .key_condition_expression("pk = :pk")
-                    .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
-                    .consistent_read(true)
-                    .set_exclusive_start_key(start.take())
-                    .send()
-                    .await;
-                self.subsegment_end("Query", started, result.is_err());
-                result
-            }
-            .map_err(|err| request_error("Query", &err))?;
-            items.extend(output.items.unwrap_or_default());
-            match output.last_evaluated_key {
-                Some(last) if !last.is_empty() => start = Some(last),
-                _ => return Ok(items),
+            let (page, next) = self.query_page(&pk, start.take(), None).await?;
+            items.extend(page);
+            match next {
+                Some(next) => start = Some(next),
+                None => return Ok(items),
             }
         }
     }
@@ -513,27 +524,11 @@ impl Store for DynamoStore {
         after: Option<&str>,
         limit: usize,
     ) -> Result<ParkedPage, StoreError> {
-        self.count("Query");
         let start = after.map(|sk| item_key(PARKED_INDEX.to_owned(), sk.to_owned()));
-        let output = {
-            let started = self.subsegment_start();
-            let result = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk")
-                .expression_attribute_values(":pk", AttributeValue::S(PARKED_INDEX.to_owned()))
-                .consistent_read(true)
-                .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
-                .set_exclusive_start_key(start)
-                .send()
-                .await;
-            self.subsegment_end("Query", started, result.is_err());
-            result
-        }
-        .map_err(|err| request_error("Query", &err))?;
+        let limit = i32::try_from(limit.max(1)).unwrap_or(i32::MAX);
+        let (items, next) = self.query_page(PARKED_INDEX, start, Some(limit)).await?;
         let mut page = ParkedPage::default();
-        for item in output.items.unwrap_or_default() {
+        for item in items {
             let entity_pk = match item.get("sk") {
                 Some(AttributeValue::S(sk)) => sk.clone(),
                 _ => continue,
@@ -556,11 +551,7 @@ impl Store for DynamoStore {
             };
             page.entities.push(ParkedEntity { key, since });
         }
-        page.next = match output
-            .last_evaluated_key
-            .as_ref()
-            .and_then(|last| last.get("sk"))
-        {
+        page.next = match next.as_ref().and_then(|last| last.get("sk")) {
             Some(AttributeValue::S(sk)) => Some(sk.clone()),
             _ => None,
         };
