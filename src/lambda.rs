@@ -163,8 +163,6 @@ impl From<InvocationError> for lambda_runtime::Diagnostic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::{Outcome, RunnerConfig};
-    use crate::store::memory::MemoryStore;
 
     fn now_ms() -> u64 {
         u64::try_from(
@@ -198,38 +196,5 @@ mod tests {
     fn a_deadline_already_past_leaves_no_time() {
         let past = deadline(now_ms() - 5_000);
         assert!(past <= Instant::now());
-    }
-
-    /// A late invocation is bounded: it attempts nothing, and every message
-    /// is reported failed (retried), none run without a deadline.
-    #[tokio::test]
-    async fn a_late_invocation_attempts_nothing() {
-        let runner = Runner::new(MemoryStore::new(), RunnerConfig::default());
-        let batch: SqsEvent =
-            serde_json::from_str(include_str!("../events/01-order-created-and-updated.json"))
-                .expect("sample");
-        let mut context = lambda_runtime::Context::default();
-        context.deadline = now_ms() - 1_000;
-        let response = handle(&runner, None, LambdaEvent::new(batch.clone(), context))
-            .await
-            .expect("answered");
-        assert_eq!(response.batch_item_failures.len(), batch.records.len());
-        assert!(runner.store().entities().is_empty(), "nothing written");
-        let report = runner
-            .run(
-                &batch,
-                Invocation {
-                    deadline: Some(Instant::now()),
-                    now: 0,
-                },
-            )
-            .await
-            .expect("run");
-        assert!(
-            report
-                .messages
-                .iter()
-                .all(|message| message.outcome == Outcome::Skipped)
-        );
     }
 }

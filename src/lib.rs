@@ -1,24 +1,32 @@
 //! # sequence-guard
 //!
-//! An AWS Lambda that consumes SQS FIFO batches and projects ordered domain
-//! events into DynamoDB: exactly once in effect, in order per aggregate,
-//! without losing a message.
+//! Ordered, exactly-once-in-effect projections of domain events from SQS
+//! FIFO into DynamoDB, on AWS Lambda, for any domain: bring your events,
+//! entities and handlers; the engine brings the batch runner, the guard's
+//! conditional writes, parking of gaps, deduplication, the sweep, metrics,
+//! and the Lambda function around them.
+//!
+//! A domain is three declarations and one registration: events (a serde
+//! enum tagged by `type`), entities (serde structs implementing [`Entity`]),
+//! handlers (functions holding the guard), and [`Events::handling`], which
+//! says for each event type how it is handled ([`Handling`]). See
+//! [`domain`] for a whole, runnable example, and the README's "Bring your
+//! own events" for the way from an empty crate to a deployed function.
 //!
 //! # Layout
 //!
-//! - [`envelope`]: reads one SQS record into a typed [`domain::Event`], or an
-//!   [`envelope::InvalidMessage`] that names what was wrong; the event's data
-//!   through serde ([`domain::event::Payload`]) and the limits its types
-//!   declare ([`limits`]).
-//! - [`domain`]: events, entities, and one handler per event type holding the
-//!   guard (`domain/order.rs`, `domain/product.rs`, `domain/inventory.rs`);
-//!   [`domain::decide`] routes an event to its handler. Knows nothing of SQS
-//!   or DynamoDB.
+//! - [`domain`], [`entity`], [`handling`]: what a user declares and
+//!   registers: [`Domain`], [`Entity`], [`Handling`], [`Decision`],
+//!   [`Sequenced`], [`Counter`].
+//! - [`envelope`]: reads one SQS record into an [`envelope::Event`] (the
+//!   envelope's fields, and the domain's handling of its `data`), or an
+//!   [`envelope::InvalidMessage`] that names what was wrong; the limits data
+//!   types declare are in [`limits`].
 //! - [`runner`]: the batch runner. Groups records into streams, runs them,
-//!   persists each entity with one conditional write and each stream's stock
-//!   adjustments with one transaction, and decides which messages are reported
-//!   failed; parks gaps that keep coming back and drains them when the gap
-//!   closes (`runner/entity.rs`). Knows nothing of orders.
+//!   persists each entity with one conditional write and each stream's
+//!   deduplicated effects with one transaction, checks every handler's
+//!   answer, and decides which messages are reported failed; parks gaps that
+//!   keep coming back and drains them when the gap closes. Knows no domain.
 //! - [`store`]: what touches the table. The [`store::Store`] trait, with a
 //!   DynamoDB adapter ([`store::dynamodb`]) and an in-memory one
 //!   ([`store::memory`]) of the same semantics. Knows nothing of SQS.
@@ -26,16 +34,21 @@
 //! - [`lambda`]: from a Lambda invocation to the partial batch response (an
 //!   SQS batch) or to a [`sweep`] (the schedule).
 //! - [`sweep`]: the scheduled look at parked events, for the alarm.
-//! - [`metrics`]: the CloudWatch metrics of each invocation (EMF).
-//! - [`logging`]: the log subscriber; no level prints an event's data.
-//! - `testing` (the `test-support` feature): what tests need and the
-//!   function does not (a conditional save of one entity).
-//! - `src/bin/projector.rs`: the Lambda function; `src/bin/replay.rs`: runs
-//!   sample events through the same runner locally.
+//! - [`metrics`], [`logging`]: CloudWatch metrics (EMF) and the log
+//!   subscriber; no level prints an event's data.
+//! - [`cli`]: the binaries of any domain, each a one-line `main`: the
+//!   Lambda function, `replay` and `inspect`.
+//! - [`testkit`]: given an entity, when an event, then a decision and a
+//!   state: a domain's handlers tested without a store.
+//! - `testing` (the `test-support` feature): what the engine's own tests
+//!   need and the function does not.
 
+pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod entity;
 pub mod envelope;
+pub mod handling;
 pub mod lambda;
 pub mod limits;
 pub mod logging;
@@ -45,3 +58,8 @@ pub mod store;
 pub mod sweep;
 #[cfg(feature = "test-support")]
 pub mod testing;
+pub mod testkit;
+
+pub use domain::{Domain, Events};
+pub use entity::{AnyEntity, Entity, EntityKey};
+pub use handling::{Counter, Decision, Handling, Sequenced};

@@ -41,6 +41,7 @@ pub fn metric_name(outcome: Outcome) -> &'static str {
         Outcome::Skipped => "Skipped",
         Outcome::StorageError => "StorageError",
         Outcome::Rejected => "Rejected",
+        Outcome::HandlerError => "HandlerError",
     }
 }
 

@@ -20,7 +20,8 @@ use std::cmp::Reverse;
 
 use tracing::{info, warn};
 
-use crate::domain::{Entity, EntityKey};
+use crate::domain::Domain;
+use crate::entity::{AnyEntity, EntityKey};
 use crate::runner::{CallError, Invocation, ParkingReport, Runner, RunnerConfig};
 use crate::store::{ParkedEntity, Store, StoreError};
 
@@ -71,8 +72,12 @@ pub async fn sweep<S: Store>(
 
 /// Looks at every entity with events parked, as of `now` (epoch seconds),
 /// and logs the longest waiting ones. Reads only.
-pub async fn look<S: Store>(store: &S, now: u64) -> Result<SweepReport, StoreError> {
-    let runner = Runner::new(store, RunnerConfig::default());
+pub async fn look<S: Store>(
+    domain: &Domain,
+    store: &S,
+    now: u64,
+) -> Result<SweepReport, StoreError> {
+    let runner = Runner::new(domain.clone(), store, RunnerConfig::default());
     let invocation = Invocation {
         deadline: None,
         now,
@@ -100,11 +105,19 @@ async fn walk<S: Store>(
             report.complete = false;
             break;
         };
-        let keys: Vec<EntityKey> = page
+        // Entries of kinds the domain does not register are left alone.
+        let entries: Vec<(EntityKey, u64)> = page
             .entities
             .iter()
-            .map(|entity| entity.key.clone())
+            .filter_map(|ParkedEntity { pk, since }| {
+                let key = runner.domain().key_of_pk(pk);
+                if key.is_none() {
+                    warn!(entry = %pk, "an entity with events parked is of a kind this domain does not register: skipped");
+                }
+                Some((key?, *since))
+            })
             .collect();
+        let keys: Vec<EntityKey> = entries.iter().map(|(key, _)| key.clone()).collect();
         let loaded = if keys.is_empty() {
             Default::default()
         } else {
@@ -117,9 +130,9 @@ async fn walk<S: Store>(
                 }
             }
         };
-        for ParkedEntity { key, since } in page.entities {
+        for (key, since) in entries {
             let at = match loaded.entities.get(&key) {
-                Some(Ok(found)) => Entity::sequence(found),
+                Some(Ok(found)) => AnyEntity::sequence(found),
                 _ => 0,
             };
             let sequences = loaded.parking.get(&key).map(|parking| &parking.sequences);
@@ -165,13 +178,9 @@ async fn walk<S: Store>(
     }
     keep_longest(&mut longest);
     for stream in &longest {
-        let (kind, id) = match &stream.key {
-            EntityKey::Order(id) => ("order", id),
-            EntityKey::Product(id) => ("product", id),
-        };
         warn!(
-            stream = %id,
-            entity = kind,
+            stream = %stream.key.id(),
+            entity = %stream.key.kind().label(),
             parked = stream.parked,
             waiting_for = stream.waiting_for,
             parked_for_seconds = stream.parked_for_seconds,

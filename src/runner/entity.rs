@@ -19,8 +19,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::verdict::{Verdict, skipped_one};
 use super::{Outcome, RunnerConfig};
-use crate::domain::{self, Decision, Entity, EntityKey, Event};
-use crate::envelope::{Record, parse_body};
+use crate::domain::Domain;
+use crate::entity::{AnyEntity, EntityKey};
+use crate::envelope::{Event, Record};
+use crate::handling::{Decision, HandlerFault};
 use crate::store::{
     Commit, ConflictRecord, Expected, MAX_COMMIT_BYTES, MAX_COMMIT_ITEMS, MAX_PARKED_READ,
     MAX_STORED_BODY, ParkedEvent, Parking, Stored,
@@ -59,6 +61,7 @@ pub(super) type Fetched = HashMap<u64, Option<ParkedEvent>>;
 
 /// Plans the next step of a run: `rest` are its messages not settled yet.
 pub(super) fn plan(
+    domain: &Domain,
     key: &EntityKey,
     stored: &Stored,
     rest: &[&Record],
@@ -67,6 +70,7 @@ pub(super) fn plan(
     now: u64,
 ) -> Planned {
     let mut planner = Planner {
+        domain,
         key,
         stored,
         rest,
@@ -91,13 +95,14 @@ pub(super) fn plan(
 }
 
 struct Planner<'a> {
+    domain: &'a Domain,
     key: &'a EntityKey,
     stored: &'a Stored,
     rest: &'a [&'a Record],
     fetched: &'a Fetched,
     config: &'a RunnerConfig,
     now: u64,
-    slot: Option<Entity>,
+    slot: Option<AnyEntity>,
     /// Every sequence parked on the item as the step goes: the stored ones
     /// not drained, and the ones this step parks.
     parked: BTreeSet<u64>,
@@ -170,8 +175,11 @@ impl Planner<'_> {
 
     fn decide(&mut self, position: usize, record: &Record, event: &Event) -> Planning<Verdict> {
         let sequence = event.sequence().unwrap_or(0);
-        let before = self.slot.as_ref().map(Entity::sequence);
-        let decision = domain::decide(&mut self.slot, event);
+        let before = self.slot.as_ref().map(AnyEntity::sequence);
+        let decision = match event.decide(&mut self.slot) {
+            Ok(decision) => decision,
+            Err(fault) => return Ok(handler_error(event, &fault)),
+        };
         match decision {
             Decision::Applied => {
                 self.drain()?;
@@ -382,7 +390,7 @@ impl Planner<'_> {
     /// Applies the parked events that follow the entity, in order, while
     /// the step has room.
     fn drain(&mut self) -> Planning<()> {
-        while let Some(at) = self.slot.as_ref().map(Entity::sequence) {
+        while let Some(at) = self.slot.as_ref().map(AnyEntity::sequence) {
             if !self.clear_behind(at)? {
                 return Ok(());
             }
@@ -390,7 +398,7 @@ impl Planner<'_> {
             if let Some((position, parked)) = self.new_parks.remove(&next) {
                 // Parked by this very step: applied instead.
                 let applied = match &self.rest[position].event {
-                    Ok(event) => domain::decide(&mut self.slot, event) == Decision::Applied,
+                    Ok(event) => event.decide(&mut self.slot) == Ok(Decision::Applied),
                     Err(_) => false,
                 };
                 if !applied {
@@ -425,12 +433,12 @@ impl Planner<'_> {
                 }
                 Some(Some(parked)) => parked,
             };
-            let applied = match parse_body(&parked.body) {
+            let applied = match self.domain.parse(&parked.body) {
                 Ok(event)
                     if event.entity_key().as_ref() == Some(self.key)
                         && event.sequence() == Some(next) =>
                 {
-                    domain::decide(&mut self.slot, &event) == Decision::Applied
+                    event.decide(&mut self.slot) == Ok(Decision::Applied)
                 }
                 _ => false,
             };
@@ -462,8 +470,9 @@ impl Planner<'_> {
         let commit = Commit {
             key: self.key.clone(),
             expected: Expected {
-                sequence: self.stored.entity.as_ref().map(Entity::sequence),
+                sequence: self.stored.entity.as_ref().map(AnyEntity::sequence),
                 parked: self.stored.parking.sequences.clone(),
+                entity: self.stored.entity.clone(),
             },
             entity,
             park: self
@@ -497,4 +506,17 @@ impl Planner<'_> {
             parked_conflicts: self.parked_conflicts,
         }
     }
+}
+
+/// A handler that broke its rule: failed, and logged with the handler's
+/// and the event type's names; the slot was left as it was.
+fn handler_error(event: &Event, fault: &HandlerFault) -> Verdict {
+    tracing::error!(
+        event_type = event.type_name(),
+        handler = fault.handler,
+        sequence = event.sequence(),
+        problem = %fault.problem,
+        "a handler broke its rule: nothing written"
+    );
+    Verdict::new(Outcome::HandlerError, Some(fault.to_string()))
 }

@@ -4,10 +4,10 @@
 //! batch order), reads every entity and deduplication record the batch needs
 //! in one store call, runs the streams concurrently and decides the messages of
 //! a stream in order, then settles each stream with one conditional write per
-//! entity and one transaction for its stock adjustments, all at once (two
+//! entity and one transaction for its deduplicated effects, all at once (two
 //! sequential round trips per batch), and answers with the SQS partial batch
-//! response. It knows nothing of orders or products: events are routed to
-//! their handlers by [`crate::domain::decide`].
+//! response. It knows no domain: each event carries its handling, as the
+//! domain's registration ([`crate::domain::Events`]) answered when it was read.
 //!
 //! A gap that has been delivered `PARK_AFTER_RECEIVES` times is parked in the
 //! table instead of failed, and applied when the events before it arrive.
@@ -18,16 +18,16 @@
 //! | `stream.rs` | one stream: decided in order, then settled all at once |
 //! | `entity.rs` | the pure planner of one entity's share: the guard's answers, parking, draining, conflicts |
 //! | `settle.rs` | that share written: fetch, commit, decide again after a lost race; the sweep's drain |
-//! | `stock.rs` | a stream's stock adjustments, in one transaction |
+//! | `additions.rs` | a stream's deduplicated effects (counter additions), in one transaction |
 //! | `deadline.rs` | store calls within the invocation's deadline |
 //! | `verdict.rs` | one message's verdict inside its stream |
 //! | `report.rs` | the outcomes and reports the response, logs and metrics are made from |
 
+mod additions;
 mod deadline;
 mod entity;
 mod report;
 mod settle;
-mod stock;
 mod stream;
 mod verdict;
 
@@ -38,12 +38,13 @@ use aws_lambda_events::event::sqs::SqsEvent;
 use futures::future::join_all;
 use tracing::{Instrument, info, info_span, trace, warn};
 
-use crate::domain::{EntityKey, Event};
-use crate::envelope::Record;
+use crate::domain::Domain;
+use crate::entity::EntityKey;
+use crate::envelope::{Event, Record};
 use crate::store::{DedupKey, Loaded, Store};
+use additions::dedup_key;
 pub(crate) use deadline::CallError;
 pub use report::{BatchReport, DrainedEvent, MessageReport, Outcome, ParkingReport};
-use stock::dedup_key;
 
 /// What a gap that keeps coming back becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,17 +123,26 @@ pub enum BatchError {
 /// The batch runner over a store.
 #[derive(Debug)]
 pub struct Runner<S> {
+    domain: Domain,
     store: S,
     config: RunnerConfig,
 }
 
 impl<S: Store> Runner<S> {
-    pub fn new(store: S, config: RunnerConfig) -> Self {
-        Runner { store, config }
+    pub fn new(domain: Domain, store: S, config: RunnerConfig) -> Self {
+        Runner {
+            domain,
+            store,
+            config,
+        }
     }
 
     pub fn store(&self) -> &S {
         &self.store
+    }
+
+    pub fn domain(&self) -> &Domain {
+        &self.domain
     }
 
     /// Runs one batch. Fails only when a record has no message id.
@@ -146,7 +156,7 @@ impl<S: Store> Runner<S> {
             .iter()
             .enumerate()
             .map(|(index, message)| {
-                Record::read(message).ok_or(BatchError::MissingMessageId { index })
+                Record::read(message, &self.domain).ok_or(BatchError::MissingMessageId { index })
             })
             .collect::<Result<Vec<Record>, BatchError>>()?;
         let requests_before = self.store.requests();
@@ -228,6 +238,7 @@ fn log_summary(report: &BatchReport) {
         drained = report.drained(),
         gap = count(Outcome::Gap),
         not_created = count(Outcome::NotCreated),
+        handler_error = count(Outcome::HandlerError),
         invalid = count(Outcome::Invalid),
         skipped = count(Outcome::Skipped),
         storage_error = count(Outcome::StorageError),

@@ -3,7 +3,8 @@
 
 use aws_lambda_events::event::sqs::SqsBatchResponse;
 
-use crate::domain::{Decision, EntityKey};
+use crate::entity::EntityKey;
+use crate::handling::Decision;
 use crate::store::ParkedEvent;
 
 /// What became of one message.
@@ -26,10 +27,14 @@ pub enum Outcome {
     /// stock level leaving the 64-bit range): retrying will not help; the
     /// message goes on to the dead-letter queue.
     Rejected,
+    /// The event's handler broke the rule its answer must keep (`Applied`
+    /// moves the entity to the event's sequence, any other answer changes
+    /// nothing): nothing was written; retried, as a fixed handler may take it.
+    HandlerError,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 10] = [
+    pub const ALL: [Outcome; 11] = [
         Outcome::Applied,
         Outcome::Duplicate,
         Outcome::Parked,
@@ -40,6 +45,7 @@ impl Outcome {
         Outcome::Skipped,
         Outcome::StorageError,
         Outcome::Rejected,
+        Outcome::HandlerError,
     ];
 
     /// Whether the message is listed in `batchItemFailures`.
@@ -62,6 +68,7 @@ impl Outcome {
             Outcome::Skipped => "skipped",
             Outcome::StorageError => "storage error",
             Outcome::Rejected => "rejected",
+            Outcome::HandlerError => "handler error",
         }
     }
 }
@@ -82,7 +89,7 @@ impl From<Decision> for Outcome {
 pub struct MessageReport {
     pub message_id: String,
     pub stream: String,
-    pub event_type: Option<&'static str>,
+    pub event_type: Option<String>,
     pub sequence: Option<u64>,
     pub outcome: Outcome,
     pub reason: Option<String>,

@@ -8,7 +8,7 @@ use super::deadline::CallError;
 use super::entity::{self, Fetched, Planned};
 use super::verdict::{Verdict, fail_from, skipped, skipped_one};
 use super::{DrainedEvent, Invocation, Outcome, ParkingReport, Runner};
-use crate::domain::{Entity, EntityKey};
+use crate::entity::{AnyEntity, EntityKey};
 use crate::envelope::Record;
 use crate::store::{Committed, Store, StoreError, Stored};
 
@@ -42,7 +42,15 @@ impl<S: Store> Runner<S> {
         let mut races = 0;
         loop {
             let rest = &run[verdicts.len()..];
-            let planned = entity::plan(key, &stored, rest, &fetched, &self.config, invocation.now);
+            let planned = entity::plan(
+                &self.domain,
+                key,
+                &stored,
+                rest,
+                &fetched,
+                &self.config,
+                invocation.now,
+            );
             let step = match planned {
                 Planned::Fetch(sequences) => {
                     let read = self.store.parked(key, &sequences);
@@ -123,7 +131,7 @@ impl<S: Store> Runner<S> {
                     }
                     debug!(
                         expected = ?step.commit.expected.sequence,
-                        found = ?current.entity.as_ref().map(Entity::sequence),
+                        found = ?current.entity.as_ref().map(AnyEntity::sequence),
                         parked = current.parking.sequences.len(),
                         "conditional write lost a race; deciding again"
                     );
@@ -171,9 +179,7 @@ impl<S: Store> Runner<S> {
             entity: loaded.entities.remove(key).transpose()?,
             parking: loaded.parking.remove(key).unwrap_or_default(),
         };
-        let stream = match key {
-            EntityKey::Order(id) | EntityKey::Product(id) => id.as_str(),
-        };
+        let stream = key.id();
         let (_, parking) = self
             .run_entity(key, stream, &[], Ok(stored), invocation)
             .await;

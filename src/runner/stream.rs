@@ -1,19 +1,20 @@
 //! One stream of a batch: its messages decided in order up to the first
 //! that cannot be done, then settled, each entity with one write and the
-//! stock with one transaction, all at once.
+//! deduplicated effects with one transaction, all at once.
 
 use std::collections::HashSet;
 
 use futures::future::join_all;
 use tracing::{error, warn};
 
+use super::additions::{addition, dedup_key};
 use super::deadline::CallError;
-use super::stock::dedup_key;
 use super::verdict::{SETTLED_AFTER_FAILURE_REASON, Verdict, report, skipped_one};
 use super::{Invocation, MessageReport, Outcome, ParkingReport, Runner};
-use crate::domain::{self, Entity, EntityKey, Event, StockAdjustment, inventory};
+use crate::entity::{AnyEntity, EntityKey};
 use crate::envelope::Record;
-use crate::store::{Loaded, Store, Stored};
+use crate::handling::Decision;
+use crate::store::{Addition, Loaded, Store, Stored};
 
 /// One entity's share of a stream: its messages (positions in the stream, in
 /// order), the entity's item as loaded, and the entity as the dry run of the
@@ -21,14 +22,14 @@ use crate::store::{Loaded, Store, Stored};
 struct EntityPlan {
     key: EntityKey,
     base: Result<Stored, CallError>,
-    dry: Option<Entity>,
+    dry: Option<AnyEntity>,
     positions: Vec<usize>,
 }
 
 impl<S: Store> Runner<S> {
     /// Runs one stream: decides its messages in order up to the first that
     /// cannot be done, then settles them with at most one write per entity and
-    /// one transaction for its stock adjustments, all at once.
+    /// one transaction for its deduplicated effects, all at once.
     pub(super) async fn run_stream(
         &self,
         stream: &[&Record],
@@ -37,7 +38,7 @@ impl<S: Store> Runner<S> {
     ) -> (Vec<MessageReport>, Vec<ParkingReport>) {
         let mut verdicts: Vec<Option<Verdict>> = vec![None; stream.len()];
         let mut entities: Vec<EntityPlan> = Vec::new();
-        let mut adjustments: Vec<(usize, StockAdjustment)> = Vec::new();
+        let mut additions: Vec<(usize, Addition)> = Vec::new();
         let mut seen: HashSet<&str> = HashSet::new();
         for (position, record) in stream.iter().enumerate() {
             let event = match &record.event {
@@ -56,19 +57,14 @@ impl<S: Store> Runner<S> {
                 }
                 Ok(event) => event,
             };
-            if let Event::InventoryAdjusted(adjusted) = event {
+            if let Some(addition) = addition(event, invocation.now, self.config.dedup_ttl_seconds) {
                 let known = loaded.as_ref().is_ok_and(|loaded| {
                     dedup_key(event).is_some_and(|key| loaded.handled.contains(&key))
                 });
-                if known || !seen.insert(adjusted.event_id.as_str()) {
+                if known || !seen.insert(event.event_id()) {
                     verdicts[position] = Some(Verdict::new(Outcome::Duplicate, None));
                 } else {
-                    let adjustment = inventory::on_inventory_adjusted(
-                        adjusted,
-                        invocation.now,
-                        self.config.dedup_ttl_seconds,
-                    );
-                    adjustments.push((position, adjustment));
+                    additions.push((position, addition));
                 }
                 continue;
             }
@@ -103,7 +99,7 @@ impl<S: Store> Runner<S> {
             let maybe_done = match &plan.base {
                 Err(_) => false,
                 Ok(stored) => {
-                    domain::decide(&mut plan.dry, event).is_done()
+                    event.decide(&mut plan.dry).is_ok_and(Decision::is_done)
                         || self.config.parks(record)
                         || !stored.parking.sequences.is_empty()
                 }
@@ -113,7 +109,7 @@ impl<S: Store> Runner<S> {
             }
         }
 
-        // Settle every entity and the stock adjustments concurrently.
+        // Settle every entity and the additions concurrently.
         let entity_runs = entities.into_iter().map(
             |EntityPlan {
                  key,
@@ -128,9 +124,9 @@ impl<S: Store> Runner<S> {
                 (positions, settled)
             },
         );
-        let (settled, stock) = futures::join!(
+        let (settled, added) = futures::join!(
             join_all(entity_runs),
-            self.settle_stock(adjustments, invocation)
+            self.settle_additions(additions, invocation)
         );
         let mut parking = Vec::new();
         for (positions, (outcomes, parked)) in settled {
@@ -139,7 +135,7 @@ impl<S: Store> Runner<S> {
             }
             parking.extend(parked);
         }
-        for (position, verdict) in stock {
+        for (position, verdict) in added {
             verdicts[position] = Some(verdict);
         }
 

@@ -1,7 +1,7 @@
 //! One message's verdict inside its stream, before it becomes a report.
 
 use super::{MessageReport, Outcome};
-use crate::domain::Event;
+use crate::envelope::Event;
 use crate::envelope::Record;
 
 /// The outcome of one message, as decided inside its stream.
@@ -67,7 +67,7 @@ pub(super) fn report(record: &Record, verdict: Verdict) -> MessageReport {
     MessageReport {
         message_id: record.message_id.clone(),
         stream: record.stream.clone(),
-        event_type: event.map(Event::type_name),
+        event_type: event.map(|event| event.type_name().to_owned()),
         sequence: event.and_then(Event::sequence),
         outcome: verdict.outcome,
         reason: verdict.reason,

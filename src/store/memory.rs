@@ -4,20 +4,23 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::{
-    Adjusted, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded, MAX_COMMIT_ITEMS,
-    ParkedEntity, ParkedEvent, ParkedPage, Parking, Store, StoreError, Stored, adjusted_on_hand,
+    Added, Addition, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded,
+    MAX_COMMIT_ITEMS, ParkedEntity, ParkedEvent, ParkedPage, Parking, Store, StoreError, Stored,
+    added,
 };
-use crate::domain::{Entity, EntityKey, StockAdjustment};
+use crate::entity::{AnyEntity, EntityKey};
+use crate::handling::Counter;
 
 #[derive(Debug, Default)]
 struct Tables {
-    entities: HashMap<EntityKey, Entity>,
+    entities: HashMap<EntityKey, AnyEntity>,
     /// Parked events by entity and sequence; an entity is in this map only
     /// while it has some (as the item's `parked` set is removed when empty).
     parked: HashMap<EntityKey, BTreeMap<u64, ParkedEvent>>,
     parked_since: HashMap<EntityKey, u64>,
     conflicts: HashMap<EntityKey, BTreeMap<(u64, String), ConflictRecord>>,
-    on_hand: HashMap<String, i64>,
+    /// Counters by (counter, id).
+    counters: HashMap<(&'static Counter, String), i64>,
     /// (event id, handler name) of every deduplication record.
     handled: HashSet<(String, &'static str)>,
 }
@@ -58,15 +61,6 @@ impl Tables {
     }
 }
 
-/// The sort key of an entity's entry in the index of parked entities, as
-/// the DynamoDB adapter writes it: pages follow the same order.
-fn index_key(key: &EntityKey) -> String {
-    match key {
-        EntityKey::Order(id) => format!("ORDER#{id}"),
-        EntityKey::Product(id) => format!("PRODUCT#{id}"),
-    }
-}
-
 /// An embedded table. Each operation is atomic, as a DynamoDB request is.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
@@ -85,9 +79,14 @@ impl MemoryStore {
     }
 
     /// Every entity stored, ordered by key: for tests and `replay`.
-    pub fn entities(&self) -> Vec<Entity> {
-        let mut entities: Vec<Entity> = self.tables().entities.values().cloned().collect();
-        entities.sort_by_key(Entity::key);
+    pub fn entities(&self) -> Vec<(EntityKey, AnyEntity)> {
+        let mut entities: Vec<(EntityKey, AnyEntity)> = self
+            .tables()
+            .entities
+            .iter()
+            .map(|(key, entity)| (key.clone(), entity.clone()))
+            .collect();
+        entities.sort_by(|a, b| a.0.cmp(&b.0));
         entities
     }
 
@@ -115,16 +114,16 @@ impl MemoryStore {
             .collect()
     }
 
-    /// Every sku's `onHand`, ordered by sku.
-    pub fn stock(&self) -> Vec<(String, i64)> {
-        let mut stock: Vec<(String, i64)> = self
+    /// Every counter's value, ordered by counter and id.
+    pub fn counters(&self) -> Vec<(&'static Counter, String, i64)> {
+        let mut counters: Vec<(&'static Counter, String, i64)> = self
             .tables()
-            .on_hand
+            .counters
             .iter()
-            .map(|(sku, on_hand)| (sku.clone(), *on_hand))
+            .map(|((counter, id), value)| (*counter, id.clone(), *value))
             .collect();
-        stock.sort();
-        stock
+        counters.sort();
+        counters
     }
 }
 
@@ -177,7 +176,7 @@ impl Store for MemoryStore {
         let key = &commit.key;
         if commit.touches_entity() {
             let stored = tables.stored(key);
-            let as_expected = stored.entity.as_ref().map(Entity::sequence)
+            let as_expected = stored.entity.as_ref().map(AnyEntity::sequence)
                 == commit.expected.sequence
                 && stored.parking.sequences == commit.expected.parked;
             // As DynamoDB's transaction: a parked event is put only where none is.
@@ -245,11 +244,12 @@ impl Store for MemoryStore {
             .parked_since
             .iter()
             .map(|(key, since)| {
+                let pk = key.pk();
                 let entry = ParkedEntity {
-                    key: key.clone(),
+                    pk: pk.clone(),
                     since: *since,
                 };
-                (index_key(key), entry)
+                (pk, entry)
             })
             .filter(|(sort_key, _)| after.is_none_or(|after| sort_key.as_str() > after))
             .collect();
@@ -271,57 +271,68 @@ impl Store for MemoryStore {
         Ok(self.tables().inspection(key))
     }
 
-    async fn adjust_stock(&self, adjustments: &[StockAdjustment]) -> Result<Adjusted, StoreError> {
+    async fn add(&self, additions: &[Addition]) -> Result<Added, StoreError> {
         tokio::task::yield_now().await;
         let mut tables = self.tables();
         // As a transaction: if any record exists, nothing changes.
-        let existing: Vec<usize> = adjustments
+        let existing: Vec<usize> = additions
             .iter()
             .enumerate()
-            .filter(|(_, adjustment)| {
+            .filter(|(_, addition)| {
                 tables
                     .handled
-                    .contains(&(adjustment.event_id.clone(), adjustment.handler))
+                    .contains(&(addition.event_id.clone(), addition.handler))
             })
             .map(|(index, _)| index)
             .collect();
         if !existing.is_empty() {
-            return Ok(Adjusted::Duplicates(existing));
+            return Ok(Added::Duplicates(existing));
         }
-        // As DynamoDB's conditional ADD of each sku's sum: refused whole when
-        // a sku would leave the 64-bit range.
-        let mut deltas: Vec<(&str, Vec<i64>)> = Vec::new();
-        for adjustment in adjustments {
-            match deltas.iter_mut().find(|(sku, _)| *sku == adjustment.sku) {
-                Some((_, sku_deltas)) => sku_deltas.push(adjustment.delta),
-                None => deltas.push((&adjustment.sku, vec![adjustment.delta])),
+        // As DynamoDB's conditional ADD of each counter's sum: refused whole
+        // when a counter would leave the 64-bit range.
+        type Target<'a> = (&'static Counter, &'a str);
+        let mut deltas: Vec<(Target<'_>, Vec<i64>)> = Vec::new();
+        for addition in additions {
+            let target = (addition.counter, addition.id.as_str());
+            match deltas.iter_mut().find(|(at, _)| *at == target) {
+                Some((_, target_deltas)) => target_deltas.push(addition.delta),
+                None => deltas.push((target, vec![addition.delta])),
             }
         }
-        let mut sums: Vec<(&str, i64)> = Vec::with_capacity(deltas.len());
-        for (sku, sku_deltas) in deltas {
-            let current = tables.on_hand.get(sku).copied();
-            match adjusted_on_hand(current, sku_deltas) {
-                Some(after) => sums.push((sku, after)),
+        let mut sums: Vec<(Target<'_>, i64)> = Vec::with_capacity(deltas.len());
+        for ((counter, id), target_deltas) in deltas {
+            let current = tables.counters.get(&(counter, id.to_owned())).copied();
+            match added(current, target_deltas) {
+                Some(after) => sums.push(((counter, id), after)),
                 None => {
-                    return Ok(Adjusted::OutOfRange {
-                        sku: sku.to_owned(),
-                        on_hand: current,
+                    return Ok(Added::OutOfRange {
+                        counter,
+                        id: id.to_owned(),
+                        value: current,
                     });
                 }
             }
         }
-        for adjustment in adjustments {
+        for addition in additions {
             tables
                 .handled
-                .insert((adjustment.event_id.clone(), adjustment.handler));
+                .insert((addition.event_id.clone(), addition.handler));
         }
-        for (sku, on_hand) in sums {
-            tables.on_hand.insert(sku.to_owned(), on_hand);
+        for ((counter, id), value) in sums {
+            tables.counters.insert((counter, id.to_owned()), value);
         }
-        Ok(Adjusted::Applied)
+        Ok(Added::Applied)
     }
 
-    async fn on_hand(&self, sku: &str) -> Result<Option<i64>, StoreError> {
-        Ok(self.tables().on_hand.get(sku).copied())
+    async fn counter(
+        &self,
+        counter: &'static Counter,
+        id: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .tables()
+            .counters
+            .get(&(counter, id.to_owned()))
+            .copied())
     }
 }

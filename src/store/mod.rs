@@ -4,8 +4,9 @@
 //! - [`memory::MemoryStore`]: in memory, with the same conditional semantics;
 //!   the embedded default of `replay` and the engine of fast tests.
 //!
-//! Stores know entities, the events parked on them, conflicts and stock
-//! adjustments; they know nothing of SQS.
+//! Stores know entities (of any kind, as [`AnyEntity`]), the events parked
+//! on them, conflicts and counters; they know nothing of SQS, nor of any
+//! domain.
 
 pub mod dynamodb;
 pub mod memory;
@@ -13,7 +14,8 @@ pub mod memory;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::future::Future;
 
-use crate::domain::{Entity, EntityKey, StockAdjustment};
+use crate::entity::{AnyEntity, EntityKey};
+use crate::handling::Counter;
 
 /// Identifies a deduplication record: an event handled by a handler.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -27,7 +29,7 @@ pub struct DedupKey {
 pub struct Loaded {
     /// A missing key is an entity that does not exist; an item that exists
     /// but cannot be read is an error for that key alone.
-    pub entities: HashMap<EntityKey, Result<Entity, StoreError>>,
+    pub entities: HashMap<EntityKey, Result<AnyEntity, StoreError>>,
     /// The deduplication records, of those asked for, that exist.
     pub handled: HashSet<DedupKey>,
     /// The sequences parked on the entities asked for, for those that have
@@ -49,7 +51,7 @@ pub struct Parking {
 /// created) and what is parked on it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stored {
-    pub entity: Option<Entity>,
+    pub entity: Option<AnyEntity>,
     pub parking: Parking,
 }
 
@@ -86,6 +88,9 @@ pub struct Expected {
     /// The sequences parked on the item (the commit writes the set it
     /// computed from these, so the stores check that it is still this one).
     pub parked: BTreeSet<u64>,
+    /// The entity as loaded, when known: a write removes the attributes it
+    /// had and the new state has not (an optional field that became empty).
+    pub entity: Option<AnyEntity>,
 }
 
 impl Commit {
@@ -109,7 +114,7 @@ pub struct Commit {
     pub key: EntityKey,
     pub expected: Expected,
     /// The entity as the step leaves it; `None`: unchanged.
-    pub entity: Option<Entity>,
+    pub entity: Option<AnyEntity>,
     pub park: Vec<ParkedEvent>,
     /// Sequences of parked events the step applied.
     pub drain: Vec<u64>,
@@ -154,7 +159,8 @@ pub enum Committed {
 /// An entity with events parked on it, from the index of parked entities.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParkedEntity {
-    pub key: EntityKey,
+    /// Its item's partition key, `<KIND>#<id>` (the domain knows the kind).
+    pub pk: String,
     /// Since when (epoch seconds) it has had events parked without interruption.
     pub since: u64,
 }
@@ -204,31 +210,57 @@ pub enum StoreError {
     },
 }
 
-/// The answer to a set of stock adjustments.
+/// What the store must do, atomically, for one deduplicated effect: add
+/// `delta` to the counter `id`, and write the deduplication record of
+/// (`event_id`, `handler`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Adjusted {
-    /// Every `onHand` moved, and every deduplication record was written.
+pub struct Addition {
+    pub event_id: String,
+    pub handler: &'static str,
+    pub counter: &'static Counter,
+    pub id: String,
+    pub delta: i64,
+    /// Epoch seconds.
+    pub handled_at: u64,
+    /// Epoch seconds after which the deduplication record may expire.
+    pub expires_at: u64,
+}
+
+impl Addition {
+    pub fn dedup_key(&self) -> DedupKey {
+        DedupKey {
+            event_id: self.event_id.clone(),
+            handler: self.handler,
+        }
+    }
+}
+
+/// The answer to a set of additions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Added {
+    /// Every counter moved, and every deduplication record was written.
     Applied,
-    /// Nothing changed: the deduplication records of these adjustments
+    /// Nothing changed: the deduplication records of these additions
     /// (positions in the slice given) existed already.
     Duplicates(Vec<usize>),
-    /// Nothing changed: the adjustments of `sku` would take its `onHand`
-    /// (`on_hand` now, `None` when never adjusted) outside the 64-bit range.
-    OutOfRange { sku: String, on_hand: Option<i64> },
+    /// Nothing changed: the additions to the counter `id` would take it
+    /// (`value` now, `None` when never added to) outside the 64-bit range.
+    OutOfRange {
+        counter: &'static Counter,
+        id: String,
+        value: Option<i64>,
+    },
 }
 
-/// The sum of `deltas` added to `on_hand`, if it stays a 64-bit integer.
-pub fn adjusted_on_hand(
-    on_hand: Option<i64>,
-    deltas: impl IntoIterator<Item = i64>,
-) -> Option<i64> {
+/// The sum of `deltas` added to `value`, if it stays a 64-bit integer.
+pub fn added(value: Option<i64>, deltas: impl IntoIterator<Item = i64>) -> Option<i64> {
     let sum: i128 = deltas.into_iter().map(i128::from).sum();
-    i64::try_from(i128::from(on_hand.unwrap_or(0)) + sum).ok()
+    i64::try_from(i128::from(value.unwrap_or(0)) + sum).ok()
 }
 
-/// The most adjustments one `adjust_stock` takes (a DynamoDB transaction
-/// holds 100 actions: a record per adjustment and an update per sku).
-pub const MAX_ADJUSTMENTS: usize = 50;
+/// The most additions one [`Store::add`] takes (a DynamoDB transaction
+/// holds 100 actions: a record per addition and an update per counter).
+pub const MAX_ADDITIONS: usize = 50;
 
 /// The most items one [`Commit`] writes (a DynamoDB transaction's limit).
 pub const MAX_COMMIT_ITEMS: usize = 100;
@@ -287,18 +319,19 @@ pub trait Store: Send + Sync {
         key: &EntityKey,
     ) -> impl Future<Output = Result<Inspection, StoreError>> + Send;
 
-    /// Adds every adjustment's `delta` to its sku's `onHand` and writes every
+    /// Adds every addition's `delta` to its counter and writes every
     /// deduplication record, all in one atomic step, unless one of those
-    /// records exists or a sku's `onHand` would leave the 64-bit range (then
-    /// nothing changes). At most
-    /// [`MAX_ADJUSTMENTS`] adjustments at a time.
-    fn adjust_stock(
-        &self,
-        adjustments: &[StockAdjustment],
-    ) -> impl Future<Output = Result<Adjusted, StoreError>> + Send;
+    /// records exists or a counter would leave the 64-bit range (then
+    /// nothing changes). At most [`MAX_ADDITIONS`] additions at a time.
+    fn add(&self, additions: &[Addition])
+    -> impl Future<Output = Result<Added, StoreError>> + Send;
 
-    /// The sku's `onHand`, `None` when no adjustment was ever applied.
-    fn on_hand(&self, sku: &str) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
+    /// A counter's value, `None` when nothing was ever added to it.
+    fn counter(
+        &self,
+        counter: &'static Counter,
+        id: &str,
+    ) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
 
     /// Requests sent to the table so far, for the invocation summary; a
     /// store that sends none answers 0.
@@ -350,15 +383,19 @@ macro_rules! delegate_store {
                 S::inspect(self, key)
             }
 
-            fn adjust_stock(
+            fn add(
                 &self,
-                adjustments: &[StockAdjustment],
-            ) -> impl Future<Output = Result<Adjusted, StoreError>> + Send {
-                S::adjust_stock(self, adjustments)
+                additions: &[Addition],
+            ) -> impl Future<Output = Result<Added, StoreError>> + Send {
+                S::add(self, additions)
             }
 
-            fn on_hand(&self, sku: &str) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send {
-                S::on_hand(self, sku)
+            fn counter(
+                &self,
+                counter: &'static Counter,
+                id: &str,
+            ) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send {
+                S::counter(self, counter, id)
             }
 
             fn requests(&self) -> u64 {

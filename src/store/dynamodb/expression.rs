@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::Item;
-use super::items::{OPTIONAL_ATTRIBUTES, PARKED, PARKED_SINCE, entity_to_item};
+use super::items::{PARKED, PARKED_SINCE, entity_attributes};
 use crate::store::{Commit, StoreError};
 
 /// An update and condition expression under construction, with the names
@@ -81,19 +81,23 @@ impl Expression {
 }
 
 /// The conditional update of an entity's item for a commit: the entity's
-/// attributes (`REMOVE` for the optional ones it lacks), the parked set as
+/// attributes (`REMOVE` for those the loaded entity had and it lacks), the parked set as
 /// the commit leaves it, and the condition that the item is as expected.
 pub(super) fn entity_update(commit: &Commit) -> Result<Expression, StoreError> {
     let mut expression = Expression::default();
     if let Some(entity) = &commit.entity {
-        let mut attributes: Vec<(String, AttributeValue)> = entity_to_item(entity)?
-            .into_iter()
-            .filter(|(name, _)| name != "pk" && name != "sk")
-            .collect();
+        let mut attributes: Vec<(String, AttributeValue)> =
+            entity_attributes(entity)?.into_iter().collect();
         attributes.sort_by(|a, b| a.0.cmp(&b.0));
-        for name in OPTIONAL_ATTRIBUTES {
-            if !attributes.iter().any(|(present, _)| present == name) {
-                expression.remove(name);
+        // What the entity had and has no more (an optional field emptied).
+        if let Some(before) = &commit.expected.entity {
+            let mut gone: Vec<String> = entity_attributes(before)?
+                .into_keys()
+                .filter(|name| !attributes.iter().any(|(present, _)| present == name))
+                .collect();
+            gone.sort();
+            for name in gone {
+                expression.remove(&name);
             }
         }
         for (name, value) in attributes {

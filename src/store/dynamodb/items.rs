@@ -1,21 +1,21 @@
 //! The item layout: keys, attribute names, and the mapping of entities,
-//! parked events, conflicts and deduplication records to items (serde_dynamo).
+//! parked events, conflicts and deduplication records to items (serde_dynamo;
+//! an entity's attributes are its struct as serde_dynamo writes it).
 
 use std::collections::{BTreeSet, HashMap};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
-use serde_dynamo::aws_sdk_dynamodb_1::{from_item, to_item};
+use serde_dynamo::aws_sdk_dynamodb_1::from_item;
 
 use super::Item;
 use super::errors::build_error;
-use crate::domain::{Entity, EntityKey, Order, OrderStatus, Product};
+use crate::entity::{AnyEntity, EntityKey, Kind};
+use crate::handling::Counter;
 use crate::store::{ConflictRecord, DedupKey, ParkedEvent, Parking, StoreError, Stored};
 
-pub(super) const ORDER_PREFIX: &str = "ORDER#";
 pub(super) const DEDUP_PREFIX: &str = "MESSAGE#";
 pub(super) const HANDLER_PREFIX: &str = "HANDLER#";
-pub(super) const PRODUCT_PREFIX: &str = "PRODUCT#";
 pub(super) const STATE: &str = "STATE";
 pub(super) const PENDING_PREFIX: &str = "PENDING#";
 pub(super) const CONFLICT_PREFIX: &str = "CONFLICT#";
@@ -40,17 +40,21 @@ pub(super) fn item_key(pk: String, sk: String) -> Item {
     ])
 }
 
+/// Attributes of an entity's item that are not the entity's: an entity
+/// struct must not have fields of these names.
+pub(super) const RESERVED: [&str; 4] = ["pk", "sk", PARKED, PARKED_SINCE];
+
 pub(super) fn entity_pk(key: &EntityKey) -> String {
-    match key {
-        EntityKey::Order(id) => format!("{ORDER_PREFIX}{id}"),
-        EntityKey::Product(id) => format!("{PRODUCT_PREFIX}{id}"),
-    }
+    key.pk()
 }
 
-pub(super) fn stock_key(sku: &str) -> Item {
+pub(super) fn counter_key(counter: &Counter, id: &str) -> Item {
     HashMap::from([
-        ("pk".to_owned(), AttributeValue::S(format!("SKU#{sku}"))),
-        ("sk".to_owned(), AttributeValue::S("STOCK".to_owned())),
+        ("pk".to_owned(), AttributeValue::S(counter.pk(id))),
+        (
+            "sk".to_owned(),
+            AttributeValue::S(counter.sort_key.to_owned()),
+        ),
     ])
 }
 
@@ -85,35 +89,6 @@ pub(super) fn key_item(key: &EntityKey) -> Item {
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct OrderItem {
-    pub(super) pk: String,
-    pub(super) sk: String,
-    pub(super) sequence: u64,
-    pub(super) last_event_id: String,
-    pub(super) customer_name: String,
-    pub(super) email: String,
-    pub(super) total_cents: u64,
-    pub(super) status: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) cancel_reason: Option<String>,
-}
-
-/// Attributes an item may lack; a save removes them when the entity has none.
-pub(super) const OPTIONAL_ATTRIBUTES: [&str; 1] = ["cancelReason"];
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct ProductItem {
-    pub(super) pk: String,
-    pub(super) sk: String,
-    pub(super) sequence: u64,
-    pub(super) last_event_id: String,
-    pub(super) name: String,
-    pub(super) price_cents: u64,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub(super) struct ParkedItem {
     pub(super) pk: String,
     pub(super) sk: String,
@@ -142,84 +117,35 @@ pub(super) struct DedupItem {
     pub(super) expires_at: u64,
 }
 
-pub(super) fn entity_to_item(entity: &Entity) -> Result<Item, StoreError> {
-    let pk = entity_pk(&entity.key());
-    let item = match entity {
-        Entity::Order(order) => to_item(OrderItem {
-            pk,
-            sk: STATE.to_owned(),
-            sequence: order.sequence,
-            last_event_id: order.last_event_id.clone(),
-            customer_name: order.customer_name.clone(),
-            email: order.email.clone(),
-            total_cents: order.total_cents,
-            status: match order.status {
-                OrderStatus::Open => "OPEN",
-                OrderStatus::Cancelled => "CANCELLED",
-            }
-            .to_owned(),
-            cancel_reason: order.cancel_reason.clone(),
-        }),
-        Entity::Product(product) => to_item(ProductItem {
-            pk,
-            sk: STATE.to_owned(),
-            sequence: product.sequence,
-            last_event_id: product.last_event_id.clone(),
-            name: product.name.clone(),
-            price_cents: product.price_cents,
-        }),
-    };
-    item.map_err(|err| build_error("serialize entity", err))
+/// An entity's attributes, the keys and the parking attributes aside.
+pub(super) fn entity_attributes(entity: &AnyEntity) -> Result<Item, StoreError> {
+    let mut item = entity
+        .to_item()
+        .map_err(|err| build_error("serialize entity", err))?;
+    item.retain(|name, _| !RESERVED.contains(&name.as_str()));
+    Ok(item)
 }
 
-/// Reads an entity item; `Ok(None)` for an item that is not an entity.
-pub(super) fn entity_from_item(item: Item) -> Result<Option<Entity>, StoreError> {
-    let pk = match item.get("pk") {
-        Some(AttributeValue::S(pk)) => pk.clone(),
-        _ => return Ok(None),
-    };
-    let corrupt = |err: serde_dynamo::Error| StoreError::Corrupt {
-        key: pk.clone(),
-        message: err.to_string(),
-    };
+/// Reads an entity item of `kind`; `Ok(None)` for an item that only
+/// records parked events (not created yet).
+pub(super) fn entity_from_item(
+    kind: &'static Kind,
+    mut item: Item,
+) -> Result<Option<AnyEntity>, StoreError> {
     if !item.contains_key("sequence") {
-        // An item that only records parked events: not created yet.
         return Ok(None);
     }
-    if let Some(id) = pk.strip_prefix(ORDER_PREFIX) {
-        let order: OrderItem = from_item(item).map_err(corrupt)?;
-        let status = match order.status.as_str() {
-            "OPEN" => OrderStatus::Open,
-            "CANCELLED" => OrderStatus::Cancelled,
-            other => {
-                return Err(StoreError::Corrupt {
-                    key: pk.clone(),
-                    message: format!("unknown status `{other}`"),
-                });
-            }
-        };
-        return Ok(Some(Entity::Order(Order {
-            id: id.to_owned(),
-            sequence: order.sequence,
-            last_event_id: order.last_event_id,
-            customer_name: order.customer_name,
-            email: order.email,
-            total_cents: order.total_cents,
-            status,
-            cancel_reason: order.cancel_reason,
-        })));
-    }
-    if let Some(id) = pk.strip_prefix(PRODUCT_PREFIX) {
-        let product: ProductItem = from_item(item).map_err(corrupt)?;
-        return Ok(Some(Entity::Product(Product {
-            id: id.to_owned(),
-            sequence: product.sequence,
-            last_event_id: product.last_event_id,
-            name: product.name,
-            price_cents: product.price_cents,
-        })));
-    }
-    Ok(None)
+    let pk = match item.get("pk") {
+        Some(AttributeValue::S(pk)) => pk.clone(),
+        _ => String::new(),
+    };
+    item.retain(|name, _| !RESERVED.contains(&name.as_str()));
+    kind.decode(item)
+        .map(Some)
+        .map_err(|err| StoreError::Corrupt {
+            key: pk,
+            message: err.to_string(),
+        })
 }
 
 /// Reads what an entity item records of parked events.
@@ -256,10 +182,10 @@ pub(super) fn parking_from_item(item: &Item) -> Result<Parking, StoreError> {
 }
 
 /// Reads an entity item whole: the entity, if created, and its parking.
-pub(super) fn stored_from_item(item: Item) -> Result<Stored, StoreError> {
+pub(super) fn stored_from_item(kind: &'static Kind, item: Item) -> Result<Stored, StoreError> {
     let parking = parking_from_item(&item)?;
     Ok(Stored {
-        entity: entity_from_item(item)?,
+        entity: entity_from_item(kind, item)?,
         parking,
     })
 }
@@ -311,27 +237,24 @@ pub(super) fn conflict_from_item(item: Item) -> Result<ConflictRecord, StoreErro
     })
 }
 
-pub(super) fn key_of_pk(pk: &str) -> Option<EntityKey> {
-    if let Some(id) = pk.strip_prefix(ORDER_PREFIX) {
-        return Some(EntityKey::Order(id.to_owned()));
-    }
-    pk.strip_prefix(PRODUCT_PREFIX)
-        .map(|id| EntityKey::Product(id.to_owned()))
-}
-
-/// The `onHand` of a stock item (`None`: no item, or none adjusted yet).
-pub(super) fn on_hand_of(sku: &str, item: Option<&Item>) -> Result<Option<i64>, StoreError> {
-    match item.and_then(|item| item.get("onHand")) {
+/// A counter's value on its item (`None`: no item, or nothing added yet).
+pub(super) fn counter_of(
+    counter: &Counter,
+    id: &str,
+    item: Option<&Item>,
+) -> Result<Option<i64>, StoreError> {
+    let corrupt = |message: String| StoreError::Corrupt {
+        key: counter.pk(id),
+        message,
+    };
+    match item.and_then(|item| item.get(counter.attribute)) {
         None => Ok(None),
-        Some(AttributeValue::N(number)) => {
-            number.parse().map(Some).map_err(|_| StoreError::Corrupt {
-                key: format!("SKU#{sku}"),
-                message: format!("onHand `{number}` is not a 64-bit integer"),
-            })
-        }
-        Some(_) => Err(StoreError::Corrupt {
-            key: format!("SKU#{sku}"),
-            message: "onHand is not a number".into(),
+        Some(AttributeValue::N(number)) => number.parse().map(Some).map_err(|_| {
+            corrupt(format!(
+                "{} `{number}` is not a 64-bit integer",
+                counter.attribute
+            ))
         }),
+        Some(_) => Err(corrupt(format!("{} is not a number", counter.attribute))),
     }
 }

@@ -2,9 +2,8 @@
 //!
 //! | item   | pk                    | sk                     |
 //! | ------ | --------------------- | ---------------------- |
-//! | order  | `ORDER#<aggregateId>` | `STATE`                |
-//! | product| `PRODUCT#<aggregateId>` | `STATE`              |
-//! | stock  | `SKU#<sku>`           | `STOCK`                |
+//! | entity | `<KIND>#<aggregateId>` (`ORDER#order-42`) | `STATE` |
+//! | counter | `<kind>#<id>` (`SKU#SKU-LAMP`) | its sort key (`STOCK`) |
 //! | dedup  | `MESSAGE#<eventId>`   | `HANDLER#<handler>`    |
 //! | parked event | the entity's pk | `PENDING#<sequence, 20 digits>` |
 //! | conflict | the entity's pk   | `CONFLICT#<sequence, 20 digits>#<eventId>` |
@@ -53,12 +52,13 @@ use expression::*;
 use items::*;
 
 use super::{
-    Adjusted, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEntity, ParkedEvent,
+    Added, Addition, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEntity, ParkedEvent,
     ParkedPage, Store, StoreError, Stored,
 };
-use crate::domain::{EntityKey, StockAdjustment};
+use crate::entity::EntityKey;
+use crate::handling::Counter;
 
-type Item = HashMap<String, AttributeValue>;
+use crate::entity::Item;
 
 /// The TTL attribute of deduplication records.
 pub const TTL_ATTRIBUTE: &str = "expiresAt";
@@ -220,7 +220,9 @@ impl DynamoStore {
     /// concurrent park of the same sequence).
     async fn stored(&self, key: &EntityKey) -> Result<Stored, StoreError> {
         let item = self.batch_get(vec![key_item(key)]).await?.pop();
-        item.map_or(Ok(Stored::default()), stored_from_item)
+        item.map_or(Ok(Stored::default()), |item| {
+            stored_from_item(key.kind(), item)
+        })
     }
 
     /// A transaction's update of the item at `key`, as `expression` says;
@@ -354,9 +356,9 @@ impl DynamoStore {
             Err(err) => match err.into_service_error() {
                 UpdateItemError::ConditionalCheckFailedException(failed) => {
                     Ok(Committed::Conflict {
-                        current: failed
-                            .item
-                            .map_or(Ok(Stored::default()), stored_from_item)?,
+                        current: failed.item.map_or(Ok(Stored::default()), |item| {
+                            stored_from_item(commit.key.kind(), item)
+                        })?,
                     })
                 }
                 other => Err(service_error("UpdateItem", &other)),
@@ -372,6 +374,8 @@ impl Store for DynamoStore {
             .map(key_item)
             .chain(dedup.iter().map(dedup_key))
             .collect();
+        let by_pk: HashMap<String, &EntityKey> =
+            keys.iter().map(|key| (entity_pk(key), key)).collect();
         let mut loaded = Loaded::default();
         for item in self.batch_get(wanted).await? {
             let pk = match item.get("pk") {
@@ -392,8 +396,9 @@ impl Store for DynamoStore {
                 }
                 continue;
             }
-            let Some(key) = key_of_pk(&pk) else { continue };
-            match stored_from_item(item) {
+            let Some(&key) = by_pk.get(&pk) else { continue };
+            let key = key.clone();
+            match stored_from_item(key.kind(), item) {
                 Ok(stored) => {
                     if !stored.parking.sequences.is_empty() {
                         loaded.parking.insert(key.clone(), stored.parking);
@@ -485,7 +490,9 @@ impl Store for DynamoStore {
                 let current = first
                     .item()
                     .cloned()
-                    .map_or(Ok(Stored::default()), stored_from_item)?;
+                    .map_or(Ok(Stored::default()), |item| {
+                        stored_from_item(commit.key.kind(), item)
+                    })?;
                 Ok(Committed::Conflict { current })
             }
             // A parked event's slot was taken meanwhile.
@@ -533,9 +540,6 @@ impl Store for DynamoStore {
                 Some(AttributeValue::S(sk)) => sk.clone(),
                 _ => continue,
             };
-            let Some(key) = key_of_pk(&entity_pk) else {
-                continue;
-            };
             let since = match item.get(PARKED_SINCE) {
                 Some(AttributeValue::N(number)) => number.parse().ok(),
                 _ => None,
@@ -549,7 +553,10 @@ impl Store for DynamoStore {
                 );
                 continue;
             };
-            page.entities.push(ParkedEntity { key, since });
+            page.entities.push(ParkedEntity {
+                pk: entity_pk,
+                since,
+            });
         }
         page.next = match next.as_ref().and_then(|last| last.get("sk")) {
             Some(AttributeValue::S(sk)) => Some(sk.clone()),
@@ -566,7 +573,7 @@ impl Store for DynamoStore {
                 _ => continue,
             };
             if sk == STATE {
-                inspection.stored = stored_from_item(item)?;
+                inspection.stored = stored_from_item(key.kind(), item)?;
             } else if sk.starts_with(PENDING_PREFIX) {
                 inspection.parked.push(parked_from_item(item)?);
             } else if sk.starts_with(CONFLICT_PREFIX) {
@@ -576,51 +583,53 @@ impl Store for DynamoStore {
         Ok(inspection)
     }
 
-    async fn adjust_stock(&self, adjustments: &[StockAdjustment]) -> Result<Adjusted, StoreError> {
-        if adjustments.is_empty() {
-            return Ok(Adjusted::Applied);
+    async fn add(&self, additions: &[Addition]) -> Result<Added, StoreError> {
+        if additions.is_empty() {
+            return Ok(Added::Applied);
         }
         // One transaction: a conditional Put of each deduplication record, then
-        // one ADD per sku with the sum of its deltas (a transaction may touch an
-        // item only once).
-        let mut items = Vec::with_capacity(adjustments.len() + 1);
-        for adjustment in adjustments {
+        // one ADD per counter with the sum of its deltas (a transaction may
+        // touch an item only once).
+        let mut items = Vec::with_capacity(additions.len() + 1);
+        for addition in additions {
             let record = to_item(DedupItem {
-                pk: format!("{DEDUP_PREFIX}{}", adjustment.event_id),
-                sk: format!("{HANDLER_PREFIX}{}", adjustment.handler),
-                handled_at: adjustment.handled_at,
-                expires_at: adjustment.expires_at,
+                pk: format!("{DEDUP_PREFIX}{}", addition.event_id),
+                sk: format!("{HANDLER_PREFIX}{}", addition.handler),
+                handled_at: addition.handled_at,
+                expires_at: addition.expires_at,
             })
             .map_err(|err| build_error("serialize dedup record", err))?;
             items.push(self.put_new(record)?);
         }
-        let mut deltas: Vec<(&str, i128)> = Vec::new();
-        for adjustment in adjustments {
-            match deltas.iter_mut().find(|(sku, _)| *sku == adjustment.sku) {
-                Some((_, sum)) => *sum += i128::from(adjustment.delta),
-                None => deltas.push((&adjustment.sku, i128::from(adjustment.delta))),
+        let mut deltas: Vec<((&'static Counter, &str), i128)> = Vec::new();
+        for addition in additions {
+            let target = (addition.counter, addition.id.as_str());
+            match deltas.iter_mut().find(|(at, _)| *at == target) {
+                Some((_, sum)) => *sum += i128::from(addition.delta),
+                None => deltas.push((target, i128::from(addition.delta))),
             }
         }
-        for (sku, delta) in &deltas {
+        for ((counter, id), delta) in &deltas {
             // DynamoDB's numbers go far past 64 bits, so ADD alone would
-            // store an onHand that no reader can take: the condition keeps
-            // the sum in range (an absent onHand counts as 0).
+            // store a number that no reader can take: the condition keeps
+            // the sum in range (an absent number counts as 0).
             let (bound, limit) = if *delta >= 0 {
                 ("<=", i128::from(i64::MAX) - delta)
             } else {
                 (">=", i128::from(i64::MIN) - delta)
             };
             let in_range = if i64::try_from(*delta).is_ok() {
-                format!("attribute_not_exists(onHand) OR onHand {bound} :limit")
+                format!("attribute_not_exists(#counter) OR #counter {bound} :limit")
             } else {
                 // Even from 0 the sum leaves the range.
-                format!("onHand {bound} :limit")
+                format!("#counter {bound} :limit")
             };
             let update = Update::builder()
                 .table_name(&self.table)
-                .set_key(Some(stock_key(sku)))
-                .update_expression("ADD onHand :delta")
+                .set_key(Some(counter_key(counter, id)))
+                .update_expression("ADD #counter :delta")
                 .condition_expression(in_range)
+                .expression_attribute_names("#counter", counter.attribute)
                 .expression_attribute_values(":delta", AttributeValue::N(delta.to_string()))
                 .expression_attribute_values(":limit", AttributeValue::N(limit.to_string()))
                 .return_values_on_condition_check_failure(
@@ -631,34 +640,39 @@ impl Store for DynamoStore {
             items.push(TransactWriteItem::builder().update(update).build());
         }
         let Err(reasons) = self.transact(items).await? else {
-            return Ok(Adjusted::Applied);
+            return Ok(Added::Applied);
         };
         let failed = |reason: &&CancellationReason| reason.code() == Some("ConditionalCheckFailed");
         let existing: Vec<usize> = reasons
             .iter()
-            .take(adjustments.len())
+            .take(additions.len())
             .enumerate()
             .filter(|(_, reason)| failed(reason))
             .map(|(index, _)| index)
             .collect();
         if !existing.is_empty() {
-            return Ok(Adjusted::Duplicates(existing));
+            return Ok(Added::Duplicates(existing));
         }
         let out_of_range = reasons
             .iter()
-            .skip(adjustments.len())
+            .skip(additions.len())
             .zip(&deltas)
             .find(|(reason, _)| failed(reason));
         match out_of_range {
-            Some((reason, (sku, _))) => Ok(Adjusted::OutOfRange {
-                sku: (*sku).to_owned(),
-                on_hand: on_hand_of(sku, reason.item())?,
+            Some((reason, ((counter, id), _))) => Ok(Added::OutOfRange {
+                counter,
+                id: (*id).to_owned(),
+                value: counter_of(counter, id, reason.item())?,
             }),
             None => Err(cancelled(&reasons)),
         }
     }
 
-    async fn on_hand(&self, sku: &str) -> Result<Option<i64>, StoreError> {
+    async fn counter(
+        &self,
+        counter: &'static Counter,
+        id: &str,
+    ) -> Result<Option<i64>, StoreError> {
         self.count("GetItem");
         let output = {
             let started = self.subsegment_start();
@@ -666,7 +680,7 @@ impl Store for DynamoStore {
                 .client
                 .get_item()
                 .table_name(&self.table)
-                .set_key(Some(stock_key(sku)))
+                .set_key(Some(counter_key(counter, id)))
                 .consistent_read(true)
                 .send()
                 .await;
@@ -674,7 +688,7 @@ impl Store for DynamoStore {
             result
         }
         .map_err(|err| request_error("GetItem", &err))?;
-        on_hand_of(sku, output.item.as_ref())
+        counter_of(counter, id, output.item.as_ref())
     }
 
     /// DynamoDB requests sent so far (each SDK call counts once, whatever

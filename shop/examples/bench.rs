@@ -1,0 +1,913 @@
+//! The benchmark: what a batch costs, side by side with a naive handler.
+//!
+//! ```text
+//! scripts/bench        # builds in release, starts DynamoDB Local, runs this
+//! ```
+//!
+//! Prints, never asserts:
+//! - on DynamoDB Local, for (a) one aggregate with 10 events in one batch,
+//!   (b) 10 existing aggregates with one update each, (c) a batch of 10
+//!   duplicates, (d) a realistic mix (1,000 aggregates, skewed activity, 1 %
+//!   duplicates, batches of 10): DynamoDB requests per message and sequential
+//!   round trips per batch, for the runner and for a naive handler (one read
+//!   and one write per message, in order: the literal reading of the guard);
+//! - on DynamoDB Local, (e) producers that send an event late, behind the
+//!   next batch, through a simulated FIFO queue that redelivers failed messages:
+//!   requests and deliveries per event with parking, and what
+//!   `GAP_POLICY=retry` leaves in the dead-letter queue instead;
+//! - on the embedded store: time per message (parse, decide, apply) on one
+//!   thread;
+//! - for the release `projector`: time from process start to its first call
+//!   for work, to its first batch answered (the cold start a user sees, over
+//!   HTTP to DynamoDB Local), and peak memory after the mix.
+
+#[path = "../tests/support/runtime_api.rs"]
+mod runtime_api;
+
+#[allow(dead_code)] // some of the generator is for the simulation
+#[path = "../tests/support/rng.rs"]
+mod rng;
+
+#[allow(dead_code)] // only the latency of the faulty proxy is used here
+#[path = "../tests/support/fault_proxy.rs"]
+mod fault_proxy;
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use rng::Rng;
+use sequence_guard::envelope::{Event, Record};
+use sequence_guard::runner::{GapPolicy, Invocation, Outcome, Runner, RunnerConfig};
+use sequence_guard::store::Addition;
+use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
+use sequence_guard::store::memory::MemoryStore;
+use sequence_guard::store::{
+    Added, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, Store, StoreError,
+};
+use sequence_guard::testing::Keyed;
+use sequence_guard::testing::{SaveExt, Saved};
+use sequence_guard::{Decision, Domain, EntityKey};
+use serde_json::json;
+
+// ---- workloads ------------------------------------------------------------
+
+fn message(id: String, group: &str, body: String) -> SqsMessage {
+    let mut message = SqsMessage::default();
+    message.message_id = Some(id);
+    message.body = Some(body);
+    message
+        .attributes
+        .insert("MessageGroupId".into(), group.into());
+    message
+        .attributes
+        .insert("ApproximateReceiveCount".into(), "1".into());
+    message
+}
+
+fn batch(messages: Vec<SqsMessage>) -> SqsEvent {
+    let mut event = SqsEvent::default();
+    event.records = messages;
+    event
+}
+
+fn product_event(product: &str, sequence: u64) -> String {
+    let (event_type, data) = if sequence == 1 {
+        (
+            "ProductCreated",
+            json!({ "name": "Desk lamp", "priceCents": 1000 }),
+        )
+    } else {
+        (
+            "ProductPriceChanged",
+            json!({ "priceCents": 1000 + sequence }),
+        )
+    };
+    json!({ "eventId": format!("{product}-{sequence}"), "type": event_type, "aggregateId": product,
+            "sequence": sequence, "data": data })
+    .to_string()
+}
+
+fn order_event(order: &str, sequence: u64) -> String {
+    let event_type = if sequence == 1 {
+        "OrderCreated"
+    } else {
+        "OrderUpdated"
+    };
+    json!({ "eventId": format!("{order}-{sequence}"), "type": event_type, "aggregateId": order, "sequence": sequence,
+            "data": { "customerName": "Ada Lovelace", "email": "ada@example.com", "totalCents": 100 * sequence } })
+    .to_string()
+}
+
+struct Workload {
+    name: &'static str,
+    /// Batches run first and not measured (to create what the workload updates).
+    setup: Vec<SqsEvent>,
+    batches: Vec<SqsEvent>,
+}
+
+fn one_aggregate() -> Workload {
+    let messages = (1..=10)
+        .map(|s| message(format!("a-{s}"), "product-a", product_event("product-a", s)))
+        .collect();
+    Workload {
+        name: "(a) one aggregate, 10 events",
+        setup: vec![],
+        batches: vec![batch(messages)],
+    }
+}
+
+fn ten_updates() -> SqsEvent {
+    batch(
+        (0..10)
+            .map(|n| {
+                let id = format!("product-b{n}");
+                message(format!("{id}-2"), &id, product_event(&id, 2))
+            })
+            .collect(),
+    )
+}
+
+fn ten_creations() -> SqsEvent {
+    batch(
+        (0..10)
+            .map(|n| {
+                let id = format!("product-b{n}");
+                message(format!("{id}-1"), &id, product_event(&id, 1))
+            })
+            .collect(),
+    )
+}
+
+fn ten_aggregates() -> Workload {
+    Workload {
+        name: "(b) 10 aggregates, one update each",
+        setup: vec![ten_creations()],
+        batches: vec![ten_updates()],
+    }
+}
+
+fn ten_duplicates() -> Workload {
+    Workload {
+        name: "(c) 10 duplicates",
+        setup: vec![ten_creations(), ten_updates()],
+        batches: vec![ten_updates()],
+    }
+}
+
+/// 1,000 aggregates (700 products, 200 orders, 100 skus), activity skewed
+/// (Zipf-like), 1 % producer resends, in send order, batches of 10.
+fn realistic_mix(messages: usize, seed: u64) -> Workload {
+    let mut rng = Rng(seed);
+    let aggregates = 1000usize;
+    let weights: Vec<f64> = (1..=aggregates)
+        .map(|rank| 1.0 / (rank as f64).powf(1.1))
+        .collect();
+    let total: f64 = weights.iter().sum();
+    let mut cumulative = Vec::with_capacity(aggregates);
+    let mut sum = 0.0;
+    for weight in &weights {
+        sum += weight / total;
+        cumulative.push(sum);
+    }
+    // Shuffle which aggregate gets which rank.
+    let mut ids: Vec<usize> = (0..aggregates).collect();
+    for i in (1..ids.len()).rev() {
+        ids.swap(i, (rng.next() % (i as u64 + 1)) as usize);
+    }
+    let mut next_sequence: HashMap<usize, u64> = HashMap::new();
+    let mut sent: Vec<(String, String)> = Vec::new(); // (group, body)
+    let mut out = Vec::with_capacity(messages);
+    while out.len() < messages {
+        if !sent.is_empty() && rng.unit() < 0.01 {
+            let (group, body) = sent[(rng.next() % sent.len() as u64) as usize].clone();
+            out.push(message(format!("m{}", out.len()), &group, body));
+            continue;
+        }
+        let roll = rng.unit();
+        let rank = cumulative
+            .partition_point(|c| *c < roll)
+            .min(aggregates - 1);
+        let aggregate = ids[rank];
+        let (group, body) = if aggregate < 700 {
+            let id = format!("product-{aggregate}");
+            let sequence = next_sequence.entry(aggregate).or_insert(0);
+            *sequence += 1;
+            let body = product_event(&id, *sequence);
+            (id, body)
+        } else if aggregate < 900 {
+            let id = format!("order-{aggregate}");
+            let sequence = next_sequence.entry(aggregate).or_insert(0);
+            *sequence += 1;
+            let body = order_event(&id, *sequence);
+            (id, body)
+        } else {
+            let sku = format!("SKU-{aggregate}");
+            let body =
+                json!({ "eventId": format!("adjust-{}", out.len()), "type": "InventoryAdjusted",
+                               "data": { "sku": sku, "delta": (rng.next() % 7) as i64 - 3 } })
+                .to_string();
+            (sku, body)
+        };
+        sent.push((group.clone(), body.clone()));
+        out.push(message(format!("m{}", out.len()), &group, body));
+    }
+    let batches = out.chunks(10).map(|chunk| batch(chunk.to_vec())).collect();
+    Workload {
+        name: "(d) 1,000 aggregates, skewed, 1% resends",
+        setup: vec![],
+        batches,
+    }
+}
+
+// ---- measuring ----------------------------------------------------------------
+
+/// A store that records when each of its calls started and ended.
+struct Traced<S> {
+    inner: S,
+    calls: Mutex<Vec<(Instant, Instant)>>,
+}
+
+impl<S: Store> Traced<S> {
+    fn new(inner: S) -> Self {
+        Traced {
+            inner,
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+    fn record(&self, started: Instant) {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.push((started, Instant::now()));
+        }
+    }
+    /// The longest chain of calls each starting after the previous ended:
+    /// the sequential round trips since the last take.
+    fn take_round_trips(&self) -> usize {
+        let mut calls = self
+            .calls
+            .lock()
+            .map(|mut calls| std::mem::take(&mut *calls))
+            .unwrap_or_default();
+        calls.sort_by_key(|(_, end)| *end);
+        let mut longest = vec![0usize; calls.len()];
+        for i in 0..calls.len() {
+            let before = (0..i)
+                .filter(|&j| calls[j].1 <= calls[i].0)
+                .map(|j| longest[j])
+                .max()
+                .unwrap_or(0);
+            longest[i] = before + 1;
+        }
+        longest.into_iter().max().unwrap_or(0)
+    }
+}
+
+impl<S: Store> Store for Traced<S> {
+    async fn load(&self, keys: &[EntityKey], dedup: &[DedupKey]) -> Result<Loaded, StoreError> {
+        let started = Instant::now();
+        let result = self.inner.load(keys, dedup).await;
+        self.record(started);
+        result
+    }
+    async fn commit(&self, commit: &Commit) -> Result<Committed, StoreError> {
+        let started = Instant::now();
+        let result = self.inner.commit(commit).await;
+        self.record(started);
+        result
+    }
+    async fn parked(
+        &self,
+        key: &EntityKey,
+        sequences: &[u64],
+    ) -> Result<Vec<ParkedEvent>, StoreError> {
+        let started = Instant::now();
+        let result = self.inner.parked(key, sequences).await;
+        self.record(started);
+        result
+    }
+    async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {
+        self.inner.inspect(key).await
+    }
+
+    async fn parked_entities(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<sequence_guard::store::ParkedPage, StoreError> {
+        self.inner.parked_entities(after, limit).await
+    }
+    async fn add(&self, adjustments: &[Addition]) -> Result<Added, StoreError> {
+        let started = Instant::now();
+        let result = self.inner.add(adjustments).await;
+        self.record(started);
+        result
+    }
+    async fn counter(
+        &self,
+        counter: &'static sequence_guard::Counter,
+        id: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        self.inner.counter(counter, id).await
+    }
+    fn requests(&self) -> u64 {
+        self.inner.requests()
+    }
+}
+
+/// The naive handler: each message in order, one read and (when it applies)
+/// one conditional write; a stock adjustment is its own transaction.
+async fn naive<S: Store>(domain: &Domain, store: &S, event: &SqsEvent, now: u64) {
+    let mut failed_streams: Vec<String> = Vec::new();
+    for message in &event.records {
+        let Some(record) = Record::read(message, domain) else {
+            continue;
+        };
+        if failed_streams.contains(&record.stream) {
+            continue;
+        }
+        let ok = match &record.event {
+            Err(_) => false,
+            Ok(event) if event.deduplicated().is_some() => {
+                let Some(effect) = event.deduplicated() else {
+                    continue;
+                };
+                let addition = Addition {
+                    event_id: event.event_id().to_owned(),
+                    handler: effect.handler,
+                    counter: effect.counter,
+                    id: effect.id.clone(),
+                    delta: effect.delta,
+                    handled_at: now,
+                    expires_at: now + 604_800,
+                };
+                store.add(std::slice::from_ref(&addition)).await.is_ok()
+            }
+            Ok(event) => {
+                let Some(key) = event.entity_key() else {
+                    continue;
+                };
+                match store.load(std::slice::from_ref(&key), &[]).await {
+                    Err(_) => false,
+                    Ok(mut loaded) => {
+                        let base = loaded.entities.remove(&key).and_then(Result::ok);
+                        let mut slot = base.clone();
+                        let decision = event.decide(&mut slot);
+                        match (decision, slot) {
+                            (Ok(Decision::Applied), Some(entity)) => {
+                                let expected = base.as_ref().map(|entity| entity.sequence());
+                                let keyed = Keyed { key, entity };
+                                matches!(store.save(&keyed, expected).await, Ok(Saved::Written))
+                            }
+                            (decision, _) => decision.is_ok_and(Decision::is_done),
+                        }
+                    }
+                }
+            }
+        };
+        if !ok {
+            failed_streams.push(record.stream.clone());
+        }
+    }
+}
+
+#[derive(Default)]
+struct Figures {
+    messages: usize,
+    requests: u64,
+    batches: usize,
+    max_round_trips: usize,
+    total_round_trips: usize,
+}
+
+impl Figures {
+    fn per_message(&self) -> f64 {
+        self.requests as f64 / self.messages.max(1) as f64
+    }
+    fn mean_round_trips(&self) -> f64 {
+        self.total_round_trips as f64 / self.batches.max(1) as f64
+    }
+}
+
+/// Runs a workload through the runner (or the naive handler) on a table of
+/// DynamoDB Local reached through `via` (the latency proxy).
+async fn measure(
+    endpoint: &str,
+    via: &str,
+    table: &str,
+    workload: &Workload,
+    naive_handler: bool,
+) -> Figures {
+    let client = connect(Some(endpoint)).await;
+    if let Err(err) = create_table(&client, table).await {
+        eprintln!("cannot create table {table}: {err}");
+        std::process::exit(1);
+    }
+    let store = Traced::new(DynamoStore::new(connect(Some(via)).await, table));
+    let runner = Runner::new(shop::domain(), &store, RunnerConfig::default());
+    let invocation = || Invocation {
+        deadline: None,
+        now: sequence_guard::lambda::epoch_seconds(),
+    };
+    for event in &workload.setup {
+        let _ = runner.run(event, invocation()).await;
+    }
+    store.take_round_trips();
+    let mut figures = Figures::default();
+    for event in &workload.batches {
+        let before = store.requests();
+        if naive_handler {
+            naive(&shop::domain(), &store, event, invocation().now).await;
+        } else {
+            let _ = runner.run(event, invocation()).await;
+        }
+        let trips = store.take_round_trips();
+        figures.requests += store.requests() - before;
+        figures.messages += event.records.len();
+        figures.batches += 1;
+        figures.max_round_trips = figures.max_round_trips.max(trips);
+        figures.total_round_trips += trips;
+    }
+    figures
+}
+
+/// What (e) cost.
+#[derive(Debug, Default)]
+struct Shuffled {
+    events: usize,
+    deliveries: usize,
+    requests: u64,
+    invocations: usize,
+    parked: usize,
+    drained: usize,
+    dead_lettered: usize,
+    applied_in_order: usize,
+}
+
+/// (e): `streams` orders of `events` events each, each producer sending
+/// event 2 late, after event 15 (1, 3, 4, ..., 15, 2, 16, ...),
+/// through a FIFO queue simulated here: batches of up to 10 messages from the
+/// heads of the groups, completed messages deleted, failed ones delivered
+/// again, and moved to the dead-letter queue after `max_receive_count`
+/// deliveries.
+async fn shuffled(
+    endpoint: &str,
+    via: &str,
+    table: &str,
+    policy: GapPolicy,
+    streams: usize,
+    events: u64,
+    max_receive_count: u32,
+) -> Shuffled {
+    let client = connect(Some(endpoint)).await;
+    if let Err(err) = create_table(&client, table).await {
+        eprintln!("cannot create table {table}: {err}");
+        std::process::exit(1);
+    }
+    let store = DynamoStore::new(connect(Some(via)).await, table);
+    let runner = Runner::new(
+        shop::domain(),
+        &store,
+        RunnerConfig {
+            gap_policy: policy,
+            ..RunnerConfig::default()
+        },
+    );
+    // Each group: (message id, order, body, deliveries so far), in send order.
+    let mut groups: Vec<std::collections::VecDeque<(String, String, u32)>> = (0..streams)
+        .map(|stream| {
+            let order = format!("order-e{stream}");
+            // Event 2 held back by its producer and sent after event 15.
+            let mut sequences: Vec<u64> = (1..=events).filter(|&sequence| sequence != 2).collect();
+            let late = sequences.len().min(14);
+            sequences.insert(late, 2);
+            sequences
+                .into_iter()
+                .map(|sequence| {
+                    (
+                        format!("{order}-{sequence}"),
+                        order_event(&order, sequence),
+                        0,
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    let mut figures = Shuffled {
+        events: streams * events as usize,
+        ..Shuffled::default()
+    };
+    let before = store.requests();
+    while groups.iter().any(|group| !group.is_empty()) {
+        // A poll: one batch per group with messages, up to 10 from its head.
+        for (index, group) in groups.iter_mut().enumerate() {
+            if group.is_empty() {
+                continue;
+            }
+            let order = format!("order-e{index}");
+            let picked: Vec<SqsMessage> = group
+                .iter_mut()
+                .take(10)
+                .map(|(id, body, received)| {
+                    *received += 1;
+                    let mut message = message(id.clone(), &order, body.clone());
+                    message
+                        .attributes
+                        .insert("ApproximateReceiveCount".into(), received.to_string());
+                    message
+                })
+                .collect();
+            figures.deliveries += picked.len();
+            figures.invocations += 1;
+            let invocation = Invocation {
+                deadline: None,
+                now: sequence_guard::lambda::epoch_seconds(),
+            };
+            let Ok(report) = runner.run(&batch(picked), invocation).await else {
+                continue;
+            };
+            figures.parked += report.count(Outcome::Parked);
+            figures.drained += report.drained();
+            for message in &report.messages {
+                let position = group
+                    .iter()
+                    .position(|(id, _, _)| *id == message.message_id);
+                let Some(position) = position else { continue };
+                if !message.outcome.is_failure() {
+                    group.remove(position);
+                } else if group[position].2 >= max_receive_count {
+                    group.remove(position);
+                    figures.dead_lettered += 1;
+                }
+            }
+        }
+    }
+    figures.requests = store.requests() - before;
+    for stream in 0..streams {
+        let key = EntityKey::of::<shop::Order>(format!("order-e{stream}"));
+        if let Ok(loaded) = store.load(std::slice::from_ref(&key), &[]).await
+            && let Some(Ok(entity)) = loaded.entities.get(&key)
+        {
+            figures.applied_in_order += entity.sequence() as usize;
+        }
+    }
+    figures
+}
+
+/// For a workload on one warm instance: batches whose every entity was read
+/// or written by an earlier batch and that need no dedup record (a cache could
+/// skip their read), and the requests the runner makes at most (one read per
+/// batch that needs one, one write per stream; duplicates write nothing).
+fn cache_upper_bound(workload: &Workload) -> (u64, u64) {
+    let domain = shop::domain();
+    let mut seen = std::collections::HashSet::new();
+    let (mut skippable, mut requests) = (0u64, 0u64);
+    for event in &workload.batches {
+        let records: Vec<Record> = event
+            .records
+            .iter()
+            .filter_map(|message| Record::read(message, &domain))
+            .collect();
+        let events: Vec<&Event> = records
+            .iter()
+            .filter_map(|record| record.event.as_ref().ok())
+            .collect();
+        let keys: Vec<EntityKey> = events
+            .iter()
+            .filter_map(|event| event.entity_key())
+            .collect();
+        let stock = events.iter().any(|event| event.deduplicated().is_some());
+        if !keys.is_empty() || stock {
+            requests += 1;
+            if !stock && keys.iter().all(|key| seen.contains(key)) {
+                skippable += 1;
+            }
+        }
+        let mut writes: Vec<String> = events
+            .iter()
+            .map(|event| event.stream().to_owned())
+            .collect();
+        writes.sort();
+        writes.dedup();
+        requests += writes.len() as u64;
+        seen.extend(keys);
+    }
+    (skippable, requests)
+}
+
+fn cpu_seconds() -> f64 {
+    // utime + stime of this process, in clock ticks (100 per second on Linux).
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|stat| {
+            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            Some(
+                (fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?)
+                    / 100.0,
+            )
+        })
+        .unwrap_or(0.0)
+}
+
+fn embedded_cpu(workload: &Workload, repeats: usize, naive_handler: bool) -> (f64, f64) {
+    let domain = shop::domain();
+    let runtime = match tokio::runtime::Builder::new_current_thread().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("no runtime: {err}");
+            std::process::exit(1);
+        }
+    };
+    let messages: usize = workload
+        .batches
+        .iter()
+        .map(|b| b.records.len())
+        .sum::<usize>()
+        * repeats;
+    let cpu_before = cpu_seconds();
+    let started = Instant::now();
+    for _ in 0..repeats {
+        let store = MemoryStore::new();
+        let runner = Runner::new(shop::domain(), &store, RunnerConfig::default());
+        let invocation = Invocation {
+            deadline: None,
+            now: 1_764_489_600,
+        };
+        for event in &workload.batches {
+            if naive_handler {
+                runtime.block_on(naive(&domain, &store, event, invocation.now));
+            } else {
+                let _ = runtime.block_on(runner.run(event, invocation));
+            }
+        }
+    }
+    let wall = started.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu_before;
+    (wall * 1e6 / messages as f64, cpu * 1e6 / messages as f64)
+}
+
+/// Starts the release projector against a local Runtime API; returns the time
+/// to the first batch answered, and (after running `batches`) its peak memory.
+async fn projector_figures(endpoint: &str, batches: &[SqsEvent]) -> Option<(Duration, u64)> {
+    let exe = std::env::current_exe().ok()?;
+    let projector = exe.parent()?.parent()?.join("projector");
+    if !projector.exists() {
+        eprintln!(
+            "{} not found: build it with `cargo build --release --bin projector`",
+            projector.display()
+        );
+        return None;
+    }
+    let client = connect(Some(endpoint)).await;
+    create_table(&client, "projector-mix").await.ok()?;
+    let api = runtime_api::RuntimeApi::start().await;
+    let started = Instant::now();
+    let mut child = tokio::process::Command::new(&projector)
+        .env_clear()
+        .env("AWS_LAMBDA_RUNTIME_API", &api.address)
+        .env("AWS_LAMBDA_FUNCTION_NAME", "bench")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+        .env("TABLE_NAME", "projector-mix")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+        .env("AWS_LAMBDA_LOG_LEVEL", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .ok()?;
+    let pid = child.id()?;
+    let mut first_batch = None;
+    for event in batches {
+        let body = serde_json::to_string(event).ok()?;
+        api.invoke(&body).await;
+        // The cold start a user sees: process start to the first batch
+        // answered (credentials, the first connection, the first requests).
+        first_batch.get_or_insert_with(|| started.elapsed());
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let peak_kb = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| {
+            value
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })?;
+    let _ = child.kill().await;
+    Some((first_batch?, peak_kb))
+}
+
+async fn start_times(samples: usize) -> Vec<Duration> {
+    let mut times = Vec::new();
+    let Some(projector) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("projector")))
+    else {
+        return times;
+    };
+    for _ in 0..samples {
+        let api = runtime_api::RuntimeApi::start().await;
+        let started = Instant::now();
+        let Ok(mut child) = tokio::process::Command::new(&projector)
+            .env_clear()
+            .env("AWS_LAMBDA_RUNTIME_API", &api.address)
+            .env("AWS_LAMBDA_FUNCTION_NAME", "bench")
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+            .env("TABLE_NAME", "bench-start")
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "local")
+            .env("AWS_SECRET_ACCESS_KEY", "local")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+        else {
+            return times;
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while api.first_next().is_none() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+        if let Some(at) = api.first_next() {
+            times.push(at - started);
+        }
+        let _ = child.kill().await;
+    }
+    times.sort();
+    times
+}
+
+/// The benchmark: prints what a batch costs, side by side with a naive
+/// handler. `scripts/bench` builds it, starts DynamoDB Local and runs it.
+#[derive(Debug, clap::Parser)]
+#[command(name = "bench")]
+struct Args {
+    /// DynamoDB Local's endpoint, e.g. http://127.0.0.1:8000 (its tables
+    /// must not exist yet: start it fresh).
+    #[arg(long, value_name = "URL")]
+    endpoint_url: String,
+}
+
+#[tokio::main]
+async fn main() {
+    let Args {
+        endpoint_url: endpoint,
+    } = <Args as clap::Parser>::parse();
+    // A network between the function and DynamoDB: 2 ms per request, so that a
+    // round trip is not hidden by the client's own time to issue a request.
+    let upstream = endpoint.trim_start_matches("http://").to_owned();
+    let proxy = fault_proxy::FaultProxy::start_with_latency(
+        upstream,
+        1,
+        0,
+        vec![],
+        Duration::from_millis(2),
+    )
+    .await;
+    println!("== DynamoDB requests per message and sequential round trips per batch");
+    println!("   (DynamoDB Local behind a proxy adding 2 ms to each request)");
+    println!(
+        "{:<44} {:>14} {:>14} {:>7} {:>12} {:>12}",
+        "workload", "req/msg", "naive req/msg", "ratio", "trips max", "naive max"
+    );
+    let workloads = [
+        one_aggregate(),
+        ten_aggregates(),
+        ten_duplicates(),
+        realistic_mix(3000, 7),
+    ];
+    for (index, workload) in workloads.iter().enumerate() {
+        let ours = measure(
+            &endpoint,
+            &proxy.endpoint,
+            &format!("bench-{index}"),
+            workload,
+            false,
+        )
+        .await;
+        let theirs = measure(
+            &endpoint,
+            &proxy.endpoint,
+            &format!("bench-naive-{index}"),
+            workload,
+            true,
+        )
+        .await;
+        println!(
+            "{:<44} {:>14.3} {:>14.3} {:>6.1}x {:>5} (avg {:>4.2}) {:>5} (avg {:>5.2})",
+            workload.name,
+            ours.per_message(),
+            theirs.per_message(),
+            theirs.per_message() / ours.per_message().max(f64::MIN_POSITIVE),
+            ours.max_round_trips,
+            ours.mean_round_trips(),
+            theirs.max_round_trips,
+            theirs.mean_round_trips()
+        );
+    }
+
+    println!(
+        "\n== (e) 20 orders x 20 events, each producer sending event 2 after 15 (1, 3, ..., 15, 2, 16, ...),"
+    );
+    println!("   through a simulated FIFO queue: failed messages come back, maxReceiveCount 5");
+    for (policy, name) in [(GapPolicy::Park, "park"), (GapPolicy::Retry, "retry")] {
+        let figures = shuffled(
+            &endpoint,
+            &proxy.endpoint,
+            &format!("bench-shuffled-{name}"),
+            policy,
+            20,
+            20,
+            5,
+        )
+        .await;
+        println!(
+            "GAP_POLICY={name:<5}: {:.2} requests/event, {:.2} deliveries/event, {} invocations, \
+             {} parked, {} drained, {} of {} events applied in order, {} in the dead-letter queue",
+            figures.requests as f64 / figures.events as f64,
+            figures.deliveries as f64 / figures.events as f64,
+            figures.invocations,
+            figures.parked,
+            figures.drained,
+            figures.applied_in_order,
+            figures.events,
+            figures.dead_lettered
+        );
+    }
+
+    println!("\n== A warm entity cache across invocations (not built): what it could save at best");
+    let mix = realistic_mix(3000, 7);
+    let (skippable, requests) = cache_upper_bound(&mix);
+    println!(
+        "(d): {skippable} of {} batches touch only entities seen before and no dedup record: \
+         at best {:.3} requests/message instead of at most {:.3}; (b) warm: 1.000 instead of 1.100",
+        mix.batches.len(),
+        (requests - skippable) as f64 / 3000.0,
+        requests as f64 / 3000.0
+    );
+
+    println!("\n== Embedded store: time per message (parse, decide, apply), one thread");
+    let mix = realistic_mix(3000, 11);
+    // On a thread of its own, outside the tokio runtime of main.
+    let ((wall, cpu), (naive_wall, naive_cpu)) = std::thread::scope(|scope| {
+        let ours = scope.spawn(|| embedded_cpu(&mix, 20, false)).join();
+        let theirs = scope.spawn(|| embedded_cpu(&mix, 20, true)).join();
+        (
+            ours.unwrap_or((f64::NAN, f64::NAN)),
+            theirs.unwrap_or((f64::NAN, f64::NAN)),
+        )
+    });
+    println!("runner: {wall:.2} µs/message wall, {cpu:.2} µs/message CPU (60,000 messages)");
+    println!("naive:  {naive_wall:.2} µs/message wall, {naive_cpu:.2} µs/message CPU");
+
+    println!("\n== Release projector");
+    let times = start_times(20).await;
+    if times.is_empty() {
+        println!(
+            "process start to first call for work: not measured (the projector did not start)"
+        );
+    }
+    if let (Some(first), Some(last)) = (times.first(), times.last()) {
+        println!(
+            "process start to first call for work: median {:.1} ms (min {:.1}, max {:.1}, {} runs)",
+            times[times.len() / 2].as_secs_f64() * 1e3,
+            first.as_secs_f64() * 1e3,
+            last.as_secs_f64() * 1e3,
+            times.len()
+        );
+    }
+    let mix = realistic_mix(3000, 13);
+    match projector_figures(&endpoint, &mix.batches).await {
+        Some((first_batch, peak_kb)) => {
+            println!(
+                "process start to the first batch answered (DynamoDB Local over HTTP): {:.1} ms",
+                first_batch.as_secs_f64() * 1e3
+            );
+            println!(
+                "peak memory (VmHWM) after {} batches of the mix: {:.1} MB",
+                mix.batches.len(),
+                peak_kb as f64 / 1024.0
+            );
+        }
+        None => println!("first batch and peak memory: not measured"),
+    }
+    let size = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("projector")))
+        .and_then(|projector| std::fs::metadata(projector).ok());
+    if let Some(meta) = size {
+        println!(
+            "x86_64 release binary (stripped by the profile): {:.2} MB",
+            meta.len() as f64 / 1e6
+        );
+    }
+}

@@ -1,0 +1,89 @@
+//! The events: one variant per event type of the contract.
+//!
+//! [`ShopEvent`] is the one list of event types: a serde enum tagged by the
+//! envelope's `type`, its data structs declaring their limits
+//! (`sequence_guard::limits`); sequence-guard's envelope reads the rest.
+//! Its [`Events`] implementation is the registration: how each type is
+//! handled, and by which handler.
+
+use sequence_guard::limits::{integer, non_negative, text};
+use sequence_guard::{Events, Handling};
+use serde::Deserialize;
+
+use crate::{order, product, stock};
+
+/// `OrderCreated` and `OrderUpdated` data.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderDetails {
+    #[serde(deserialize_with = "text::<_, 0, 1024>")]
+    pub customer_name: String,
+    #[serde(deserialize_with = "text::<_, 0, 1024>")]
+    pub email: String,
+    #[serde(deserialize_with = "non_negative")]
+    pub total_cents: u64,
+}
+
+/// `OrderCancelled` data.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct OrderCancellation {
+    #[serde(deserialize_with = "text::<_, 0, 1024>")]
+    pub reason: String,
+}
+
+/// `ProductCreated` data.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NewProduct {
+    #[serde(deserialize_with = "text::<_, 0, 1024>")]
+    pub name: String,
+    #[serde(deserialize_with = "non_negative")]
+    pub price_cents: u64,
+}
+
+/// `ProductPriceChanged` data.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PriceChange {
+    #[serde(deserialize_with = "non_negative")]
+    pub price_cents: u64,
+}
+
+/// `InventoryAdjusted` data.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct StockChange {
+    #[serde(deserialize_with = "text::<_, 1, 256>")]
+    pub sku: String,
+    #[serde(deserialize_with = "integer")]
+    pub delta: i64,
+}
+
+/// The event types, by the envelope's `type`, each with its `data`; and
+/// the one registration of how each is handled.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "type", content = "data")]
+pub enum ShopEvent {
+    OrderCreated(OrderDetails),
+    OrderUpdated(OrderDetails),
+    OrderCancelled(OrderCancellation),
+    ProductCreated(NewProduct),
+    ProductPriceChanged(PriceChange),
+    InventoryAdjusted(StockChange),
+}
+
+impl Events for ShopEvent {
+    fn handling(self) -> Handling {
+        match self {
+            ShopEvent::OrderCreated(data) => Handling::sequenced(data, order::on_order_created),
+            ShopEvent::OrderUpdated(data) => Handling::sequenced(data, order::on_order_updated),
+            ShopEvent::OrderCancelled(data) => Handling::sequenced(data, order::on_order_cancelled),
+            ShopEvent::ProductCreated(data) => {
+                Handling::sequenced(data, product::on_product_created)
+            }
+            ShopEvent::ProductPriceChanged(data) => {
+                Handling::sequenced(data, product::on_product_price_changed)
+            }
+            ShopEvent::InventoryAdjusted(change) => stock::on_inventory_adjusted(change),
+        }
+    }
+}

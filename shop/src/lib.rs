@@ -1,0 +1,36 @@
+//! The worked example of sequence-guard: orders, products and stock, built on
+//! its public API only.
+//!
+//! | event                 | handler (the guard)                    | handled as |
+//! | --------------------- | -------------------------------------- | ---------- |
+//! | `OrderCreated`        | [`order::on_order_created`]            | sequenced (a creation: checks existence) |
+//! | `OrderUpdated`        | [`order::on_order_updated`]            | sequenced  |
+//! | `OrderCancelled`      | [`order::on_order_cancelled`]          | sequenced  |
+//! | `ProductCreated`      | [`product::on_product_created`]        | sequenced (a creation) |
+//! | `ProductPriceChanged` | [`product::on_product_price_changed`]  | sequenced  |
+//! | `InventoryAdjusted`   | [`stock::on_inventory_adjusted`]       | a deduplicated effect: `ADD onHand` |
+//!
+//! - `events.rs`: the events ([`ShopEvent`]) and the registration.
+//! - `order.rs`, `product.rs`: the entities and their handlers.
+//! - `stock.rs`: the stock counter.
+//! - `src/bin/`: the Lambda function, `replay` and `inspect`, one line each.
+
+pub mod events;
+pub mod order;
+pub mod product;
+pub mod stock;
+
+pub use events::ShopEvent;
+pub use order::{Order, OrderStatus};
+pub use product::Product;
+pub use stock::STOCK;
+
+use sequence_guard::Domain;
+
+/// The shop, registered: its events, its entity kinds and its counter.
+pub fn domain() -> Domain {
+    Domain::new::<ShopEvent>()
+        .entity::<Order>()
+        .entity::<Product>()
+        .counter(&STOCK)
+}

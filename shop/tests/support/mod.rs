@@ -1,0 +1,297 @@
+//! What the black-box tests share: DynamoDB Local, started once per test
+//! binary on an ephemeral port, a local Lambda Runtime API, and sample events
+//! read at compile time.
+#![allow(dead_code)] // each test binary uses part of this
+
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+pub mod fault_proxy;
+pub mod function;
+pub mod localstack;
+pub mod rng;
+pub mod runtime_api;
+
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use sequence_guard::runner::{BatchReport, Outcome};
+use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
+
+/// A DynamoDB Local server. It lives as long as the test process: its
+/// watchdog shell kills it when our end of its stdin closes.
+pub struct DynamoLocal {
+    pub endpoint: String,
+    _stdin: Mutex<ChildStdin>,
+}
+
+static LOCAL: OnceLock<DynamoLocal> = OnceLock::new();
+static TABLES: AtomicU32 = AtomicU32::new(0);
+
+/// The shared DynamoDB Local of this test binary, started on first use.
+pub fn dynamodb_local() -> &'static DynamoLocal {
+    LOCAL.get_or_init(|| {
+        start().unwrap_or_else(|err| panic!("DynamoDB Local could not start: {err}"))
+    })
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free port")
+}
+
+fn start() -> Result<DynamoLocal, String> {
+    let port = free_port();
+    let (_child, stdin) = spawn_dynamodb_local(port, None)?;
+    Ok(DynamoLocal {
+        endpoint: format!("http://127.0.0.1:{port}"),
+        _stdin: Mutex::new(stdin),
+    })
+}
+
+/// Starts DynamoDB Local on `port` (in memory, or with its data in `dir`) and
+/// waits until it listens. It runs until the returned stdin is dropped.
+pub fn spawn_dynamodb_local(
+    port: u16,
+    dir: Option<&std::path::Path>,
+) -> Result<(Child, ChildStdin), String> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/dynamodb-local.sh");
+    let log = std::env::temp_dir().join(format!("sequence-guard-dynamodb-local-{port}.log"));
+    let dir = dir.map(|dir| dir.display().to_string()).unwrap_or_default();
+    // `run` fetches into the cache when needed, then execs java; the shell
+    // around it kills it once stdin reaches its end (this process is gone).
+    let mut child = Command::new("bash")
+        .arg("-c")
+        .arg(r#""$1" run "$2" "$4" >"$3" 2>&1 & pid=$!; read -r _; kill "$pid" 2>/dev/null; wait"#)
+        .args([
+            "watchdog",
+            script,
+            &port.to_string(),
+            &log.display().to_string(),
+            &dir,
+        ])
+        .stdin(Stdio::piped())
+        .spawn()
+        .map_err(|err| format!("cannot run {script}: {err}"))?;
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or("no stdin for DynamoDB Local's watchdog")?;
+    let started = Instant::now();
+    let log_text = || {
+        let mut text = String::new();
+        let _ = std::fs::File::open(&log).and_then(|mut file| file.read_to_string(&mut text));
+        text
+    };
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if started.elapsed() > Duration::from_secs(120) {
+            return Err(format!(
+                "not listening on port {port} after 120 s; its log:\n{}",
+                log_text()
+            ));
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("exited with {status}; its log:\n{}", log_text()));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok((child, stdin))
+}
+
+/// A new, empty table on DynamoDB Local, with the contract's key schema.
+pub async fn fresh_table() -> DynamoStore {
+    let local = dynamodb_local();
+    let client = connect(Some(&local.endpoint)).await;
+    let name = format!(
+        "t{}-{}",
+        std::process::id(),
+        TABLES.fetch_add(1, Ordering::Relaxed)
+    );
+    create_table(&client, &name).await.expect("create table");
+    DynamoStore::new(client, name)
+}
+
+/// One entity as stored now (`None`: there is none).
+pub async fn entity<S: sequence_guard::store::Store>(
+    store: &S,
+    key: sequence_guard::EntityKey,
+) -> Option<sequence_guard::AnyEntity> {
+    let mut loaded = store
+        .load(std::slice::from_ref(&key), &[])
+        .await
+        .expect("load")
+        .entities;
+    loaded.remove(&key).map(|entity| entity.expect("readable"))
+}
+
+/// The `T` `id` as stored now (`None`: there is none).
+pub async fn typed<T: sequence_guard::Entity, S: sequence_guard::store::Store>(
+    store: &S,
+    id: &str,
+) -> Option<T> {
+    entity(store, sequence_guard::EntityKey::of::<T>(id))
+        .await
+        .map(|entity| entity.get::<T>().cloned().expect("of its kind"))
+}
+
+/// A product's sequence and price as stored now.
+pub async fn product_state<S: sequence_guard::store::Store>(store: &S, id: &str) -> (u64, u64) {
+    match typed::<shop::Product, _>(store, id).await {
+        Some(product) => (product.sequence, product.price_cents),
+        None => panic!("{id}: no product"),
+    }
+}
+
+/// The outcome of each message of a report, in batch order.
+pub fn outcomes(report: &BatchReport) -> Vec<Outcome> {
+    report
+        .messages
+        .iter()
+        .map(|message| message.outcome)
+        .collect()
+}
+
+/// The message ids a report's batch response lists as failed.
+pub fn failed_ids(report: &BatchReport) -> Vec<String> {
+    report
+        .response()
+        .batch_item_failures
+        .into_iter()
+        .map(|failure| failure.item_identifier)
+        .collect()
+}
+
+/// A sample event of `events/`, as Lambda delivers it.
+pub fn sample(json: &str) -> SqsEvent {
+    serde_json::from_str(json).expect("a sample event is an SQS event")
+}
+
+pub mod samples {
+    pub const ORDER_CREATED_AND_UPDATED: &str =
+        include_str!("../../../events/01-order-created-and-updated.json");
+    pub const SAME_BATCH_REDELIVERED: &str =
+        include_str!("../../../events/02-same-batch-redelivered.json");
+    pub const GAP: &str = include_str!("../../../events/03-gap.json");
+    pub const GAP_FILLED: &str = include_str!("../../../events/04-gap-filled.json");
+    pub const UPDATE_BEFORE_CREATE: &str =
+        include_str!("../../../events/05-update-before-create.json");
+    pub const TWO_STREAMS_ONE_FAILING: &str =
+        include_str!("../../../events/06-two-streams-one-failing.json");
+    pub const UNREADABLE_AND_INVALID: &str =
+        include_str!("../../../events/07-unreadable-and-invalid.json");
+    pub const PRODUCT_PRICES: &str = include_str!("../../../events/08-product-prices.json");
+    pub const INVENTORY: &str = include_str!("../../../events/09-inventory.json");
+    pub const GAP_PARKED: &str = include_str!("../../../events/10-gap-parked.json");
+    pub const GAP_CLOSED: &str = include_str!("../../../events/11-gap-closed.json");
+
+    /// Every sample, in the order of the story.
+    pub const ALL: [(&str, &str); 11] = [
+        (
+            "01-order-created-and-updated.json",
+            ORDER_CREATED_AND_UPDATED,
+        ),
+        ("02-same-batch-redelivered.json", SAME_BATCH_REDELIVERED),
+        ("03-gap.json", GAP),
+        ("04-gap-filled.json", GAP_FILLED),
+        ("05-update-before-create.json", UPDATE_BEFORE_CREATE),
+        ("06-two-streams-one-failing.json", TWO_STREAMS_ONE_FAILING),
+        ("07-unreadable-and-invalid.json", UNREADABLE_AND_INVALID),
+        ("08-product-prices.json", PRODUCT_PRICES),
+        ("09-inventory.json", INVENTORY),
+        ("10-gap-parked.json", GAP_PARKED),
+        ("11-gap-closed.json", GAP_CLOSED),
+    ];
+}
+
+/// An SQS FIFO record as Lambda delivers it, for a body made up in a test.
+pub fn message(message_id: &str, group: &str, body: &str) -> SqsMessage {
+    let mut message = SqsMessage::default();
+    message.message_id = Some(message_id.to_owned());
+    message.body = Some(body.to_owned());
+    message
+        .attributes
+        .insert("MessageGroupId".to_owned(), group.to_owned());
+    message
+        .attributes
+        .insert("ApproximateReceiveCount".to_owned(), "1".to_owned());
+    message.event_source = Some("aws:sqs".to_owned());
+    message
+}
+
+/// The same message, as delivered for the `count`th time.
+pub fn delivered(mut message: SqsMessage, count: u32) -> SqsMessage {
+    message
+        .attributes
+        .insert("ApproximateReceiveCount".to_owned(), count.to_string());
+    message
+}
+
+pub fn batch(messages: Vec<SqsMessage>) -> SqsEvent {
+    let mut event = SqsEvent::default();
+    event.records = messages;
+    event
+}
+
+/// A sequenced event body.
+pub fn body(
+    event_type: &str,
+    aggregate_id: &str,
+    sequence: u64,
+    data: serde_json::Value,
+) -> String {
+    serde_json::json!({
+        "eventId": format!("{aggregate_id}-{sequence}-{event_type}"),
+        "type": event_type,
+        "aggregateId": aggregate_id,
+        "sequence": sequence,
+        "data": data,
+    })
+    .to_string()
+}
+
+/// An order event with its own event id (the other helpers derive it).
+pub fn order_event(event_type: &str, order: &str, sequence: u64, event_id: &str) -> String {
+    serde_json::json!({
+        "eventId": event_id,
+        "type": event_type,
+        "aggregateId": order,
+        "sequence": sequence,
+        "data": if event_type == "OrderCancelled" {
+            serde_json::json!({ "reason": format!("reason {sequence}") })
+        } else {
+            serde_json::json!({
+                "customerName": "Ada Lovelace",
+                "email": "ada@example.com",
+                "totalCents": 100 * sequence,
+            })
+        },
+    })
+    .to_string()
+}
+
+pub fn price_changed(product: &str, sequence: u64) -> String {
+    body(
+        "ProductPriceChanged",
+        product,
+        sequence,
+        serde_json::json!({ "priceCents": 1000 + sequence }),
+    )
+}
+
+pub fn product_created(product: &str) -> String {
+    body(
+        "ProductCreated",
+        product,
+        1,
+        serde_json::json!({ "name": "Lamp", "priceCents": 1000 }),
+    )
+}
+
+pub fn inventory_adjusted(event_id: &str, sku: &str, delta: i64) -> String {
+    serde_json::json!({ "eventId": event_id, "type": "InventoryAdjusted", "data": { "sku": sku, "delta": delta } })
+        .to_string()
+}

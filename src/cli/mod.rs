@@ -1,0 +1,36 @@
+//! The binaries of any domain, each a one-line `main` in the user's crate:
+//!
+//! ```no_run
+//! # fn my_domain() -> sequence_guard::Domain { unimplemented!() }
+//! // src/bin/projector.rs: the Lambda function
+//! fn main() -> std::process::ExitCode {
+//!     sequence_guard::cli::projector(my_domain())
+//! }
+//! ```
+//!
+//! - [`projector`]: the Lambda function (SQS batches and the schedule's sweeps).
+//! - [`replay`]: runs sample events through the same runner, on an embedded
+//!   table or on DynamoDB.
+//! - [`inspect`]: one entity or counter in the table, or every entity with
+//!   events parked.
+
+mod inspect;
+mod projector;
+mod replay;
+
+pub use inspect::inspect;
+pub use projector::projector;
+pub use replay::replay;
+
+/// The name the binary was started as (for its messages), or `default`.
+fn program(default: &str) -> String {
+    std::env::args_os()
+        .next()
+        .and_then(|path| {
+            std::path::Path::new(&path)
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+        })
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| default.to_owned())
+}

@@ -1,0 +1,59 @@
+//! `projector`, the Lambda function: reads its configuration, builds the DynamoDB client
+//! once, and serves SQS batches (and the schedule's sweeps of parked events)
+//! through the Lambda Runtime API.
+
+use std::process::ExitCode;
+
+use lambda_runtime::{LambdaEvent, service_fn};
+
+use crate::config::Config;
+use crate::domain::Domain;
+use crate::lambda::dispatch;
+use crate::metrics::Emf;
+use crate::runner::Runner;
+use crate::store::dynamodb::DynamoStore;
+
+/// The Lambda function of a domain (the `bootstrap`):
+/// `fn main() -> ExitCode { cli::projector(my_domain()) }`.
+#[tokio::main]
+pub async fn projector(domain: Domain) -> ExitCode {
+    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_none() {
+        let name = super::program("projector");
+        eprintln!(
+            "{name} is a Lambda function: it runs under a Lambda runtime (AWS_LAMBDA_RUNTIME_API is not set). \
+             Locally: `cargo lambda watch` then `cargo lambda invoke {name} --data-file <an SQS event>.json`, \
+             or without a runtime the domain's replay binary (`cargo run --bin replay -- events/*.json` for the worked example)"
+        );
+        return ExitCode::from(2);
+    }
+    // Plain text, or JSON when AWS_LAMBDA_LOG_FORMAT=JSON; never event data.
+    crate::logging::init();
+    let config = match Config::from_env() {
+        Ok(config) => config,
+        Err(err) => {
+            tracing::error!(error = %err, "cannot start");
+            return ExitCode::FAILURE;
+        }
+    };
+    let emf = match Emf::install(&config.metrics_namespace, &config.metrics_service) {
+        Ok(emf) => Some(emf),
+        Err(err) => {
+            tracing::warn!(error = %err, "running without metrics");
+            None
+        }
+    };
+    let sdk = aws_config::load_from_env().await;
+    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), config.table_name);
+    let runner = Runner::new(domain, store, config.runner);
+    let served = lambda_runtime::run(service_fn(|event: LambdaEvent<serde_json::Value>| {
+        dispatch(&runner, emf.as_ref(), event)
+    }))
+    .await;
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!(error = %err, "the runtime stopped");
+            ExitCode::FAILURE
+        }
+    }
+}

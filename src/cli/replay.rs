@@ -1,0 +1,419 @@
+//! `replay`: runs sample events through the projector's runner, locally.
+//!
+//! Each FILE is an SQS event as Lambda delivers it (one invocation), or a
+//! scheduled event as EventBridge sends it (a sweep of parked events). By
+//! default on an embedded in-memory table, carried from file to file; with
+//! `--table`, on DynamoDB (`--endpoint-url` for DynamoDB Local). Prints each
+//! message's outcome, the events parked and drained, and the batch
+//! response; on the embedded table, what it holds at the end. Reads the
+//! function's variables (`GAP_POLICY`, `PARK_AFTER_RECEIVES`, ...).
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use aws_lambda_events::event::sqs::SqsEvent;
+use clap::{CommandFactory, FromArgMatches, Parser};
+use serde_json::Value;
+
+use super::program;
+use crate::domain::Domain;
+use crate::lambda::epoch_seconds;
+use crate::runner::{BatchReport, Invocation, Outcome, Runner};
+use crate::store::Store;
+use crate::store::dynamodb::{DynamoStore, check_table, connect, ensure_table};
+use crate::store::memory::MemoryStore;
+use crate::sweep::{SweepReport, sweep};
+
+const EXAMPLES: &str = "\
+Examples:
+  replay events/*.json
+      the whole story, on an embedded table (no AWS, no Docker)
+  GAP_POLICY=retry replay events/06-two-streams-one-failing.json events/10-gap-parked.json
+      the same gaps, retried instead of parked
+  replay --endpoint-url http://localhost:8000 --table sequence-guard --create-table events/*.json
+      on DynamoDB Local (scripts/dynamodb-local.sh run 8000)
+  replay --table my-table events/01-order-created-and-updated.json
+      on AWS, with the credentials and region of the environment (AWS_PROFILE, AWS_REGION)
+
+Exit status: 0 when every file ran (messages may still fail: that is the story);
+1 when the table cannot be used, a message hit a storage error or a refusal, or
+an invocation failed as a whole; 2 for bad arguments, files or variables.";
+
+/// Runs sample SQS events (and scheduled sweeps) through the projector's
+/// runner, locally, and prints what became of each message.
+#[derive(Debug, Parser)]
+#[command(name = "replay", version, after_help = EXAMPLES)]
+struct Args {
+    /// SQS events as Lambda delivers them (`{"Records": [...]}`), each run
+    /// as one invocation, or scheduled events (`"source": "aws.events"`),
+    /// each run as a sweep of parked events.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Run on this DynamoDB table instead of the embedded one (credentials
+    /// and region from the environment).
+    #[arg(long, value_name = "NAME")]
+    table: Option<String>,
+    /// The DynamoDB endpoint, e.g. http://localhost:8000 for DynamoDB Local
+    /// (takes any credentials).
+    #[arg(long, value_name = "URL", requires = "table")]
+    endpoint_url: Option<String>,
+    /// Create the table first if it does not exist (safe to repeat).
+    #[arg(long, requires = "table")]
+    create_table: bool,
+}
+
+/// One file, read.
+enum Input {
+    Batch(SqsEvent),
+    Schedule,
+}
+
+/// The `replay` binary of a domain: `fn main() -> ExitCode { cli::replay(my_domain()) }`.
+#[tokio::main]
+pub async fn replay(domain: Domain) -> ExitCode {
+    let name = program("replay");
+    let args = match Args::command()
+        .name(name.clone().leak() as &str)
+        .try_get_matches()
+        .and_then(|matches| Args::from_arg_matches(&matches))
+    {
+        Ok(args) => args,
+        Err(err) => err.exit(),
+    };
+    // The same variables as the function (GAP_POLICY, PARK_AFTER_RECEIVES, ...).
+    let config = match crate::config::runner_from_env() {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("{name}: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut inputs = Vec::new();
+    for file in &args.files {
+        match read(file) {
+            Ok(input) => inputs.push((file.display().to_string(), input)),
+            Err(err) => {
+                eprintln!("{name}: {}: {err}", file.display());
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let mut out = io::stdout().lock();
+    let done = match &args.table {
+        Some(table) => {
+            let client = connect(args.endpoint_url.as_deref()).await;
+            let ready = if args.create_table {
+                ensure_table(&client, table).await.map(|_| ())
+            } else {
+                check_table(&client, table).await
+            };
+            if let Err(err) = ready {
+                eprintln!("{name}: {err}");
+                return ExitCode::FAILURE;
+            }
+            let runner = Runner::new(domain, DynamoStore::new(client, table.clone()), config);
+            run_all(&mut out, &runner, &inputs)
+                .await
+                .and_then(|failed| {
+                    writeln!(out, "\nDynamoDB requests: {}", runner.store().requests())?;
+                    Ok(failed)
+                })
+        }
+        None => {
+            let runner = Runner::new(domain, MemoryStore::new(), config);
+            run_all(&mut out, &runner, &inputs)
+                .await
+                .and_then(|failed| {
+                    print_state(&mut out, runner.store())?;
+                    Ok(failed)
+                })
+        }
+    };
+    match done {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(failed) => {
+            eprintln!(
+                "{name}: {failed} {} not done (storage errors, refusals, or a failed invocation): see the reasons above",
+                plural(failed, "message was", "messages were")
+            );
+            ExitCode::FAILURE
+        }
+        // The reader went away (`| head`): end quietly.
+        Err(err) if err.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{name}: cannot write the output: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Reads one file: what is wrong with it, said plainly.
+fn read(file: &std::path::Path) -> Result<Input, String> {
+    let text = std::fs::read_to_string(file).map_err(|err| match err.kind() {
+        io::ErrorKind::NotFound => "no such file".to_owned(),
+        io::ErrorKind::IsADirectory => "is a directory, not an event file".to_owned(),
+        io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        io::ErrorKind::InvalidData => "not UTF-8 text".to_owned(),
+        _ => format!("cannot read it: {err}"),
+    })?;
+    let value: Value = serde_json::from_str(&text).map_err(|err| format!("not JSON: {err}"))?;
+    if value.get("Records").is_some() {
+        return serde_json::from_value(value)
+            .map(Input::Batch)
+            .map_err(|err| format!("not an SQS event as Lambda delivers it: {err}"));
+    }
+    if value.get("source").and_then(Value::as_str) == Some("aws.events") {
+        return Ok(Input::Schedule);
+    }
+    Err(
+        "neither an SQS event (`{\"Records\": [...]}`) nor a scheduled event (`\"source\": \"aws.events\"`)"
+            .to_owned(),
+    )
+}
+
+/// Runs every input; answers how many messages hit storage errors.
+async fn run_all<S: Store>(
+    out: &mut impl Write,
+    runner: &Runner<S>,
+    inputs: &[(String, Input)],
+) -> io::Result<usize> {
+    let mut storage_failures = 0;
+    for (file, input) in inputs {
+        let invocation = Invocation {
+            deadline: None,
+            now: epoch_seconds(),
+        };
+        match input {
+            Input::Batch(event) => {
+                let count = event.records.len();
+                writeln!(
+                    out,
+                    "== {file} ({count} {})",
+                    plural(count, "message", "messages")
+                )?;
+                match runner.run(event, invocation).await {
+                    Ok(report) => {
+                        storage_failures +=
+                            report.count(Outcome::StorageError) + report.count(Outcome::Rejected);
+                        print_batch(out, event, &report, invocation.now)?;
+                    }
+                    Err(err) => {
+                        // On Lambda the whole batch would be retried.
+                        storage_failures += event.records.len();
+                        writeln!(out, "  invocation failed: {err}")?;
+                    }
+                }
+            }
+            Input::Schedule => {
+                writeln!(out, "== {file} (scheduled sweep of parked events)")?;
+                match sweep(runner, invocation).await {
+                    Ok(report) => print_sweep(out, &report)?,
+                    Err(err) => {
+                        storage_failures += 1;
+                        writeln!(out, "  sweep failed: {err}")?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(storage_failures)
+}
+
+fn print_batch(
+    out: &mut impl Write,
+    event: &SqsEvent,
+    report: &BatchReport,
+    now: u64,
+) -> io::Result<()> {
+    // Columns as wide as their longest cell (a long message id, say).
+    let rows: Vec<[String; 5]> = report
+        .messages
+        .iter()
+        .zip(&event.records)
+        .map(|(message, record)| {
+            // An invalid body may still name its type and sequence.
+            let raw: Option<Value> = record
+                .body
+                .as_deref()
+                .and_then(|body| serde_json::from_str(body).ok());
+            let field = |name: &str| raw.as_ref().and_then(|raw| raw.get(name)).cloned();
+            let event_type = message.event_type.clone().or_else(|| {
+                field("type")
+                    .and_then(|value| value.as_str().map(|text| text.chars().take(40).collect()))
+            });
+            let sequence = message
+                .sequence
+                .or_else(|| field("sequence").and_then(|value| value.as_u64()));
+            let reason = message
+                .reason
+                .as_deref()
+                .map(|reason| format!(" ({reason})"))
+                .unwrap_or_default();
+            [
+                message.message_id.clone(),
+                message.stream.clone(),
+                sequence.map_or_else(|| "seq -".to_owned(), |sequence| format!("seq {sequence}")),
+                event_type.unwrap_or_else(|| "?".to_owned()),
+                format!("{}{reason}", message.outcome.as_str()),
+            ]
+        })
+        .collect();
+    let width = |column: usize| {
+        rows.iter()
+            .map(|row| row[column].chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let widths = [width(0), width(1), width(2), width(3)];
+    for row in &rows {
+        writeln!(
+            out,
+            "  {:<w0$}  {:<w1$}  {:<w2$}  {:<w3$}  {}",
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+        )?;
+    }
+    for parking in &report.parking {
+        if !parking.parked.is_empty() {
+            writeln!(
+                out,
+                "  parked  {} seq {} (waiting for {}; {} parked on it)",
+                parking.stream,
+                list(&parking.parked),
+                parking
+                    .waiting_for
+                    .map_or_else(|| "-".to_owned(), |next| next.to_string()),
+                parking.parked_now
+            )?;
+        }
+        if !parking.cleared.is_empty() {
+            writeln!(
+                out,
+                "  cleared {} seq {} (behind the entity; conflicts recorded: {})",
+                parking.stream,
+                list(&parking.cleared),
+                if parking.conflicts.is_empty() {
+                    "none".to_owned()
+                } else {
+                    list(&parking.conflicts)
+                }
+            )?;
+        }
+        for drained in &parking.drained {
+            writeln!(
+                out,
+                "  drained {} seq {} {} (event {}, message {}, parked {} s before)",
+                parking.stream,
+                drained.sequence,
+                drained.event_type,
+                drained.event_id,
+                drained.message_id,
+                now.saturating_sub(drained.parked_at)
+            )?;
+        }
+    }
+    let response = serde_json::to_string(&report.response()).unwrap_or_else(|err| err.to_string());
+    writeln!(out, "  response: {response}")
+}
+
+fn print_sweep(out: &mut impl Write, report: &SweepReport) -> io::Result<()> {
+    let drained: usize = report
+        .drained
+        .iter()
+        .map(|parking| parking.drained.len())
+        .sum();
+    for parking in &report.drained {
+        for event in &parking.drained {
+            writeln!(
+                out,
+                "  drained {} seq {} {} (event {}, message {})",
+                parking.stream, event.sequence, event.event_type, event.event_id, event.message_id
+            )?;
+        }
+    }
+    for stream in &report.longest {
+        writeln!(
+            out,
+            "  waiting {}: for seq {}, {} parked, for {} s",
+            stream.key, stream.waiting_for, stream.parked, stream.parked_for_seconds
+        )?;
+    }
+    writeln!(
+        out,
+        "  {} with events parked; drained {drained}; oldest waiting {}",
+        count(report.entities, "entity", "entities"),
+        report
+            .oldest_parked_age_seconds
+            .map_or_else(|| "-".to_owned(), |age| format!("{age} s"))
+    )
+}
+
+fn print_state(out: &mut impl Write, store: &MemoryStore) -> io::Result<()> {
+    writeln!(out, "\nEmbedded table:")?;
+    let entities = store.entities();
+    let counters = store.counters();
+    let parking = store.parking();
+    if entities.is_empty() && counters.is_empty() && parking.is_empty() {
+        return writeln!(out, "  (empty: no message was applied)");
+    }
+    for (key, entity) in entities {
+        writeln!(
+            out,
+            "  {:<7} {:<12} sequence {:<3} {}",
+            key.kind().label(),
+            key.id(),
+            entity.sequence(),
+            entity.summary()
+        )?;
+    }
+    for (counter, id, value) in counters {
+        writeln!(
+            out,
+            "  {:<7} {id:<12} {} {value}",
+            counter.label(),
+            counter.attribute
+        )?;
+    }
+    for (key, inspection) in parking {
+        let parked: Vec<u64> = inspection
+            .parked
+            .iter()
+            .map(|parked| parked.sequence)
+            .collect();
+        if !parked.is_empty() {
+            writeln!(out, "  parked  {key}: seq {}", list(&parked))?;
+        }
+        for conflict in &inspection.conflicts {
+            writeln!(
+                out,
+                "  conflict {key}: seq {} event {}",
+                conflict.sequence, conflict.event_id
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 { one } else { many }
+}
+
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", plural(n, one, many))
+}
+
+fn list(sequences: &[u64]) -> String {
+    sequences
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,183 @@
+//! A user's domain, registered: its events, how each is handled, its
+//! entity kinds and counters. The engine knows a domain only through this.
+//!
+//! ```
+//! use sequence_guard::{Decision, Domain, Entity, Events, Handling, Sequenced};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+//! #[serde(rename_all = "camelCase")]
+//! pub struct Note {
+//!     sequence: u64,
+//!     last_event_id: String,
+//!     text: String,
+//! }
+//!
+//! impl Entity for Note {
+//!     const KIND: &'static str = "NOTE";
+//!     fn sequence(&self) -> u64 { self.sequence }
+//!     fn last_event_id(&self) -> &str { &self.last_event_id }
+//! }
+//!
+//! #[derive(Debug, Deserialize)]
+//! pub struct Text {
+//!     #[serde(deserialize_with = "sequence_guard::limits::text::<_, 0, 1024>")]
+//!     text: String,
+//! }
+//!
+//! /// The events, tagged by the envelope's `type`, with their `data`.
+//! #[derive(Debug, Deserialize)]
+//! #[serde(tag = "type", content = "data")]
+//! pub enum NoteEvent {
+//!     NoteWritten(Text),
+//!     NoteEdited(Text),
+//! }
+//!
+//! fn on_written(note: &mut Option<Note>, event: &Sequenced<Text>) -> Decision {
+//!     if note.is_some() {
+//!         return Decision::Duplicate;
+//!     }
+//!     *note = Some(Note {
+//!         sequence: event.sequence,
+//!         last_event_id: event.event_id.clone(),
+//!         text: event.data.text.clone(),
+//!     });
+//!     Decision::Applied
+//! }
+//!
+//! fn on_edited(note: &mut Option<Note>, event: &Sequenced<Text>) -> Decision {
+//!     let Some(note) = note else { return Decision::NotCreated };
+//!     if note.sequence != event.sequence - 1 {
+//!         return if note.sequence >= event.sequence { Decision::Duplicate } else { Decision::Gap };
+//!     }
+//!     note.text.clone_from(&event.data.text);
+//!     note.last_event_id.clone_from(&event.event_id);
+//!     note.sequence = event.sequence;
+//!     Decision::Applied
+//! }
+//!
+//! /// The one registration: each event type and its handler.
+//! impl Events for NoteEvent {
+//!     fn handling(self) -> Handling {
+//!         match self {
+//!             NoteEvent::NoteWritten(data) => Handling::sequenced(data, on_written),
+//!             NoteEvent::NoteEdited(data) => Handling::sequenced(data, on_edited),
+//!         }
+//!     }
+//! }
+//!
+//! let domain = Domain::new::<NoteEvent>().entity::<Note>();
+//! let event = domain
+//!     .parse(r#"{"eventId":"e2","type":"NoteEdited","aggregateId":"n-1","sequence":2,"data":{"text":"hi"}}"#)
+//!     .unwrap();
+//! assert_eq!((event.stream(), event.sequence()), ("n-1", Some(2)));
+//! let mut note = Some(sequence_guard::AnyEntity::new(Note {
+//!     sequence: 1,
+//!     last_event_id: "e1".into(),
+//!     text: String::new(),
+//! }));
+//! assert_eq!(event.decide(&mut note), Ok(Decision::Applied));
+//! assert_eq!(note.as_ref().and_then(|n| n.get::<Note>()).map(|n| n.text.as_str()), Some("hi"));
+//! ```
+
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::entity::{Entity, EntityKey, Kind};
+use crate::envelope::{self, Event, InvalidMessage};
+use crate::handling::{Counter, Handling};
+
+/// A domain's events: a serde enum tagged by the envelope's `type`, with the
+/// event's `data` as content (`#[serde(tag = "type", content = "data")]`),
+/// and the one registration of how each is handled.
+pub trait Events: DeserializeOwned + 'static {
+    /// How this event is handled: [`Handling::sequenced`] with its handler,
+    /// [`Handling::snapshot`], or [`Handling::add`]. One arm per event type.
+    fn handling(self) -> Handling;
+}
+
+/// A registered domain: how messages are read, and which entity kinds and
+/// counters its items hold.
+#[derive(Clone)]
+pub struct Domain {
+    read: fn(&Value, &Value) -> Result<Handling, InvalidMessage>,
+    kinds: Vec<&'static Kind>,
+    counters: Vec<&'static Counter>,
+}
+
+impl Domain {
+    /// A domain of the events `E`.
+    pub fn new<E: Events>() -> Self {
+        Domain {
+            read: envelope::payload::<E>,
+            kinds: Vec::new(),
+            counters: Vec::new(),
+        }
+    }
+
+    /// Registers an entity kind (so that the sweep, `replay` and `inspect`
+    /// know its items).
+    pub fn entity<T: Entity>(mut self) -> Self {
+        let kind = Kind::of::<T>();
+        if !self.kinds.contains(&kind) {
+            self.kinds.push(kind);
+        }
+        self
+    }
+
+    /// Registers a counter that deduplicated effects add to.
+    pub fn counter(mut self, counter: &'static Counter) -> Self {
+        if !self.counters.contains(&counter) {
+            self.counters.push(counter);
+        }
+        self
+    }
+
+    /// Reads one message body.
+    pub fn parse(&self, body: &str) -> Result<Event, InvalidMessage> {
+        envelope::parse_body(self.read, body)
+    }
+
+    pub fn kinds(&self) -> &[&'static Kind] {
+        &self.kinds
+    }
+
+    pub fn counters(&self) -> &[&'static Counter] {
+        &self.counters
+    }
+
+    /// The entity kind by its name (`ORDER`) or label (`order`).
+    pub fn kind(&self, name: &str) -> Option<&'static Kind> {
+        self.kinds
+            .iter()
+            .copied()
+            .find(|kind| kind.name == name || kind.label() == name)
+    }
+
+    /// The key of an entity item's `pk` (`ORDER#order-42`), if its kind is
+    /// registered.
+    pub fn key_of_pk(&self, pk: &str) -> Option<EntityKey> {
+        let (name, id) = pk.split_once('#')?;
+        Some(EntityKey::new(self.kind(name)?, id))
+    }
+
+    /// The counter by its kind (`SKU`, or `sku`) or label (`stock`).
+    pub fn counter_named(&self, name: &str) -> Option<&'static Counter> {
+        self.counters.iter().copied().find(|counter| {
+            counter.kind == name
+                || counter.kind.to_ascii_lowercase() == name
+                || counter.label() == name
+        })
+    }
+}
+
+impl fmt::Debug for Domain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Domain")
+            .field("kinds", &self.kinds)
+            .field("counters", &self.counters)
+            .finish()
+    }
+}

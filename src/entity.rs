@@ -1,0 +1,298 @@
+//! Entities: what a domain's handlers project events onto.
+//!
+//! A user declares an entity as a serde struct and implements [`Entity`]
+//! for it: its kind (the key prefix of its item) and where it keeps the
+//! sequence and the id of the last event applied. The engine holds entities
+//! of every kind as [`AnyEntity`], and the DynamoDB item is the struct as
+//! serde_dynamo writes it, under `pk` = `<KIND>#<id>` and `sk` = `STATE`.
+
+use std::any::Any;
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// A DynamoDB item: attribute names and values.
+pub type Item = HashMap<String, AttributeValue>;
+
+/// An entity of a user's domain: a serde struct that records the sequence
+/// of the last event applied to it.
+///
+/// The item it is stored as is the struct as serde_dynamo writes it (use
+/// `#[serde(rename_all = "camelCase")]` for the contract's attribute names,
+/// and `skip_serializing_if = "Option::is_none"` for optional ones). The id
+/// is the item's key, not a field.
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// #[serde(rename_all = "camelCase")]
+/// struct Account {
+///     sequence: u64,
+///     last_event_id: String,
+///     balance_cents: i64,
+/// }
+///
+/// impl sequence_guard::Entity for Account {
+///     const KIND: &'static str = "ACCOUNT";
+///     fn sequence(&self) -> u64 {
+///         self.sequence
+///     }
+///     fn last_event_id(&self) -> &str {
+///         &self.last_event_id
+///     }
+/// }
+/// ```
+pub trait Entity:
+    Serialize + DeserializeOwned + Clone + PartialEq + fmt::Debug + Send + Sync + 'static
+{
+    /// The kind: the prefix of the item's `pk` (`ORDER` for `ORDER#<id>`).
+    /// Upper-case letters, digits and `_`; no `#`.
+    const KIND: &'static str;
+
+    /// The sequence of the last event applied.
+    fn sequence(&self) -> u64;
+
+    /// The `eventId` of the last event applied (the one at [`Entity::sequence`]).
+    fn last_event_id(&self) -> &str;
+
+    /// One line for `replay` and `inspect`: the fields an operator looks at
+    /// (by default, every attribute but `sequence` and `lastEventId`).
+    fn summary(&self) -> String {
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::Object(fields)) => fields
+                .iter()
+                .filter(|(name, _)| *name != "sequence" && *name != "lastEventId")
+                .map(|(name, value)| format!("{name} {value}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            Ok(other) => other.to_string(),
+            Err(err) => format!("(cannot show: {err})"),
+        }
+    }
+}
+
+/// A kind of entity: its name and how its item is read.
+pub struct Kind {
+    /// [`Entity::KIND`].
+    pub name: &'static str,
+    decode: fn(Item) -> Result<AnyEntity, serde_dynamo::Error>,
+}
+
+impl Kind {
+    /// The kind of `T`.
+    pub fn of<T: Entity>() -> &'static Kind {
+        KindOf::<T>::KIND
+    }
+
+    /// Reads an entity item of this kind.
+    pub fn decode(&self, item: Item) -> Result<AnyEntity, serde_dynamo::Error> {
+        (self.decode)(item)
+    }
+
+    /// How people name it (`order` for `ORDER`): in `replay` and `inspect`.
+    pub fn label(&self) -> String {
+        self.name.to_ascii_lowercase()
+    }
+}
+
+struct KindOf<T>(std::marker::PhantomData<T>);
+
+impl<T: Entity> KindOf<T> {
+    const KIND: &'static Kind = &Kind {
+        name: T::KIND,
+        decode: decode::<T>,
+    };
+}
+
+fn decode<T: Entity>(item: Item) -> Result<AnyEntity, serde_dynamo::Error> {
+    let entity: T = serde_dynamo::aws_sdk_dynamodb_1::from_item(item)?;
+    Ok(AnyEntity::new(entity))
+}
+
+impl fmt::Debug for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl PartialEq for Kind {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Kind {}
+
+impl Hash for Kind {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl PartialOrd for Kind {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Kind {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.name.cmp(other.name)
+    }
+}
+
+/// Identifies one projected entity: its kind and its aggregate id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EntityKey {
+    kind: &'static Kind,
+    id: String,
+}
+
+impl EntityKey {
+    pub fn new(kind: &'static Kind, id: impl Into<String>) -> Self {
+        EntityKey {
+            kind,
+            id: id.into(),
+        }
+    }
+
+    /// The key of the `T` with this id.
+    pub fn of<T: Entity>(id: impl Into<String>) -> Self {
+        EntityKey::new(Kind::of::<T>(), id)
+    }
+
+    pub fn kind(&self) -> &'static Kind {
+        self.kind
+    }
+
+    /// The aggregate id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The item's partition key: `<KIND>#<id>`.
+    pub fn pk(&self) -> String {
+        format!("{}#{}", self.kind.name, self.id)
+    }
+}
+
+impl fmt::Display for EntityKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.kind.label(), self.id)
+    }
+}
+
+/// An entity of any kind, as the engine holds it.
+pub struct AnyEntity(Box<dyn Erased>);
+
+trait Erased: Send + Sync {
+    fn sequence(&self) -> u64;
+    fn last_event_id(&self) -> &str;
+    fn kind(&self) -> &'static Kind;
+    fn clone_box(&self) -> Box<dyn Erased>;
+    fn eq_dyn(&self, other: &dyn Erased) -> bool;
+    fn as_any(&self) -> &dyn Any;
+    fn to_item(&self) -> Result<Item, serde_dynamo::Error>;
+    fn to_json(&self) -> serde_json::Value;
+    fn summary(&self) -> String;
+    fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+}
+
+impl<T: Entity> Erased for T {
+    fn sequence(&self) -> u64 {
+        Entity::sequence(self)
+    }
+    fn last_event_id(&self) -> &str {
+        Entity::last_event_id(self)
+    }
+    fn kind(&self) -> &'static Kind {
+        Kind::of::<T>()
+    }
+    fn clone_box(&self) -> Box<dyn Erased> {
+        Box::new(self.clone())
+    }
+    fn eq_dyn(&self, other: &dyn Erased) -> bool {
+        other.as_any().downcast_ref::<T>() == Some(self)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn to_item(&self) -> Result<Item, serde_dynamo::Error> {
+        serde_dynamo::aws_sdk_dynamodb_1::to_item(self)
+    }
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+    fn summary(&self) -> String {
+        Entity::summary(self)
+    }
+    fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+impl AnyEntity {
+    pub fn new<T: Entity>(entity: T) -> Self {
+        AnyEntity(Box::new(entity))
+    }
+
+    /// The sequence of the last event applied.
+    pub fn sequence(&self) -> u64 {
+        self.0.sequence()
+    }
+
+    /// The id of the last event applied (the one at [`AnyEntity::sequence`]).
+    pub fn last_event_id(&self) -> &str {
+        self.0.last_event_id()
+    }
+
+    pub fn kind(&self) -> &'static Kind {
+        self.0.kind()
+    }
+
+    /// The entity, if it is a `T`.
+    pub fn get<T: Entity>(&self) -> Option<&T> {
+        self.0.as_any().downcast_ref()
+    }
+
+    /// The item's attributes, keys aside.
+    pub fn to_item(&self) -> Result<Item, serde_dynamo::Error> {
+        self.0.to_item()
+    }
+
+    /// The entity as JSON (for `inspect --json` and tests).
+    pub fn to_json(&self) -> serde_json::Value {
+        self.0.to_json()
+    }
+
+    /// [`Entity::summary`].
+    pub fn summary(&self) -> String {
+        self.0.summary()
+    }
+}
+
+impl Clone for AnyEntity {
+    fn clone(&self) -> Self {
+        AnyEntity(self.0.clone_box())
+    }
+}
+
+impl PartialEq for AnyEntity {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.eq_dyn(other.0.as_ref())
+    }
+}
+
+impl Eq for AnyEntity {}
+
+impl fmt::Debug for AnyEntity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.debug(f)
+    }
+}

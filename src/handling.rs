@@ -1,0 +1,356 @@
+//! How an event is handled: the handler's [`Decision`], the event as a
+//! handler sees it ([`Sequenced`]), and the three ways an event type can be
+//! handled ([`Handling`]): sequenced (the guard), snapshot (applied only if
+//! newer), or a deduplicated effect (a counter's `ADD`, once per event).
+//!
+//! The runner checks every answer of a sequenced or snapshot handler against
+//! the entity: `Applied` must leave it at the event's sequence, any other
+//! answer must leave it unchanged. A handler that breaks this gets a
+//! [`HandlerFault`] for that message, never a write.
+
+use std::any::type_name;
+use std::fmt;
+use std::marker::PhantomData;
+
+use crate::entity::{AnyEntity, Entity, Kind};
+
+/// What a handler decided for one event.
+///
+/// `Applied` and `Duplicate` are the guard's `true` (done: acknowledge the
+/// message); `Gap` and `NotCreated` are its `false` (retry later).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// The event was applied; the entity's `sequence` is now the event's.
+    Applied,
+    /// Already applied (or, for a creation, the entity already exists).
+    Duplicate,
+    /// An earlier event of the aggregate has not been applied yet.
+    Gap,
+    /// An update for an entity whose creation has not been processed yet.
+    NotCreated,
+}
+
+impl Decision {
+    /// The guard's answer: `true` means done, `false` means retry later.
+    pub fn is_done(self) -> bool {
+        matches!(self, Decision::Applied | Decision::Duplicate)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Applied => "applied",
+            Decision::Duplicate => "duplicate",
+            Decision::Gap => "gap",
+            Decision::NotCreated => "not created",
+        }
+    }
+}
+
+/// A sequenced event as its handler sees it: the envelope's fields and the
+/// event type's data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sequenced<T> {
+    pub event_id: String,
+    pub aggregate_id: String,
+    /// 1 up to `i64::MAX`, checked when the message is read.
+    pub sequence: u64,
+    pub data: T,
+}
+
+/// A number on an item of its own that deduplicated effects add to: the
+/// item `pk` = `<kind>#<id>`, `sk` = `sort_key`, the number in `attribute`
+/// (the worked example's stock: `SKU#<sku>`, `STOCK`, `onHand`).
+#[derive(Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Counter {
+    pub kind: &'static str,
+    pub sort_key: &'static str,
+    pub attribute: &'static str,
+}
+
+impl Counter {
+    /// The item's partition key for this id.
+    pub fn pk(&self, id: &str) -> String {
+        format!("{}#{id}", self.kind)
+    }
+
+    /// How people name it (`stock` for the sort key `STOCK`).
+    pub fn label(&self) -> String {
+        self.sort_key.to_ascii_lowercase()
+    }
+}
+
+/// A deduplicated effect: `delta` added to a counter, at most once per
+/// event and handler, atomically with the deduplication record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deduplicated {
+    /// The handler name the deduplication record is kept under
+    /// (`HANDLER#<name>`).
+    pub handler: &'static str,
+    pub counter: &'static Counter,
+    /// The counter's id; also the event's stream (its ordering key).
+    pub id: String,
+    pub delta: i64,
+}
+
+/// How one event is handled: what a domain's registration answers for each
+/// event type (see [`crate::domain::Events`]).
+pub struct Handling(pub(crate) How);
+
+pub(crate) enum How {
+    Sequenced(Box<dyn Apply>),
+    Snapshot(Box<dyn Apply>),
+    Deduplicated(Deduplicated),
+}
+
+impl Handling {
+    /// Sequenced: `handler` holds the guard, and is given the entity (`None`
+    /// while it does not exist) and the event. It answers `Applied` and
+    /// moves the entity to the event's sequence (set it, or increment it),
+    /// or answers anything else and leaves the entity as it is. Gaps are
+    /// parked, and drained when the events before them arrive.
+    pub fn sequenced<T, D, F>(data: D, handler: F) -> Handling
+    where
+        T: Entity,
+        D: fmt::Debug + Send + Sync + 'static,
+        F: Fn(&mut Option<T>, &Sequenced<D>) -> Decision + Send + Sync + 'static,
+    {
+        Handling(How::Sequenced(Box::new(Call {
+            event: unbound(data),
+            handler,
+            entity: PhantomData::<fn() -> T>,
+        })))
+    }
+
+    /// A complete snapshot: `handler` builds the entity at the event's
+    /// sequence, and it replaces the stored one only if it is newer. An
+    /// older or equal snapshot is a duplicate; gaps are expected and never
+    /// parked.
+    pub fn snapshot<T, D, F>(data: D, handler: F) -> Handling
+    where
+        T: Entity,
+        D: fmt::Debug + Send + Sync + 'static,
+        F: Fn(&Sequenced<D>) -> T + Send + Sync + 'static,
+    {
+        Handling(How::Snapshot(Box::new(Snapshot {
+            event: unbound(data),
+            handler,
+            entity: PhantomData::<fn() -> T>,
+        })))
+    }
+
+    /// A deduplicated effect: not sequenced, `delta` added to the counter
+    /// `id` once per event and `handler` name. The counter's id is the
+    /// event's stream.
+    pub fn add(
+        handler: &'static str,
+        counter: &'static Counter,
+        id: impl Into<String>,
+        delta: i64,
+    ) -> Handling {
+        Handling(How::Deduplicated(Deduplicated {
+            handler,
+            counter,
+            id: id.into(),
+            delta,
+        }))
+    }
+}
+
+impl fmt::Debug for Handling {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            How::Sequenced(apply) => write!(f, "Sequenced({})", apply.handler()),
+            How::Snapshot(apply) => write!(f, "Snapshot({})", apply.handler()),
+            How::Deduplicated(effect) => write!(f, "{effect:?}"),
+        }
+    }
+}
+
+/// A handler that broke the rule its answer must keep.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("handler {handler} {problem}")]
+pub struct HandlerFault {
+    pub handler: &'static str,
+    pub problem: String,
+}
+
+fn unbound<D>(data: D) -> Sequenced<D> {
+    Sequenced {
+        event_id: String::new(),
+        aggregate_id: String::new(),
+        sequence: 0,
+        data,
+    }
+}
+
+/// A sequenced or snapshot event, its data and its handler, with the types
+/// erased: what the runner calls on an entity slot.
+pub(crate) trait Apply: Send + Sync {
+    /// Sets the envelope's fields, once read.
+    fn bind(&mut self, event_id: String, aggregate_id: String, sequence: u64);
+    fn kind(&self) -> &'static Kind;
+    fn aggregate_id(&self) -> &str;
+    fn sequence(&self) -> u64;
+    /// The handler's name (its path), for errors and logs.
+    fn handler(&self) -> &'static str;
+    /// Runs the handler on the slot, checked: on a fault the slot is left
+    /// as it was.
+    fn apply(&self, slot: &mut Option<AnyEntity>) -> Result<Decision, HandlerFault>;
+}
+
+struct Call<T, D, F> {
+    event: Sequenced<D>,
+    handler: F,
+    entity: PhantomData<fn() -> T>,
+}
+
+struct Snapshot<T, D, F> {
+    event: Sequenced<D>,
+    handler: F,
+    entity: PhantomData<fn() -> T>,
+}
+
+/// The slot as a `T`; a fault when it holds another kind.
+fn typed<T: Entity>(
+    slot: &Option<AnyEntity>,
+    handler: &'static str,
+) -> Result<Option<T>, HandlerFault> {
+    match slot {
+        None => Ok(None),
+        Some(entity) => match entity.get::<T>() {
+            Some(typed) => Ok(Some(typed.clone())),
+            None => Err(HandlerFault {
+                handler,
+                problem: format!(
+                    "takes a {} entity, and the slot holds a {}",
+                    T::KIND,
+                    entity.kind().name
+                ),
+            }),
+        },
+    }
+}
+
+fn bind<D>(event: &mut Sequenced<D>, event_id: String, aggregate_id: String, sequence: u64) {
+    event.event_id = event_id;
+    event.aggregate_id = aggregate_id;
+    event.sequence = sequence;
+}
+
+impl<T, D, F> Apply for Call<T, D, F>
+where
+    T: Entity,
+    D: Send + Sync,
+    F: Fn(&mut Option<T>, &Sequenced<D>) -> Decision + Send + Sync,
+{
+    fn bind(&mut self, event_id: String, aggregate_id: String, sequence: u64) {
+        bind(&mut self.event, event_id, aggregate_id, sequence);
+    }
+
+    fn kind(&self) -> &'static Kind {
+        Kind::of::<T>()
+    }
+
+    fn aggregate_id(&self) -> &str {
+        &self.event.aggregate_id
+    }
+
+    fn sequence(&self) -> u64 {
+        self.event.sequence
+    }
+
+    fn handler(&self) -> &'static str {
+        type_name::<F>()
+    }
+
+    fn apply(&self, slot: &mut Option<AnyEntity>) -> Result<Decision, HandlerFault> {
+        let mut entity: Option<T> = typed(slot, self.handler())?;
+        let decision = (self.handler)(&mut entity, &self.event);
+        let before = slot.as_ref().and_then(AnyEntity::get::<T>);
+        let problem = match decision {
+            Decision::Applied => match &entity {
+                Some(after) if after.sequence() == self.event.sequence => None,
+                Some(after) => Some(format!(
+                    "answered applied to event {} and left the entity at sequence {}",
+                    self.event.sequence,
+                    after.sequence()
+                )),
+                None => Some(format!(
+                    "answered applied to event {} and left no entity",
+                    self.event.sequence
+                )),
+            },
+            other if entity.as_ref() != before => Some(format!(
+                "answered {} to event {} and changed the entity",
+                other.as_str(),
+                self.event.sequence
+            )),
+            _ => None,
+        };
+        if let Some(problem) = problem {
+            return Err(HandlerFault {
+                handler: self.handler(),
+                problem,
+            });
+        }
+        if decision == Decision::Applied {
+            *slot = entity.map(AnyEntity::new);
+        }
+        Ok(decision)
+    }
+}
+
+impl<T, D, F> Apply for Snapshot<T, D, F>
+where
+    T: Entity,
+    D: Send + Sync,
+    F: Fn(&Sequenced<D>) -> T + Send + Sync,
+{
+    fn bind(&mut self, event_id: String, aggregate_id: String, sequence: u64) {
+        bind(&mut self.event, event_id, aggregate_id, sequence);
+    }
+
+    fn kind(&self) -> &'static Kind {
+        Kind::of::<T>()
+    }
+
+    fn aggregate_id(&self) -> &str {
+        &self.event.aggregate_id
+    }
+
+    fn sequence(&self) -> u64 {
+        self.event.sequence
+    }
+
+    fn handler(&self) -> &'static str {
+        type_name::<F>()
+    }
+
+    fn apply(&self, slot: &mut Option<AnyEntity>) -> Result<Decision, HandlerFault> {
+        if slot
+            .as_ref()
+            .is_some_and(|current| current.get::<T>().is_none())
+        {
+            typed::<T>(slot, self.handler())?;
+        }
+        if slot
+            .as_ref()
+            .is_some_and(|current| current.sequence() >= self.event.sequence)
+        {
+            return Ok(Decision::Duplicate);
+        }
+        let snapshot = (self.handler)(&self.event);
+        if snapshot.sequence() != self.event.sequence {
+            return Err(HandlerFault {
+                handler: self.handler(),
+                problem: format!(
+                    "built a snapshot at sequence {} from event {}",
+                    snapshot.sequence(),
+                    self.event.sequence
+                ),
+            });
+        }
+        *slot = Some(AnyEntity::new(snapshot));
+        Ok(Decision::Applied)
+    }
+}

@@ -1,0 +1,117 @@
+//! A test kit for a domain's handlers, without a store or a queue: given an
+//! entity (or none), when an event, then a decision and a state. The event
+//! goes through the domain's registration and the runner's check of the
+//! handler's answer, as in the function.
+//!
+//! ```
+//! # use sequence_guard::{Decision, Entity, Events, Handling, Sequenced};
+//! # use serde::{Deserialize, Serialize};
+//! # #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+//! # struct Counter { sequence: u64, last_event_id: String, clicks: u64 }
+//! # impl Entity for Counter {
+//! #     const KIND: &'static str = "COUNTER";
+//! #     fn sequence(&self) -> u64 { self.sequence }
+//! #     fn last_event_id(&self) -> &str { &self.last_event_id }
+//! # }
+//! # #[derive(Debug, Deserialize)]
+//! # struct Click {}
+//! # #[derive(Debug, Deserialize)]
+//! # #[serde(tag = "type", content = "data")]
+//! # enum CounterEvent { Clicked(Click) }
+//! # fn on_clicked(counter: &mut Option<Counter>, event: &Sequenced<Click>) -> Decision {
+//! #     let Some(counter) = counter else { return Decision::NotCreated };
+//! #     if counter.sequence != event.sequence - 1 {
+//! #         return if counter.sequence >= event.sequence { Decision::Duplicate } else { Decision::Gap };
+//! #     }
+//! #     counter.clicks += 1;
+//! #     counter.sequence += 1;
+//! #     counter.last_event_id.clone_from(&event.event_id);
+//! #     Decision::Applied
+//! # }
+//! # impl Events for CounterEvent {
+//! #     fn handling(self) -> Handling {
+//! #         match self { CounterEvent::Clicked(data) => Handling::sequenced(data, on_clicked) }
+//! #     }
+//! # }
+//! use sequence_guard::testkit::given;
+//!
+//! let at = |sequence, clicks| Counter { sequence, last_event_id: format!("e{sequence}"), clicks };
+//! given(Some(at(1, 1)))
+//!     .when("e2", "c-1", 2, CounterEvent::Clicked(Click {}))
+//!     .then(Decision::Applied, Some(at(2, 2)));
+//! given(Some(at(1, 1)))
+//!     .when("e3", "c-1", 3, CounterEvent::Clicked(Click {}))
+//!     .then(Decision::Gap, Some(at(1, 1)));
+//! given(None::<Counter>)
+//!     .when("e2", "c-1", 2, CounterEvent::Clicked(Click {}))
+//!     .then(Decision::NotCreated, None);
+//! ```
+
+use crate::domain::Events;
+use crate::entity::{AnyEntity, Entity};
+use crate::handling::{Decision, HandlerFault, Handling, How};
+
+/// The entity before the event.
+#[derive(Debug, Clone)]
+pub struct Given<T> {
+    entity: Option<T>,
+}
+
+/// Starts a handler test from this entity (`None`: it does not exist).
+pub fn given<T: Entity>(entity: Option<T>) -> Given<T> {
+    Given { entity }
+}
+
+impl<T: Entity> Given<T> {
+    /// Handles `event`, with these envelope fields, as the runner would.
+    pub fn when<E: Events>(
+        self,
+        event_id: &str,
+        aggregate_id: &str,
+        sequence: u64,
+        event: E,
+    ) -> Then<T> {
+        let Handling(how) = event.handling();
+        let mut slot = self.entity.map(AnyEntity::new);
+        let decision = match how {
+            How::Sequenced(mut apply) | How::Snapshot(mut apply) => {
+                apply.bind(event_id.to_owned(), aggregate_id.to_owned(), sequence);
+                apply.apply(&mut slot)
+            }
+            How::Deduplicated(effect) => Err(HandlerFault {
+                handler: effect.handler,
+                problem: "is a deduplicated effect: it has no entity to test".to_owned(),
+            }),
+        };
+        Then {
+            decision,
+            entity: slot.and_then(|entity| entity.get::<T>().cloned()),
+        }
+    }
+}
+
+/// The handler's answer, and the entity after it.
+#[derive(Debug, Clone)]
+pub struct Then<T> {
+    decision: Result<Decision, HandlerFault>,
+    entity: Option<T>,
+}
+
+impl<T: Entity> Then<T> {
+    /// The decision, or the rule the handler broke.
+    pub fn decision(&self) -> Result<Decision, &HandlerFault> {
+        self.decision.as_ref().copied()
+    }
+
+    /// The entity as the event leaves it.
+    pub fn entity(&self) -> Option<&T> {
+        self.entity.as_ref()
+    }
+
+    /// Asserts the decision and the entity after it.
+    #[track_caller]
+    pub fn then(self, decision: Decision, entity: Option<T>) {
+        assert_eq!(self.decision, Ok(decision), "the decision");
+        assert_eq!(self.entity, entity, "the entity after the event");
+    }
+}
