@@ -83,6 +83,7 @@
 use std::fmt;
 
 use serde::de::DeserializeOwned;
+use serde::de::value::MapDeserializer;
 use serde_json::Value;
 
 use crate::entity::{Entity, EntityKey, Kind};
@@ -103,6 +104,8 @@ pub trait Events: DeserializeOwned + 'static {
 #[derive(Clone)]
 pub struct Domain {
     read: fn(&Value, &Value) -> Result<Handling, InvalidMessage>,
+    /// The event type names, as serde knows them: the one list.
+    types: &'static [&'static str],
     kinds: Vec<&'static Kind>,
     counters: Vec<&'static Counter>,
 }
@@ -112,6 +115,7 @@ impl Domain {
     pub fn new<E: Events>() -> Self {
         Domain {
             read: envelope::payload::<E>,
+            types: type_names::<E>(),
             kinds: Vec::new(),
             counters: Vec::new(),
         }
@@ -137,7 +141,12 @@ impl Domain {
 
     /// Reads one message body.
     pub fn parse(&self, body: &str) -> Result<Event, InvalidMessage> {
-        envelope::parse_body(self.read, body)
+        envelope::parse_body(self.read, self.types, body)
+    }
+
+    /// The event type names, in the order the events enum declares them.
+    pub fn types(&self) -> &'static [&'static str] {
+        self.types
     }
 
     pub fn kinds(&self) -> &[&'static Kind] {
@@ -163,19 +172,62 @@ impl Domain {
         Some(EntityKey::new(self.kind(name)?, id))
     }
 
-    /// The counter by its kind (`SKU`, or `sku`) or label (`stock`).
+    /// How `inspect` names a counter: its kind in lower case (`sku`), or
+    /// its label (`fees`) when an entity kind has that name already.
+    pub fn counter_name(&self, counter: &Counter) -> String {
+        let kind = counter.kind.to_ascii_lowercase();
+        if self.kind(&kind).is_some() {
+            counter.label()
+        } else {
+            kind
+        }
+    }
+
+    /// The counter by its name ([`Domain::counter_name`]) or label.
     pub fn counter_named(&self, name: &str) -> Option<&'static Counter> {
-        self.counters.iter().copied().find(|counter| {
-            counter.kind == name
-                || counter.kind.to_ascii_lowercase() == name
-                || counter.label() == name
-        })
+        self.counters
+            .iter()
+            .copied()
+            .find(|counter| self.counter_name(counter) == name || counter.label() == name)
+    }
+}
+
+/// The names of `E`'s variants, as serde's derive lists them: asked for a
+/// type no variant has, it answers with the list of those it has.
+fn type_names<E: Events>() -> &'static [&'static str] {
+    let fields = [("type", "\u{0}"), ("data", "")].into_iter();
+    match E::deserialize(MapDeserializer::<_, Names>::new(fields)) {
+        Err(Names(Some(names))) => names,
+        _ => &[],
+    }
+}
+
+/// A serde error that keeps the variant names an `unknown_variant` gives.
+#[derive(Debug)]
+struct Names(Option<&'static [&'static str]>);
+
+impl fmt::Display for Names {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("not a type")
+    }
+}
+
+impl std::error::Error for Names {}
+
+impl serde::de::Error for Names {
+    fn custom<T: fmt::Display>(_: T) -> Self {
+        Names(None)
+    }
+
+    fn unknown_variant(_: &str, expected: &'static [&'static str]) -> Self {
+        Names(Some(expected))
     }
 }
 
 impl fmt::Debug for Domain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Domain")
+            .field("types", &self.types)
             .field("kinds", &self.kinds)
             .field("counters", &self.counters)
             .finish()

@@ -198,6 +198,9 @@ trait Erased: Send + Sync {
     fn clone_box(&self) -> Box<dyn Erased>;
     fn eq_dyn(&self, other: &dyn Erased) -> bool;
     fn as_any(&self) -> &dyn Any;
+    /// Moves the entity into `out` when it is an `Option<Self>`; itself
+    /// back otherwise.
+    fn move_into(self: Box<Self>, out: &mut dyn Any) -> Result<(), Box<dyn Erased>>;
     fn to_item(&self) -> Result<Item, serde_dynamo::Error>;
     fn to_json(&self) -> serde_json::Value;
     fn summary(&self) -> String;
@@ -222,6 +225,15 @@ impl<T: Entity> Erased for T {
     }
     fn as_any(&self) -> &dyn Any {
         self
+    }
+    fn move_into(self: Box<Self>, out: &mut dyn Any) -> Result<(), Box<dyn Erased>> {
+        match out.downcast_mut::<Option<T>>() {
+            Some(out) => {
+                *out = Some(*self);
+                Ok(())
+            }
+            None => Err(self),
+        }
     }
     fn to_item(&self) -> Result<Item, serde_dynamo::Error> {
         serde_dynamo::aws_sdk_dynamodb_1::to_item(self)
@@ -259,6 +271,25 @@ impl AnyEntity {
     /// The entity, if it is a `T`.
     pub fn get<T: Entity>(&self) -> Option<&T> {
         self.0.as_any().downcast_ref()
+    }
+
+    /// The slot's entity as a `T`, moved out (`None` when the slot is
+    /// empty); `Err` when it holds another kind, left in the slot.
+    pub(crate) fn take<T: Entity>(
+        slot: &mut Option<AnyEntity>,
+    ) -> Result<Option<T>, &'static Kind> {
+        let Some(entity) = slot.take() else {
+            return Ok(None);
+        };
+        let mut out: Option<T> = None;
+        match entity.0.move_into(&mut out) {
+            Ok(()) => Ok(out),
+            Err(back) => {
+                let kind = back.kind();
+                *slot = Some(AnyEntity(back));
+                Err(kind)
+            }
+        }
     }
 
     /// The item's attributes, keys aside.

@@ -123,19 +123,24 @@ fn trace_root(header: &str) -> Option<&str> {
 /// One event, as read from a message body: its envelope's fields and how
 /// its domain handles it.
 pub struct Event {
+    /// A deduplicated effect's `eventId` (a sequenced event's is in its
+    /// handling).
     event_id: String,
-    event_type: String,
+    event_type: &'static str,
     handling: How,
 }
 
 impl Event {
     /// The envelope's `type`.
-    pub fn type_name(&self) -> &str {
-        &self.event_type
+    pub fn type_name(&self) -> &'static str {
+        self.event_type
     }
 
     pub fn event_id(&self) -> &str {
-        &self.event_id
+        match &self.handling {
+            How::Sequenced(apply) | How::Snapshot(apply) => apply.event_id(),
+            How::Deduplicated(_) => &self.event_id,
+        }
     }
 
     /// The ordering key: the aggregate id, or a deduplicated effect's
@@ -201,6 +206,20 @@ impl Event {
     }
 }
 
+impl Event {
+    /// [`Event::decide`] for a dry run: the handler's answer without the
+    /// check and without copying the entity; `None` when it could not run.
+    pub(crate) fn decide_unchecked(
+        &self,
+        slot: &mut Option<crate::entity::AnyEntity>,
+    ) -> Option<Decision> {
+        match &self.handling {
+            How::Sequenced(apply) | How::Snapshot(apply) => apply.apply_unchecked(slot),
+            How::Deduplicated(_) => Some(Decision::NotCreated),
+        }
+    }
+}
+
 impl std::fmt::Debug for Event {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Event")
@@ -217,14 +236,16 @@ impl std::fmt::Debug for Event {
 /// [`payload`]).
 pub(crate) fn parse_body(
     read: fn(&Value, &Value) -> Result<Handling, InvalidMessage>,
+    types: &'static [&'static str],
     body: &str,
 ) -> Result<Event, InvalidMessage> {
     let value: Value =
         serde_json::from_str(body).map_err(|err| InvalidMessage::NotJson(err.to_string()))?;
-    let Value::Object(envelope) = value else {
+    let Value::Object(mut envelope) = value else {
         return Err(InvalidMessage::NotAnObject);
     };
-    let event_id = string(&envelope, "eventId", 128)?.to_owned();
+    string(&envelope, "eventId", 128)?;
+    let event_id = take_string(&mut envelope, "eventId");
     let event_type = match envelope.get("type") {
         None | Some(Value::Null) => return Err(missing("type")),
         Some(event_type @ Value::String(_)) => event_type,
@@ -240,10 +261,19 @@ pub(crate) fn parse_body(
     };
     let Handling(mut handling) = read(event_type, data)?;
     let type_name = event_type.as_str().unwrap_or_default();
+    // The name as the events enum has it (read succeeded: it is one of them).
+    let event_type = types
+        .iter()
+        .copied()
+        .find(|name| *name == type_name)
+        .unwrap_or("?");
+    let mut event_id = event_id;
     match &mut handling {
         How::Sequenced(apply) | How::Snapshot(apply) => {
-            let aggregate_id = string(&envelope, "aggregateId", 256)?.to_owned();
-            apply.bind(event_id.clone(), aggregate_id, sequence(&envelope)?);
+            string(&envelope, "aggregateId", 256)?;
+            let sequence = sequence(&envelope)?;
+            let aggregate_id = take_string(&mut envelope, "aggregateId");
+            apply.bind(std::mem::take(&mut event_id), aggregate_id, sequence);
         }
         How::Deduplicated(_) => {
             if envelope
@@ -252,7 +282,7 @@ pub(crate) fn parse_body(
             {
                 return Err(invalid(
                     "sequence",
-                    format!("must be absent for {type_name}"),
+                    format!("must be absent for {event_type}"),
                 ));
             }
             if envelope.get("aggregateId").is_some_and(|id| !id.is_null()) {
@@ -262,9 +292,17 @@ pub(crate) fn parse_body(
     }
     Ok(Event {
         event_id,
-        event_type: type_name.to_owned(),
+        event_type,
         handling,
     })
+}
+
+/// A string of the envelope, moved out of it (checked before).
+fn take_string(envelope: &mut Map<String, Value>, field: &str) -> String {
+    match envelope.remove(field) {
+        Some(Value::String(text)) => text,
+        _ => String::new(),
+    }
 }
 
 /// Reads `data` as the event type's payload, through serde and the limits

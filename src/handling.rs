@@ -189,6 +189,7 @@ pub(crate) trait Apply: Send + Sync {
     /// Sets the envelope's fields, once read.
     fn bind(&mut self, event_id: String, aggregate_id: String, sequence: u64);
     fn kind(&self) -> &'static Kind;
+    fn event_id(&self) -> &str;
     fn aggregate_id(&self) -> &str;
     fn sequence(&self) -> u64;
     /// The handler's name (its path), for errors and logs.
@@ -196,6 +197,9 @@ pub(crate) trait Apply: Send + Sync {
     /// Runs the handler on the slot, checked: on a fault the slot is left
     /// as it was.
     fn apply(&self, slot: &mut Option<AnyEntity>) -> Result<Decision, HandlerFault>;
+    /// Runs the handler on the slot, unchecked and without a copy: for a
+    /// dry run whose slot is thrown away (an entity of another kind: `None`).
+    fn apply_unchecked(&self, slot: &mut Option<AnyEntity>) -> Option<Decision>;
 }
 
 struct Call<T, D, F> {
@@ -251,6 +255,10 @@ where
         Kind::of::<T>()
     }
 
+    fn event_id(&self) -> &str {
+        &self.event.event_id
+    }
+
     fn aggregate_id(&self) -> &str {
         &self.event.aggregate_id
     }
@@ -298,6 +306,13 @@ where
         }
         Ok(decision)
     }
+
+    fn apply_unchecked(&self, slot: &mut Option<AnyEntity>) -> Option<Decision> {
+        let mut entity: Option<T> = AnyEntity::take(slot).ok()?;
+        let decision = (self.handler)(&mut entity, &self.event);
+        *slot = entity.map(AnyEntity::new);
+        Some(decision)
+    }
 }
 
 impl<T, D, F> Apply for Snapshot<T, D, F>
@@ -312,6 +327,10 @@ where
 
     fn kind(&self) -> &'static Kind {
         Kind::of::<T>()
+    }
+
+    fn event_id(&self) -> &str {
+        &self.event.event_id
     }
 
     fn aggregate_id(&self) -> &str {
@@ -352,5 +371,9 @@ where
         }
         *slot = Some(AnyEntity::new(snapshot));
         Ok(Decision::Applied)
+    }
+
+    fn apply_unchecked(&self, slot: &mut Option<AnyEntity>) -> Option<Decision> {
+        self.apply(slot).ok()
     }
 }

@@ -3,9 +3,15 @@
 //!
 //! - [`SaveExt::save`]: writes one entity with the guard's condition, as a
 //!   test sets up a table (or plays another invocation).
+//! - [`DynamoLocal`]: DynamoDB Local, started for a test binary.
 
 use std::collections::BTreeSet;
 use std::future::Future;
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use crate::entity::{AnyEntity, Entity, EntityKey};
 use crate::store::{Commit, Committed, Expected, Store, StoreError};
@@ -73,3 +79,80 @@ pub trait SaveExt: Store {
 }
 
 impl<S: Store + ?Sized> SaveExt for S {}
+
+/// A DynamoDB Local server. It lives as long as the test process: its
+/// watchdog shell kills it when our end of its stdin closes.
+pub struct DynamoLocal {
+    pub endpoint: String,
+    _stdin: Mutex<ChildStdin>,
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free port")
+}
+
+impl DynamoLocal {
+    /// Starts DynamoDB Local in memory on a free port, through `script`
+    /// (`scripts/dynamodb-local.sh`: fetches it once into a cache, then
+    /// `run PORT [DIR]` runs it).
+    pub fn start(script: &str) -> Result<DynamoLocal, String> {
+        let port = free_port();
+        let (_child, stdin) = spawn_dynamodb_local(script, port, None)?;
+        Ok(DynamoLocal {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            _stdin: Mutex::new(stdin),
+        })
+    }
+}
+
+/// Starts DynamoDB Local on `port` (in memory, or with its data in `dir`) and
+/// waits until it listens. It runs until the returned stdin is dropped.
+pub fn spawn_dynamodb_local(
+    script: &str,
+    port: u16,
+    dir: Option<&std::path::Path>,
+) -> Result<(Child, ChildStdin), String> {
+    let log = std::env::temp_dir().join(format!("sequence-guard-dynamodb-local-{port}.log"));
+    let dir = dir.map(|dir| dir.display().to_string()).unwrap_or_default();
+    // `run` fetches into the cache when needed, then execs java; the shell
+    // around it kills it once stdin reaches its end (this process is gone).
+    let mut child = Command::new("bash")
+        .arg("-c")
+        .arg(r#""$1" run "$2" "$4" >"$3" 2>&1 & pid=$!; read -r _; kill "$pid" 2>/dev/null; wait"#)
+        .args([
+            "watchdog",
+            script,
+            &port.to_string(),
+            &log.display().to_string(),
+            &dir,
+        ])
+        .stdin(Stdio::piped())
+        .spawn()
+        .map_err(|err| format!("cannot run {script}: {err}"))?;
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or("no stdin for DynamoDB Local's watchdog")?;
+    let started = Instant::now();
+    let log_text = || {
+        let mut text = String::new();
+        let _ = std::fs::File::open(&log).and_then(|mut file| file.read_to_string(&mut text));
+        text
+    };
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if started.elapsed() > Duration::from_secs(120) {
+            return Err(format!(
+                "not listening on port {port} after 120 s; its log:\n{}",
+                log_text()
+            ));
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("exited with {status}; its log:\n{}", log_text()));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok((child, stdin))
+}

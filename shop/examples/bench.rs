@@ -753,15 +753,41 @@ async fn start_times(samples: usize) -> Vec<Duration> {
 struct Args {
     /// DynamoDB Local's endpoint, e.g. http://127.0.0.1:8000 (its tables
     /// must not exist yet: start it fresh).
-    #[arg(long, value_name = "URL")]
-    endpoint_url: String,
+    #[arg(long, value_name = "URL", required_unless_present = "cpu_only")]
+    endpoint_url: Option<String>,
+    /// Only the embedded store's time per message (no DynamoDB), with
+    /// `--repeats` passes over the mix: for a profiler (valgrind --tool=callgrind).
+    #[arg(long)]
+    cpu_only: bool,
+    #[arg(long, default_value_t = 20, requires = "cpu_only")]
+    repeats: usize,
+}
+
+/// The embedded store's time per message, the runner and the naive handler.
+fn print_cpu(repeats: usize) {
+    println!("\n== Embedded store: time per message (parse, decide, apply), one thread");
+    let mix = realistic_mix(3000, 11);
+    // On a thread of its own, outside the tokio runtime of main.
+    let ((wall, cpu), (naive_wall, naive_cpu)) = std::thread::scope(|scope| {
+        let ours = scope.spawn(|| embedded_cpu(&mix, repeats, false)).join();
+        let theirs = scope.spawn(|| embedded_cpu(&mix, repeats, true)).join();
+        (
+            ours.unwrap_or((f64::NAN, f64::NAN)),
+            theirs.unwrap_or((f64::NAN, f64::NAN)),
+        )
+    });
+    let messages = 3000 * repeats;
+    println!("runner: {wall:.2} µs/message wall, {cpu:.2} µs/message CPU ({messages} messages)");
+    println!("naive:  {naive_wall:.2} µs/message wall, {naive_cpu:.2} µs/message CPU");
 }
 
 #[tokio::main]
 async fn main() {
-    let Args {
-        endpoint_url: endpoint,
-    } = <Args as clap::Parser>::parse();
+    let args = <Args as clap::Parser>::parse();
+    let Some(endpoint) = args.endpoint_url.filter(|_| !args.cpu_only) else {
+        print_cpu(args.repeats);
+        return;
+    };
     // A network between the function and DynamoDB: 2 ms per request, so that a
     // round trip is not hidden by the client's own time to issue a request.
     let upstream = endpoint.trim_start_matches("http://").to_owned();
@@ -855,19 +881,7 @@ async fn main() {
         requests as f64 / 3000.0
     );
 
-    println!("\n== Embedded store: time per message (parse, decide, apply), one thread");
-    let mix = realistic_mix(3000, 11);
-    // On a thread of its own, outside the tokio runtime of main.
-    let ((wall, cpu), (naive_wall, naive_cpu)) = std::thread::scope(|scope| {
-        let ours = scope.spawn(|| embedded_cpu(&mix, 20, false)).join();
-        let theirs = scope.spawn(|| embedded_cpu(&mix, 20, true)).join();
-        (
-            ours.unwrap_or((f64::NAN, f64::NAN)),
-            theirs.unwrap_or((f64::NAN, f64::NAN)),
-        )
-    });
-    println!("runner: {wall:.2} µs/message wall, {cpu:.2} µs/message CPU (60,000 messages)");
-    println!("naive:  {naive_wall:.2} µs/message wall, {naive_cpu:.2} µs/message CPU");
+    print_cpu(20);
 
     println!("\n== Release projector");
     let times = start_times(20).await;

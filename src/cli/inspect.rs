@@ -29,7 +29,7 @@ use crate::store::{Store, StoreError};
 use crate::sweep::{LOGGED, look};
 
 const EXAMPLES: &str = "\
-Examples:
+Examples: (with the worked example's kinds; KIND above lists this domain's)
   inspect --table sequence-guard order order-42
   inspect --table sequence-guard sku SKU-LAMP
   inspect --table sequence-guard --parked
@@ -77,7 +77,7 @@ pub async fn inspect(domain: Domain) -> ExitCode {
             domain
                 .counters()
                 .iter()
-                .map(|counter| counter.kind.to_ascii_lowercase()),
+                .map(|counter| domain.counter_name(counter)),
         )
         .collect();
     let mut command = Args::command()
@@ -123,7 +123,8 @@ pub async fn inspect(domain: Domain) -> ExitCode {
     let shown = match (args.parked, target) {
         (true, _) => show_parked(&mut out, &domain, &store, now).await,
         (false, Some(Target::Counter(counter, id))) => {
-            show_counter(&mut out, &store, counter, &id).await
+            let shown = domain.counter_name(counter);
+            show_counter(&mut out, &shown, &store, counter, &id).await
         }
         (false, Some(Target::Entity(key))) => show_entity(&mut out, &store, &key, now).await,
         // clap requires one or the other.
@@ -154,11 +155,12 @@ enum Shown {
 
 async fn show_counter(
     out: &mut impl Write,
+    name: &str,
     store: &DynamoStore,
     counter: &'static Counter,
     id: &str,
 ) -> Result<(), Shown> {
-    writeln!(out, "{} {id}", counter.kind.to_ascii_lowercase())?;
+    writeln!(out, "{name} {id}")?;
     match store.counter(counter, id).await? {
         Some(value) => writeln!(out, "  {} {value}", counter.attribute)?,
         None => writeln!(out, "  no adjustment applied yet")?,

@@ -29,11 +29,11 @@ const EXAMPLES: &str = "\
 Examples:
   replay events/*.json
       the whole story, on an embedded table (no AWS, no Docker)
-  GAP_POLICY=retry replay events/06-two-streams-one-failing.json events/10-gap-parked.json
-      the same gaps, retried instead of parked
+  GAP_POLICY=retry replay events/*.json
+      the same story, its gaps retried instead of parked
   replay --endpoint-url http://localhost:8000 --table sequence-guard --create-table events/*.json
       on DynamoDB Local (scripts/dynamodb-local.sh run 8000)
-  replay --table my-table events/01-order-created-and-updated.json
+  replay --table my-table events/01-*.json
       on AWS, with the credentials and region of the environment (AWS_PROFILE, AWS_REGION)
 
 Exit status: 0 when every file ran (messages may still fail: that is the story);
@@ -238,7 +238,7 @@ fn print_batch(
                 .as_deref()
                 .and_then(|body| serde_json::from_str(body).ok());
             let field = |name: &str| raw.as_ref().and_then(|raw| raw.get(name)).cloned();
-            let event_type = message.event_type.clone().or_else(|| {
+            let event_type = message.event_type.map(str::to_owned).or_else(|| {
                 field("type")
                     .and_then(|value| value.as_str().map(|text| text.chars().take(40).collect()))
             });

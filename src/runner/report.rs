@@ -89,7 +89,7 @@ impl From<Decision> for Outcome {
 pub struct MessageReport {
     pub message_id: String,
     pub stream: String,
-    pub event_type: Option<String>,
+    pub event_type: Option<&'static str>,
     pub sequence: Option<u64>,
     pub outcome: Outcome,
     pub reason: Option<String>,

@@ -99,7 +99,9 @@ impl<S: Store> Runner<S> {
             let maybe_done = match &plan.base {
                 Err(_) => false,
                 Ok(stored) => {
-                    event.decide(&mut plan.dry).is_ok_and(Decision::is_done)
+                    event
+                        .decide_unchecked(&mut plan.dry)
+                        .is_some_and(Decision::is_done)
                         || self.config.parks(record)
                         || !stored.parking.sequences.is_empty()
                 }

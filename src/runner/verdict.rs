@@ -67,7 +67,7 @@ pub(super) fn report(record: &Record, verdict: Verdict) -> MessageReport {
     MessageReport {
         message_id: record.message_id.clone(),
         stream: record.stream.clone(),
-        event_type: event.map(|event| event.type_name().to_owned()),
+        event_type: event.map(Event::type_name),
         sequence: event.and_then(Event::sequence),
         outcome: verdict.outcome,
         reason: verdict.reason,

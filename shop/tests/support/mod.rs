@@ -3,12 +3,8 @@
 //! read at compile time.
 #![allow(dead_code)] // each test binary uses part of this
 
-use std::io::Read;
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
 
 pub mod fault_proxy;
 pub mod function;
@@ -20,36 +16,19 @@ use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use sequence_guard::runner::{BatchReport, Outcome};
 use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
 
-/// A DynamoDB Local server. It lives as long as the test process: its
-/// watchdog shell kills it when our end of its stdin closes.
-pub struct DynamoLocal {
-    pub endpoint: String,
-    _stdin: Mutex<ChildStdin>,
-}
+pub use sequence_guard::testing::{DynamoLocal, free_port};
 
 static LOCAL: OnceLock<DynamoLocal> = OnceLock::new();
 static TABLES: AtomicU32 = AtomicU32::new(0);
 
+/// The repository's script that fetches and runs DynamoDB Local.
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/dynamodb-local.sh");
+
 /// The shared DynamoDB Local of this test binary, started on first use.
 pub fn dynamodb_local() -> &'static DynamoLocal {
     LOCAL.get_or_init(|| {
-        start().unwrap_or_else(|err| panic!("DynamoDB Local could not start: {err}"))
-    })
-}
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("a free port")
-}
-
-fn start() -> Result<DynamoLocal, String> {
-    let port = free_port();
-    let (_child, stdin) = spawn_dynamodb_local(port, None)?;
-    Ok(DynamoLocal {
-        endpoint: format!("http://127.0.0.1:{port}"),
-        _stdin: Mutex::new(stdin),
+        DynamoLocal::start(SCRIPT)
+            .unwrap_or_else(|err| panic!("DynamoDB Local could not start: {err}"))
     })
 }
 
@@ -58,48 +37,8 @@ fn start() -> Result<DynamoLocal, String> {
 pub fn spawn_dynamodb_local(
     port: u16,
     dir: Option<&std::path::Path>,
-) -> Result<(Child, ChildStdin), String> {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/dynamodb-local.sh");
-    let log = std::env::temp_dir().join(format!("sequence-guard-dynamodb-local-{port}.log"));
-    let dir = dir.map(|dir| dir.display().to_string()).unwrap_or_default();
-    // `run` fetches into the cache when needed, then execs java; the shell
-    // around it kills it once stdin reaches its end (this process is gone).
-    let mut child = Command::new("bash")
-        .arg("-c")
-        .arg(r#""$1" run "$2" "$4" >"$3" 2>&1 & pid=$!; read -r _; kill "$pid" 2>/dev/null; wait"#)
-        .args([
-            "watchdog",
-            script,
-            &port.to_string(),
-            &log.display().to_string(),
-            &dir,
-        ])
-        .stdin(Stdio::piped())
-        .spawn()
-        .map_err(|err| format!("cannot run {script}: {err}"))?;
-    let stdin = child
-        .stdin
-        .take()
-        .ok_or("no stdin for DynamoDB Local's watchdog")?;
-    let started = Instant::now();
-    let log_text = || {
-        let mut text = String::new();
-        let _ = std::fs::File::open(&log).and_then(|mut file| file.read_to_string(&mut text));
-        text
-    };
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if started.elapsed() > Duration::from_secs(120) {
-            return Err(format!(
-                "not listening on port {port} after 120 s; its log:\n{}",
-                log_text()
-            ));
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("exited with {status}; its log:\n{}", log_text()));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok((child, stdin))
+) -> Result<(std::process::Child, std::process::ChildStdin), String> {
+    sequence_guard::testing::spawn_dynamodb_local(SCRIPT, port, dir)
 }
 
 /// A new, empty table on DynamoDB Local, with the contract's key schema.

@@ -1,0 +1,103 @@
+//! The bank's own binaries, sequence-guard's `cli` on the bank's domain:
+//! `bank-replay` on the embedded table and on DynamoDB Local,
+//! `bank-inspect` on what it wrote, and `bank-projector` outside Lambda.
+
+use std::process::Command;
+
+use sequence_guard::testing::DynamoLocal;
+
+const SCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../scripts/dynamodb-local.sh"
+);
+
+const SAMPLES: [&str; 4] = [
+    "events/01-accounts-opened-and-moved.json",
+    "events/02-gap-parked.json",
+    "events/03-gap-closed.json",
+    "events/04-snapshot-out-of-order.json",
+];
+
+fn run(exe: &str, args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(exe)
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("TABLE_NAME")
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .expect("run");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bank_replay_tells_the_story_on_the_embedded_table() {
+    let (code, stdout, stderr) = run(env!("CARGO_BIN_EXE_bank-replay"), &SAMPLES);
+    assert_eq!(code, 0, "{stderr}");
+    for line in [
+        "acct-1  seq -  FeeCharged      duplicate",
+        "parked  acct-2 seq 3 (waiting for 2; 1 parked on it)",
+        "drained acct-2 seq 3 MoneyDeposited",
+        "acct-3  seq 5  AccountSnapshot  applied",
+        "account acct-1       sequence 3   balanceCents 75000 owner \"Ada Lovelace\"",
+        "account acct-3       sequence 6   balanceCents 60000 owner \"Grace Hopper\"",
+        "fees    acct-1       chargedCents 500",
+    ] {
+        assert!(stdout.contains(line), "{line} missing:\n{stdout}");
+    }
+}
+
+#[test]
+fn bank_inspect_reads_what_bank_replay_wrote_on_dynamodb_local() {
+    let local = DynamoLocal::start(SCRIPT).expect("DynamoDB Local");
+    let table = format!("bank-cli-{}", std::process::id());
+    let on_table = ["--endpoint-url", &local.endpoint, "--table", &table];
+    let mut args = on_table.to_vec();
+    args.push("--create-table");
+    args.extend(SAMPLES);
+    let (code, stdout, stderr) = run(env!("CARGO_BIN_EXE_bank-replay"), &args);
+    assert_eq!(code, 0, "{stderr}\n{stdout}");
+
+    let inspect = |what: &[&str]| {
+        let mut args = on_table.to_vec();
+        args.extend(what);
+        run(env!("CARGO_BIN_EXE_bank-inspect"), &args)
+    };
+    let (code, stdout, stderr) = inspect(&["account", "acct-3"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.starts_with("account acct-3\n  sequence 6 (last event acct-3-6)\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("nothing parked"), "{stdout}");
+    let (code, stdout, stderr) = inspect(&["fees", "acct-1"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "fees acct-1\n  chargedCents 500\n");
+    let (code, stdout, _) = inspect(&["--parked"]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.starts_with("0 entities with events parked"),
+        "{stdout}"
+    );
+    let (code, _, stderr) = inspect(&["order", "order-42"]);
+    assert_eq!(code, 2, "the bank has no orders");
+    assert!(
+        stderr.contains("invalid value 'order'") && stderr.contains("account, fees"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bank_projector_outside_lambda_says_what_it_is() {
+    let (code, _, stderr) = run(env!("CARGO_BIN_EXE_bank-projector"), &[]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.starts_with("bank-projector is a Lambda function"),
+        "{stderr}"
+    );
+}
