@@ -56,14 +56,21 @@ pub const VARIABLES: [&str; 11] = [
     "POWERTOOLS_SERVICE_NAME",
 ];
 
+/// Why the configuration is refused: the variable, and what it must be.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
+    /// A required variable is unset or blank (`TABLE_NAME`).
     #[error("the environment variable {0} is required (the DynamoDB table to project into)")]
     Missing(&'static str),
+    /// A variable is set outside its range.
     #[error("the environment variable {name} must be {expected}, got `{value}`")]
     Invalid {
+        /// The variable's name.
         name: &'static str,
+        /// What it must be (`a whole number from 0 to 10`).
         expected: String,
+        /// The value given: its first 64 characters, and `...` when it is
+        /// longer.
         value: String,
     },
 }
@@ -86,13 +93,20 @@ impl ConfigError {
 /// The projector's configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// `TABLE_NAME`: the table's name or ARN, trimmed.
     pub table_name: String,
+    /// The runner's part (see [`runner_from_lookup`]).
     pub runner: RunnerConfig,
+    /// The CloudWatch namespace of the metrics: `POWERTOOLS_METRICS_NAMESPACE`,
+    /// else `METRICS_NAMESPACE`, else `SequenceGuard`.
     pub metrics_namespace: String,
+    /// The `Service` dimension of the metrics: `POWERTOOLS_SERVICE_NAME`, else
+    /// `METRICS_SERVICE`, else `sequence-guard`.
     pub metrics_service: String,
 }
 
 impl Config {
+    /// Reads the configuration from the process's environment.
     pub fn from_env() -> Result<Config, ConfigError> {
         Config::from_lookup(|name| std::env::var(name).ok())
     }

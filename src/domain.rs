@@ -149,10 +149,12 @@ impl Domain {
         self.types
     }
 
+    /// The entity kinds registered, in the order they were registered.
     pub fn kinds(&self) -> &[&'static Kind] {
         &self.kinds
     }
 
+    /// The counters registered, in the order they were registered.
     pub fn counters(&self) -> &[&'static Counter] {
         &self.counters
     }

@@ -155,6 +155,7 @@ pub struct EntityKey {
 }
 
 impl EntityKey {
+    /// The key of the entity of `kind` with the aggregate id `id`.
     pub fn new(kind: &'static Kind, id: impl Into<String>) -> Self {
         EntityKey {
             kind,
@@ -167,6 +168,7 @@ impl EntityKey {
         EntityKey::new(Kind::of::<T>(), id)
     }
 
+    /// The entity's kind.
     pub fn kind(&self) -> &'static Kind {
         self.kind
     }
@@ -250,6 +252,7 @@ impl<T: Entity> Erased for T {
 }
 
 impl AnyEntity {
+    /// Holds `entity` as an entity of any kind.
     pub fn new<T: Entity>(entity: T) -> Self {
         AnyEntity(Box::new(entity))
     }
@@ -264,6 +267,7 @@ impl AnyEntity {
         self.0.last_event_id()
     }
 
+    /// The entity's kind.
     pub fn kind(&self) -> &'static Kind {
         self.0.kind()
     }

@@ -22,22 +22,42 @@ pub const MAX_DATA_STRING: usize = 1024;
 /// Why a message body was not accepted. These never heal by retrying.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvalidMessage {
+    /// The SQS record has no body.
     #[error("the record has no body")]
     NoBody,
+    /// The body is not valid JSON (with serde_json's error).
     #[error("the body is not JSON: {0}")]
     NotJson(String),
+    /// The body is JSON but not an object.
     #[error("the body is not a JSON object")]
     NotAnObject,
+    /// A required field is absent or null (named by its path: `type`,
+    /// `data.sku`).
     #[error("missing field `{0}`")]
     Missing(String),
+    /// A field is present but not as the contract or the event type declares
+    /// it.
     #[error("field `{field}` {problem}")]
-    Invalid { field: String, problem: String },
+    Invalid {
+        /// The field, by its path (`sequence`, `data.quantity`).
+        field: String,
+        /// What is wrong with it, the rest of the message after the field's
+        /// name (`must be a string, got a number`).
+        problem: String,
+    },
+    /// The `type` names none of the domain's event types (its first 64
+    /// characters).
     #[error("unknown event type `{0}`")]
     UnknownType(String),
     /// A string anywhere in `data` (a field the type does not declare
     /// included: it is kept in the body, parked or recorded) over the limit.
     #[error("field `{field}` must be 0 to {max} characters, got more than {max}")]
-    TooLong { field: String, max: usize },
+    TooLong {
+        /// The string, by its path (`data.lines[2].label`).
+        field: String,
+        /// The limit, in characters.
+        max: usize,
+    },
 }
 
 fn invalid(field: &str, problem: impl Into<String>) -> InvalidMessage {
@@ -50,6 +70,7 @@ fn invalid(field: &str, problem: impl Into<String>) -> InvalidMessage {
 /// One record of a batch, read.
 #[derive(Debug)]
 pub struct Record {
+    /// The SQS message id.
     pub message_id: String,
     /// The stream the record belongs to: the event's aggregate id (a
     /// deduplicated effect's counter id), or the `MessageGroupId` when the body could not be
@@ -62,6 +83,7 @@ pub struct Record {
     pub trace_id: Option<String>,
     /// The body as received (kept to park the event).
     pub body: String,
+    /// The event read from the body, or why it could not be read.
     pub event: Result<Event, InvalidMessage>,
 }
 
@@ -136,6 +158,7 @@ impl Event {
         self.event_type
     }
 
+    /// The envelope's `eventId`.
     pub fn event_id(&self) -> &str {
         match &self.handling {
             How::Sequenced(apply) | How::Snapshot(apply) => apply.event_id(),

@@ -36,6 +36,7 @@ impl Decision {
         matches!(self, Decision::Applied | Decision::Duplicate)
     }
 
+    /// The decision as logs and errors name it (`not created`).
     pub fn as_str(self) -> &'static str {
         match self {
             Decision::Applied => "applied",
@@ -50,10 +51,13 @@ impl Decision {
 /// event type's data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sequenced<T> {
+    /// The envelope's `eventId`.
     pub event_id: String,
+    /// The envelope's `aggregateId`: the entity's id, and the event's stream.
     pub aggregate_id: String,
     /// 1 up to `i64::MAX`, checked when the message is read.
     pub sequence: u64,
+    /// The event's `data`, read as its event type declares it.
     pub data: T,
 }
 
@@ -62,8 +66,11 @@ pub struct Sequenced<T> {
 /// (the worked example's stock: `SKU#<sku>`, `STOCK`, `onHand`).
 #[derive(Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Counter {
+    /// The prefix of the item's `pk` (`SKU`).
     pub kind: &'static str,
+    /// The item's `sk` (`STOCK`).
     pub sort_key: &'static str,
+    /// The attribute that holds the number (`onHand`).
     pub attribute: &'static str,
 }
 
@@ -86,9 +93,11 @@ pub struct Deduplicated {
     /// The handler name the deduplication record is kept under
     /// (`HANDLER#<name>`).
     pub handler: &'static str,
+    /// The counter `delta` is added to.
     pub counter: &'static Counter,
     /// The counter's id; also the event's stream (its ordering key).
     pub id: String,
+    /// The amount added (negative to subtract).
     pub delta: i64,
 }
 
@@ -170,7 +179,10 @@ impl fmt::Debug for Handling {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("handler {handler} {problem}")]
 pub struct HandlerFault {
+    /// The handler's name (its path).
     pub handler: &'static str,
+    /// What it did wrong, the rest of the message after the handler's name
+    /// (`answered applied to event 3 and left no entity`).
     pub problem: String,
 }
 

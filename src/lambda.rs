@@ -16,12 +16,17 @@ use crate::sweep::sweep;
 /// An invocation that fails as a whole.
 #[derive(Debug, thiserror::Error)]
 pub enum InvocationError {
+    /// The batch cannot be answered message by message (a record without a
+    /// message id).
     #[error(transparent)]
     Batch(#[from] BatchError),
+    /// The event is neither an SQS batch nor a scheduled event, or could not be
+    /// read or answered as one.
     #[error(
         "unsupported event: expected an SQS batch (`Records`) or a scheduled event (`source` = `aws.events`): {0}"
     )]
     Unsupported(String),
+    /// The sweep of parked events failed on a store error.
     #[error("the sweep of parked events failed: {0}")]
     Sweep(StoreError),
 }

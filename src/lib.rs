@@ -36,12 +36,17 @@
 //! - [`sweep`]: the scheduled look at parked events, for the alarm.
 //! - [`metrics`], [`logging`]: CloudWatch metrics (EMF) and the log
 //!   subscriber; no level prints an event's data.
+//! - [`producer`]: the producer's half: events appended to an event store
+//!   with gapless sequences, each with its sequence in one transaction, a
+//!   request id making a retried command safe.
 //! - [`cli`]: the binaries of any domain, each a one-line `main`: the
 //!   Lambda function, `replay` and `inspect`.
 //! - [`testkit`]: given an entity, when an event, then a decision and a
 //!   state: a domain's handlers tested without a store.
 //! - `testing` (the `test-support` feature): what the engine's own tests
 //!   need and the function does not.
+
+#![warn(missing_docs)]
 
 pub mod cli;
 pub mod config;
@@ -53,6 +58,7 @@ pub mod lambda;
 pub mod limits;
 pub mod logging;
 pub mod metrics;
+pub mod producer;
 pub mod runner;
 pub mod store;
 pub mod sweep;

@@ -132,6 +132,7 @@ pub struct Emf {
     collector: &'static Collector,
 }
 
+/// [`Emf::install`] could not install the EMF collector; holds the reason.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot install the metrics collector: {0}")]
 pub struct MetricsError(String);

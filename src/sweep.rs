@@ -34,6 +34,7 @@ pub const PAGE: usize = 100;
 /// One entity with events parked on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParkedStream {
+    /// The entity's key.
     pub key: EntityKey,
     /// How long it has had events parked, in seconds.
     pub parked_for_seconds: u64,

@@ -24,13 +24,18 @@ pub enum Saved {
     /// The stored entity was no longer at the expected sequence: another
     /// invocation wrote it first. `current` is what is stored now (`None`:
     /// nothing), as returned by the failed condition itself.
-    Conflict { current: Option<AnyEntity> },
+    Conflict {
+        /// The entity stored now (`None`: nothing).
+        current: Option<AnyEntity>,
+    },
 }
 
 /// An entity and its key: what a test saves.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keyed {
+    /// Where it is stored.
     pub key: EntityKey,
+    /// The entity.
     pub entity: AnyEntity,
 }
 
@@ -83,10 +88,12 @@ impl<S: Store + ?Sized> SaveExt for S {}
 /// A DynamoDB Local server. It lives as long as the test process: its
 /// watchdog shell kills it when our end of its stdin closes.
 pub struct DynamoLocal {
+    /// Its endpoint, `http://127.0.0.1:<port>`.
     pub endpoint: String,
     _stdin: Mutex<ChildStdin>,
 }
 
+/// A TCP port free on the loopback interface now.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())

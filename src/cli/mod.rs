@@ -13,11 +13,14 @@
 //!   table or on DynamoDB.
 //! - [`inspect`]: one entity or counter in the table, or every entity with
 //!   events parked.
+//! - [`append`]: one event appended to the event store (the producer's half).
 
+mod append;
 mod inspect;
 mod projector;
 mod replay;
 
+pub use append::append;
 pub use inspect::inspect;
 pub use projector::projector;
 pub use replay::replay;

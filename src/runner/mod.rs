@@ -68,6 +68,7 @@ pub struct RunnerConfig {
     /// How often a run is decided again after its conditional write lost a
     /// race, from the item the failed condition returned.
     pub condition_retries: u32,
+    /// What a gap that keeps coming back becomes.
     pub gap_policy: GapPolicy,
     /// A gap is parked from this delivery on (`ApproximateReceiveCount`);
     /// keep it below the queue's `maxReceiveCount`.
@@ -113,11 +114,16 @@ pub struct Invocation {
 /// A batch that cannot be answered message by message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BatchError {
+    /// A record has no `messageId`: the invocation fails, so the whole batch is
+    /// retried.
     #[error(
         "record {index} of the batch has no messageId, so it cannot be reported failed on its own: \
          failing the invocation so that the whole batch is retried"
     )]
-    MissingMessageId { index: usize },
+    MissingMessageId {
+        /// The record's position in the batch, from 0.
+        index: usize,
+    },
 }
 
 /// The batch runner over a store.
@@ -129,6 +135,7 @@ pub struct Runner<S> {
 }
 
 impl<S: Store> Runner<S> {
+    /// A runner of `domain`'s messages over `store`, configured by `config`.
     pub fn new(domain: Domain, store: S, config: RunnerConfig) -> Self {
         Runner {
             domain,
@@ -137,10 +144,12 @@ impl<S: Store> Runner<S> {
         }
     }
 
+    /// The store it reads and writes.
     pub fn store(&self) -> &S {
         &self.store
     }
 
+    /// The domain whose messages it reads.
     pub fn domain(&self) -> &Domain {
         &self.domain
     }

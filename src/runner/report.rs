@@ -10,21 +10,34 @@ use crate::store::ParkedEvent;
 /// What became of one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
+    /// The event was applied to its entity, or its effect added to its
+    /// counter: completed.
     Applied,
+    /// Done already (applied before, parked already, or an older snapshot):
+    /// completed, nothing written.
     Duplicate,
     /// A gap, parked in the table: completed, applied when the gap closes.
     Parked,
     /// A different event for a sequence applied or parked: recorded, completed.
     Conflict,
+    /// An earlier event of the aggregate has not been applied, and the message
+    /// was not parked: reported failed, to be retried.
     Gap,
+    /// The entity has not been created yet, and the message was not parked:
+    /// reported failed, to be retried.
     NotCreated,
+    /// The body could not be read
+    /// ([`InvalidMessage`](crate::envelope::InvalidMessage)), or a conflicting
+    /// body is too large to record: reported failed.
     Invalid,
     /// Not attempted: an earlier message of its stream failed, or the
     /// invocation's deadline was too near.
     Skipped,
+    /// A store call failed or timed out, or a conditional write kept losing
+    /// races: reported failed, to be retried.
     StorageError,
     /// Refused for good by the table (DynamoDB's `ValidationException`, a
-    /// stock level leaving the 64-bit range): retrying will not help; the
+    /// counter leaving the 64-bit range): retrying will not help; the
     /// message goes on to the dead-letter queue.
     Rejected,
     /// The event's handler broke the rule its answer must keep (`Applied`
@@ -34,6 +47,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, once each.
     pub const ALL: [Outcome; 11] = [
         Outcome::Applied,
         Outcome::Duplicate,
@@ -56,6 +70,7 @@ impl Outcome {
         )
     }
 
+    /// The outcome as logs name it (`not created`).
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Applied => "applied",
@@ -87,11 +102,19 @@ impl From<Decision> for Outcome {
 /// One message's line of the report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageReport {
+    /// The SQS message id.
     pub message_id: String,
+    /// The stream the message belongs to
+    /// ([`Record::stream`](crate::envelope::Record::stream)).
     pub stream: String,
+    /// The envelope's `type`; `None` when the body could not be read.
     pub event_type: Option<&'static str>,
+    /// The event's sequence; `None` for a deduplicated effect, or when the body
+    /// could not be read.
     pub sequence: Option<u64>,
+    /// What became of the message.
     pub outcome: Outcome,
+    /// Why, in one line (for logs); `None` when the outcome says it all.
     pub reason: Option<String>,
     /// For a gap: the sequence the entity waits for (the missing event).
     pub waiting_for: Option<u64>,
@@ -105,7 +128,9 @@ pub struct MessageReport {
 /// What one commit parked on an entity and drained from it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParkingReport {
+    /// The stream whose commit this was.
     pub stream: String,
+    /// The entity the events were parked on or drained from.
     pub entity: EntityKey,
     /// Sequences parked.
     pub parked: Vec<u64>,
@@ -130,8 +155,11 @@ pub struct ParkingReport {
 /// A parked event that was applied: what identifies it, not its body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DrainedEvent {
+    /// The event's sequence.
     pub sequence: u64,
+    /// The event's `eventId`.
     pub event_id: String,
+    /// The envelope's `type`.
     pub event_type: String,
     /// The message that brought it.
     pub message_id: String,
@@ -157,6 +185,7 @@ impl From<&ParkedEvent> for DrainedEvent {
 /// What became of every message of a batch, in batch order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BatchReport {
+    /// One report per message, in batch order.
     pub messages: Vec<MessageReport>,
     /// Requests the batch sent to the table.
     pub requests: u64,
@@ -178,6 +207,7 @@ impl BatchReport {
         response
     }
 
+    /// How many messages had `outcome`.
     pub fn count(&self, outcome: Outcome) -> usize {
         self.messages
             .iter()

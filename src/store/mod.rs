@@ -20,7 +20,9 @@ use crate::handling::Counter;
 /// Identifies a deduplication record: an event handled by a handler.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DedupKey {
+    /// The event's `eventId`.
     pub event_id: String,
+    /// The handler name the record is kept under (`HANDLER#<name>`).
     pub handler: &'static str,
 }
 
@@ -51,7 +53,9 @@ pub struct Parking {
 /// created) and what is parked on it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stored {
+    /// The entity; `None` while it has not been created.
     pub entity: Option<AnyEntity>,
+    /// What is parked on the item.
     pub parking: Parking,
 }
 
@@ -59,11 +63,15 @@ pub struct Stored {
 /// its entity reaches the sequence before it (`sk` = `PENDING#<sequence>`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParkedEvent {
+    /// The event's sequence (in its sort key, `PENDING#<sequence>`).
     pub sequence: u64,
+    /// The event's `eventId`.
     pub event_id: String,
+    /// The envelope's `type`.
     pub event_type: String,
     /// The message body, as received.
     pub body: String,
+    /// The SQS message id of the message that brought the event.
     pub message_id: String,
     /// Epoch seconds.
     pub parked_at: u64,
@@ -73,8 +81,11 @@ pub struct ParkedEvent {
 /// (`sk` = `CONFLICT#<sequence>#<eventId>`). Recorded once; never overwrites.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConflictRecord {
+    /// The sequence both events claim.
     pub sequence: u64,
+    /// The `eventId` of the second event (the one recorded here).
     pub event_id: String,
+    /// The second event's message body, as received.
     pub body: String,
     /// Epoch seconds, when first seen.
     pub seen_at: u64,
@@ -111,13 +122,19 @@ impl Commit {
 /// `expected`; conflict records are written only where none exists.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Commit {
+    /// The entity whose item the commit writes; parked events and conflicts go
+    /// in its partition.
     pub key: EntityKey,
+    /// The item as the step found it: the entity's item is written only if it
+    /// is still so.
     pub expected: Expected,
     /// The entity as the step leaves it; `None`: unchanged.
     pub entity: Option<AnyEntity>,
+    /// Events to park, each written as a new item where none exists yet.
     pub park: Vec<ParkedEvent>,
     /// Sequences of parked events the step applied.
     pub drain: Vec<u64>,
+    /// Conflict records to write, each only where none exists yet.
     pub conflicts: Vec<ConflictRecord>,
     /// Epoch seconds (`parkedSince` when the item starts holding parked events).
     pub now: u64,
@@ -148,10 +165,12 @@ impl Commit {
 /// The answer to a commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Committed {
+    /// Everything the commit holds was written.
     Written,
     /// The entity's item was no longer as expected: nothing was written.
     /// `current` is the item now (as returned by the failed condition).
     Conflict {
+        /// The entity's item as it is now.
         current: Stored,
     },
 }
@@ -168,6 +187,7 @@ pub struct ParkedEntity {
 /// A page of the index of parked entities.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ParkedPage {
+    /// The entries of this page, in the store's key order.
     pub entities: Vec<ParkedEntity>,
     /// Where the next page starts (an opaque cursor of the store); `None`
     /// when this page is the last.
@@ -178,8 +198,11 @@ pub struct ParkedPage {
 /// looks at when a stream is stuck.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Inspection {
+    /// The entity's item: the entity, if created, and what is parked on it.
     pub stored: Stored,
+    /// The parked events (`PENDING#` items), in sequence order.
     pub parked: Vec<ParkedEvent>,
+    /// The conflict records (`CONFLICT#` items), by sequence, then event id.
     pub conflicts: Vec<ConflictRecord>,
 }
 
@@ -188,24 +211,42 @@ pub struct Inspection {
 /// failed, and the guard sorts it out on redelivery.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
+    /// A request failed: an error from the service or the SDK (throttling, a
+    /// network error).
     #[error("{operation} failed: {message}")]
     Request {
+        /// The operation, as DynamoDB names it (`BatchGetItem`,
+        /// `TransactWriteItems`, ...).
         operation: &'static str,
+        /// What went wrong, in one line.
         message: String,
     },
+    /// The call was cut off when the time left before the invocation's deadline
+    /// (less the margin) ran out.
     #[error("{operation} did not answer within {millis} ms")]
     Timeout {
+        /// The operation that was cut off.
         operation: &'static str,
+        /// The time it was given, in milliseconds.
         millis: u128,
     },
+    /// An item exists but cannot be read (an attribute of the wrong type, an
+    /// entity its type cannot decode).
     #[error("item {key} cannot be read: {message}")]
-    Corrupt { key: String, message: String },
+    Corrupt {
+        /// Names the item: its key, or what it is (`a parked event`).
+        key: String,
+        /// Why it cannot be read.
+        message: String,
+    },
     /// The table refused the request for good (DynamoDB's
     /// `ValidationException`: an item over 400 KB, say): nothing was
     /// written, and the same request will be refused again.
     #[error("{operation} refused by the table: {message}")]
     Rejected {
+        /// The operation refused.
         operation: &'static str,
+        /// What the table answered, in one line.
         message: String,
     },
 }
@@ -215,10 +256,15 @@ pub enum StoreError {
 /// (`event_id`, `handler`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Addition {
+    /// The event's `eventId`.
     pub event_id: String,
+    /// The handler name the deduplication record is kept under.
     pub handler: &'static str,
+    /// The counter added to.
     pub counter: &'static Counter,
+    /// The counter's id (its item's `pk` is `<kind>#<id>`).
     pub id: String,
+    /// The amount added (negative to subtract).
     pub delta: i64,
     /// Epoch seconds.
     pub handled_at: u64,
@@ -227,6 +273,7 @@ pub struct Addition {
 }
 
 impl Addition {
+    /// The key of the addition's deduplication record.
     pub fn dedup_key(&self) -> DedupKey {
         DedupKey {
             event_id: self.event_id.clone(),
@@ -246,8 +293,11 @@ pub enum Added {
     /// Nothing changed: the additions to the counter `id` would take it
     /// (`value` now, `None` when never added to) outside the 64-bit range.
     OutOfRange {
+        /// The counter that would leave the range.
         counter: &'static Counter,
+        /// The counter's id.
         id: String,
+        /// The counter's value now; `None` when nothing was ever added to it.
         value: Option<i64>,
     },
 }

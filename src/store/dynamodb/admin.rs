@@ -6,8 +6,8 @@ use std::time::Duration;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TableStatus,
-    TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    StreamSpecification, StreamViewType, TableStatus, TimeToLiveSpecification,
 };
 
 use super::{TTL_ATTRIBUTE, build_error, readable, request_error};
@@ -16,27 +16,51 @@ use crate::store::StoreError;
 /// Why the table cannot be used: one line, with what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TableError {
+    /// The table does not exist (`ResourceNotFoundException`).
     #[error(
         "table `{table}` does not exist: create it (`--create-table`, or deploy template.yaml), or check the table name and AWS_REGION"
     )]
-    Missing { table: String },
+    Missing {
+        /// The table's name.
+        table: String,
+    },
+    /// No answer from DynamoDB (a connection refused, a timeout, a wrong
+    /// endpoint).
     #[error(
         "cannot reach DynamoDB: {detail}. Start DynamoDB Local (scripts/dynamodb-local.sh run 8000), or check --endpoint-url and the network"
     )]
-    Unreachable { detail: String },
+    Unreachable {
+        /// The innermost cause, at most 120 characters.
+        detail: String,
+    },
+    /// The SDK found no AWS credentials to sign with.
     #[error(
         "no AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (DynamoDB Local takes any values)"
     )]
     NoCredentials,
+    /// DynamoDB answered with an error other than a missing table (access
+    /// denied, say).
     #[error("DynamoDB refused {operation} on table `{table}`: {code}: {message}")]
     Refused {
+        /// The operation refused (`DescribeTable`, `CreateTable`,
+        /// `UpdateTimeToLive`).
         operation: &'static str,
+        /// The table's name.
         table: String,
+        /// DynamoDB's error code (`AccessDeniedException`).
         code: String,
+        /// DynamoDB's message.
         message: String,
     },
+    /// The table exists but is not active, or did not become so within 60 s.
     #[error("table `{table}` is not ready: {status}")]
-    NotReady { table: String, status: String },
+    NotReady {
+        /// The table's name.
+        table: String,
+        /// Its status (`CREATING`, `DELETING`, ...), or how long it has
+        /// been creating.
+        status: String,
+    },
 }
 
 /// What an SDK error means for someone at a terminal.
@@ -97,6 +121,17 @@ pub async fn check_table(client: &Client, table: &str) -> Result<(), TableError>
 /// Creates `table` (as [`create_table`]) unless it exists, and waits until
 /// it is active. Safe to run again. `Ok(true)`: it was created now.
 pub async fn ensure_table(client: &Client, table: &str) -> Result<bool, TableError> {
+    ensure(client, table, false).await
+}
+
+/// Creates the event store's `table` unless it exists (as [`ensure_table`],
+/// with a DynamoDB stream of new images for the dispatcher), and waits until
+/// it is active. Safe to run again. `Ok(true)`: it was created now.
+pub async fn ensure_events_table(client: &Client, table: &str) -> Result<bool, TableError> {
+    ensure(client, table, true).await
+}
+
+async fn ensure(client: &Client, table: &str, stream: bool) -> Result<bool, TableError> {
     match check_table(client, table).await {
         Ok(()) => return Ok(false),
         Err(TableError::Missing { .. }) => {}
@@ -104,7 +139,7 @@ pub async fn ensure_table(client: &Client, table: &str) -> Result<bool, TableErr
         Err(TableError::NotReady { status, .. }) if status == "CREATING" => {}
         Err(err) => return Err(err),
     }
-    if let Err(err) = send_create_table(client, table).await {
+    if let Err(err) = send_create_table(client, table, stream).await {
         // Created meanwhile by someone else: as good.
         if err.code() != Some("ResourceInUseException") {
             return Err(table_error("CreateTable", table, &err));
@@ -134,7 +169,7 @@ pub async fn ensure_table(client: &Client, table: &str) -> Result<bool, TableErr
 /// [`TTL_ATTRIBUTE`]; fails if it exists. For tests; `replay --create-table`
 /// uses [`ensure_table`], and production tables come from `template.yaml`.
 pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
-    send_create_table(client, table)
+    send_create_table(client, table, false)
         .await
         .map_err(|err| request_error("CreateTable", &err))?;
     enable_ttl(client, table)
@@ -148,7 +183,11 @@ type CreateTableError = SdkError<
     aws_sdk_dynamodb::config::http::HttpResponse,
 >;
 
-async fn send_create_table(client: &Client, table: &str) -> Result<(), CreateTableError> {
+async fn send_create_table(
+    client: &Client,
+    table: &str,
+    stream: bool,
+) -> Result<(), CreateTableError> {
     let attribute = |name: &str| {
         AttributeDefinition::builder()
             .attribute_name(name)
@@ -182,6 +221,18 @@ async fn send_create_table(client: &Client, table: &str) -> Result<(), CreateTab
         .key_schema(hash)
         .key_schema(range)
         .billing_mode(BillingMode::PayPerRequest)
+        .set_stream_specification(
+            stream
+                .then(|| {
+                    StreamSpecification::builder()
+                        .stream_enabled(true)
+                        .stream_view_type(StreamViewType::NewImage)
+                        .build()
+                })
+                .transpose()
+                .ok()
+                .flatten(),
+        )
         .send()
         .await?;
     Ok(())

@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::types::CancellationReason;
 
 use crate::store::StoreError;
 
-pub(super) fn request_error<E, R>(operation: &'static str, err: &SdkError<E, R>) -> StoreError
+pub(crate) fn request_error<E, R>(operation: &'static str, err: &SdkError<E, R>) -> StoreError
 where
     E: std::error::Error + ProvideErrorMetadata + 'static,
     R: std::fmt::Debug,
@@ -22,7 +22,7 @@ where
 
 /// A service error other than the ones the caller answers, as its code and
 /// message (not the SDK's whole dump of the response).
-pub(super) fn service_error<E>(operation: &'static str, err: &E) -> StoreError
+pub(crate) fn service_error<E>(operation: &'static str, err: &E) -> StoreError
 where
     E: std::error::Error + ProvideErrorMetadata,
 {
@@ -71,7 +71,7 @@ pub(super) fn cancelled(reasons: &[CancellationReason]) -> StoreError {
     }
 }
 
-pub(super) fn build_error(operation: &'static str, err: impl std::fmt::Display) -> StoreError {
+pub(crate) fn build_error(operation: &'static str, err: impl std::fmt::Display) -> StoreError {
     StoreError::Request {
         operation,
         message: err.to_string(),

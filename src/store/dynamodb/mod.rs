@@ -41,12 +41,14 @@ use aws_sdk_dynamodb::types::{
 use serde_dynamo::aws_sdk_dynamodb_1::to_item;
 
 mod admin;
-mod errors;
+pub(crate) mod errors;
 mod expression;
 mod items;
 mod xray;
 
-pub use admin::{TableError, check_table, connect, create_table, ensure_table};
+pub use admin::{
+    TableError, check_table, connect, create_table, ensure_events_table, ensure_table,
+};
 use errors::*;
 use expression::*;
 use items::*;
@@ -69,7 +71,7 @@ const UNPROCESSED_RETRIES: u32 = 5;
 
 /// The IAM actions a DynamoDB operation of this adapter needs: a
 /// transaction is authorised by the actions it contains (a `Put` of the dedup
-/// record and an `Update` of the stock).
+/// record and an `Update` of a counter).
 pub fn iam_actions(operation: &str) -> &'static [&'static str] {
     match operation {
         "BatchGetItem" => &["dynamodb:BatchGetItem"],
@@ -96,6 +98,8 @@ pub struct DynamoStore {
 }
 
 impl DynamoStore {
+    /// A store of `table` (a name or an ARN) through `client`, with X-Ray
+    /// subsegments when `AWS_XRAY_DAEMON_ADDRESS` names a daemon.
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         DynamoStore {
             client,
@@ -150,10 +154,12 @@ impl DynamoStore {
             .clone()
     }
 
+    /// The SDK client it sends requests with.
     pub fn client(&self) -> &Client {
         &self.client
     }
 
+    /// The table's name or ARN.
     pub fn table(&self) -> &str {
         &self.table
     }

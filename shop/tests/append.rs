@@ -1,0 +1,550 @@
+//! The producer's half on DynamoDB Local: the event store's append (the head,
+//! the events and the request record in one transaction), checked with the
+//! consumer's declarations; the `append` binary; appenders racing on a few
+//! streams; requests repeated, also after lost answers and from a new
+//! process; faults between the caller and the table.
+
+mod support;
+
+use std::collections::{BTreeMap, HashSet};
+use std::process::Command;
+use std::sync::Arc;
+
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use sequence_guard::producer::{
+    Append, AppendError, EventStore, ExpectedSequence, NewEvent, StoredEvent,
+};
+use sequence_guard::store::dynamodb::{connect, ensure_events_table};
+use serde_json::{Value, json};
+use support::fault_proxy::{Fault, FaultProxy};
+use support::*;
+
+async fn fresh_store(endpoint: &str) -> EventStore {
+    let client = connect(Some(endpoint)).await;
+    let name = format!(
+        "events-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    ensure_events_table(&client, &name)
+        .await
+        .expect("events table");
+    EventStore::new(client, name, shop::domain())
+}
+
+fn created(total_cents: u64) -> NewEvent {
+    NewEvent::new(
+        "OrderCreated",
+        json!({"customerName": "Ada", "email": "ada@example.com", "totalCents": total_cents}),
+    )
+}
+
+fn updated(total_cents: u64) -> NewEvent {
+    NewEvent::new(
+        "OrderUpdated",
+        json!({"customerName": "Ada", "email": "ada@example.com", "totalCents": total_cents}),
+    )
+}
+
+async fn events(store: &EventStore, stream: &str) -> Vec<StoredEvent> {
+    let mut all = Vec::new();
+    loop {
+        let after = all.last().map_or(0, |event: &StoredEvent| event.sequence);
+        let page = store.read(stream, after, 100).await.expect("read");
+        if page.is_empty() {
+            return all;
+        }
+        all.extend(page);
+    }
+}
+
+/// Every item of the table, as (pk, sk) -> attributes.
+async fn items(store: &EventStore, endpoint: &str) -> BTreeMap<(String, String), Value> {
+    let client = connect(Some(endpoint)).await;
+    let output = client
+        .scan()
+        .table_name(store.table())
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("scan");
+    output
+        .items
+        .unwrap_or_default()
+        .into_iter()
+        .map(|item| {
+            let text = |name: &str| match item.get(name) {
+                Some(AttributeValue::S(text)) => text.clone(),
+                _ => String::new(),
+            };
+            let attributes: serde_json::Map<String, Value> = item
+                .iter()
+                .filter(|(name, _)| *name != "pk" && *name != "sk")
+                .map(|(name, value)| {
+                    let value = match value {
+                        AttributeValue::S(text) => json!(text),
+                        AttributeValue::N(number) => json!(number),
+                        other => json!(format!("{other:?}")),
+                    };
+                    (name.clone(), value)
+                })
+                .collect();
+            ((text("pk"), text("sk")), Value::Object(attributes))
+        })
+        .collect()
+}
+
+/// Each stream holds 1..n with no gap, and the head says n.
+async fn assert_contiguous(store: &EventStore, stream: &str) -> Vec<StoredEvent> {
+    let stored = events(store, stream).await;
+    let sequences: Vec<u64> = stored.iter().map(|event| event.sequence).collect();
+    assert_eq!(
+        sequences,
+        (1..=stored.len() as u64).collect::<Vec<_>>(),
+        "{stream}"
+    );
+    assert_eq!(store.head(stream).await.expect("head"), stored.len() as u64);
+    for event in &stored {
+        let body: Value = serde_json::from_str(&event.body).expect("a JSON body");
+        if event.event_type != "InventoryAdjusted" {
+            assert_eq!(body["sequence"], json!(event.sequence), "{stream}");
+        }
+        shop::domain()
+            .parse(&event.body)
+            .expect("the consumer takes it");
+    }
+    stored
+}
+
+#[tokio::test]
+async fn an_append_writes_the_head_the_event_and_the_request_in_one_transaction() {
+    let local = dynamodb_local();
+    let store = fresh_store(&local.endpoint).await;
+    let mut append = Append::one("order-42", created(1250));
+    append.expected = ExpectedSequence::Exact(0);
+    append.request_id = Some("req-1".into());
+    let appended = store.append(append).await.expect("append");
+    assert_eq!(
+        (
+            appended.stream_id.as_str(),
+            appended.sequence,
+            appended.duplicate_request
+        ),
+        ("order-42", 1, false)
+    );
+    assert_eq!(
+        serde_json::to_value(&appended).expect("json"),
+        json!({"streamId": "order-42", "sequence": 1, "eventId": appended.event_id, "duplicateRequest": false})
+    );
+    let items = items(&store, &local.endpoint).await;
+    let keys: Vec<(&str, &str)> = items
+        .keys()
+        .map(|(pk, sk)| (pk.as_str(), sk.as_str()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("REQUEST#req-1", "REQUEST"),
+            ("STREAM#order-42", "EVENT#00000000000000000001"),
+            ("STREAM#order-42", "HEAD"),
+        ]
+    );
+    assert_eq!(
+        items[&("STREAM#order-42".into(), "HEAD".into())],
+        json!({"sequence": "1"})
+    );
+    let event = &items[&(
+        "STREAM#order-42".into(),
+        "EVENT#00000000000000000001".into(),
+    )];
+    assert_eq!(event["type"], "OrderCreated");
+    assert_eq!(event["eventId"], json!(appended.event_id));
+    assert_eq!(event["sequence"], "1");
+    let body: Value = serde_json::from_str(event["body"].as_str().expect("body")).expect("json");
+    assert_eq!(
+        body,
+        json!({"eventId": appended.event_id, "type": "OrderCreated", "aggregateId": "order-42", "sequence": 1,
+               "data": {"customerName": "Ada", "email": "ada@example.com", "totalCents": 1250}})
+    );
+    let request = &items[&("REQUEST#req-1".into(), "REQUEST".into())];
+    assert_eq!(request["streamId"], "order-42");
+    assert_eq!(request["sequence"], "1");
+    assert_eq!(request["eventId"], json!(appended.event_id));
+    assert!(request["expiresAt"].as_str().is_some(), "{request}");
+}
+
+#[tokio::test]
+async fn a_request_repeated_appends_once_and_answers_as_the_first() {
+    let local = dynamodb_local();
+    let store = fresh_store(&local.endpoint).await;
+    let append = Append {
+        request_id: Some("req-twice".into()),
+        ..Append::one("order-7", created(1))
+    };
+    let first = store.append(append.clone()).await.expect("first");
+    let mut again = append.clone();
+    // The retried command may carry a new event id: the request id decides.
+    again.events = vec![created(999)];
+    let second = store.append(again).await.expect("second");
+    assert!(second.duplicate_request);
+    assert_eq!(
+        (second.sequence, second.event_id.as_str()),
+        (first.sequence, first.event_id.as_str())
+    );
+    assert_eq!(assert_contiguous(&store, "order-7").await.len(), 1);
+    // From another process: the binary, with the same request id.
+    let output = append_binary(
+        &local.endpoint,
+        store.table(),
+        &[
+            "--stream",
+            "order-7",
+            "--type",
+            "OrderUpdated",
+            "--data",
+            r#"{"customerName":"Ada","email":"ada@example.com","totalCents":5}"#,
+            "--request-id",
+            "req-twice",
+        ],
+    );
+    assert_eq!(output.0, 0, "{}", output.2);
+    let answer: Value = serde_json::from_str(output.1.trim()).expect("one JSON line");
+    assert_eq!(
+        answer,
+        json!({"streamId": "order-7", "sequence": 1, "eventId": first.event_id, "duplicateRequest": true})
+    );
+    assert_eq!(assert_contiguous(&store, "order-7").await.len(), 1);
+}
+
+#[tokio::test]
+async fn expected_sequences_and_bad_inputs_write_nothing() {
+    let local = dynamodb_local();
+    let store = fresh_store(&local.endpoint).await;
+    store
+        .append(Append::one("order-1", created(1)))
+        .await
+        .expect("created");
+    let before = items(&store, &local.endpoint).await;
+    let mut stale = Append::one("order-1", updated(2));
+    stale.expected = ExpectedSequence::Exact(0);
+    assert_eq!(
+        store.append(stale).await,
+        Err(AppendError::ExpectedSequence {
+            expected: 0,
+            current: 1
+        })
+    );
+    let mut ahead = Append::one("order-1", updated(2));
+    ahead.expected = ExpectedSequence::Exact(5);
+    assert_eq!(
+        store.append(ahead).await,
+        Err(AppendError::ExpectedSequence {
+            expected: 5,
+            current: 1
+        })
+    );
+    let invalid = |append: Append| async {
+        match store.append(append).await {
+            Err(AppendError::Invalid { reason, .. }) => reason.to_string(),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(
+        invalid(Append::one(
+            "order-1",
+            NewEvent::new("OrderShipped", json!({}))
+        ))
+        .await,
+        "unknown event type `OrderShipped`"
+    );
+    assert_eq!(
+        invalid(Append::one(
+            "order-1",
+            NewEvent::new(
+                "OrderUpdated",
+                json!({"customerName": "Ada", "totalCents": 1})
+            )
+        ))
+        .await,
+        "missing field `data.email`"
+    );
+    assert_eq!(
+        invalid(Append::one(
+            "order-1",
+            NewEvent::new("OrderCancelled", json!({"reason": "x".repeat(1025)}))
+        ))
+        .await,
+        "field `data.reason` must be 0 to 1024 characters, got more than 1024"
+    );
+    assert_eq!(
+        invalid(Append::one(
+            "SKU-A",
+            NewEvent::new("InventoryAdjusted", json!({"sku": "SKU-B", "delta": 1}))
+        ))
+        .await,
+        "field `data.sku` names the stream `SKU-B`, not `SKU-A`"
+    );
+    assert_eq!(
+        invalid(Append::one("", created(1))).await,
+        "field `stream` must not be empty"
+    );
+    let too_many = Append {
+        events: (0..100).map(updated).collect(),
+        ..Append::one("order-1", updated(0))
+    };
+    assert!(matches!(
+        store.append(too_many).await,
+        Err(AppendError::Refused(reason)) if reason.contains("a transaction holds 100")
+    ));
+    assert_eq!(
+        items(&store, &local.endpoint).await,
+        before,
+        "nothing written"
+    );
+
+    // The binary: the exit codes of the contract.
+    let table = store.table().to_owned();
+    let run = |args: &[&str]| append_binary(&local.endpoint, &table, args);
+    let (code, _, stderr) = run(&[
+        "--stream",
+        "order-1",
+        "--type",
+        "OrderUpdated",
+        "--data",
+        r#"{"customerName":"Ada","email":"ada@example.com","totalCents":2}"#,
+        "--expected-sequence",
+        "0",
+    ]);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(
+        stderr.contains("the stream is at sequence 1, not 0"),
+        "{stderr}"
+    );
+    for (args, named) in [
+        (
+            &["--stream", "o", "--type", "OrderShipped", "--data", "{}"][..],
+            "unknown event type `OrderShipped`",
+        ),
+        (
+            &[
+                "--stream",
+                "o",
+                "--type",
+                "OrderUpdated",
+                "--data",
+                r#"{"email":"a"}"#,
+            ][..],
+            "data.customerName",
+        ),
+        (
+            &[
+                "--stream",
+                "SKU-A",
+                "--type",
+                "InventoryAdjusted",
+                "--data",
+                r#"{"sku":"SKU-B","delta":1}"#,
+            ][..],
+            "data.sku",
+        ),
+        (
+            &["--stream", "o", "--type", "OrderCreated", "--data", "[1]"][..],
+            "--data must be a JSON object",
+        ),
+        (
+            &["--stream", "o", "--type", "OrderCreated", "--data", "{"][..],
+            "--data is not JSON",
+        ),
+    ] {
+        let (code, stdout, stderr) = run(args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.contains(named), "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{stdout}");
+    }
+    assert_eq!(
+        items(&store, &local.endpoint).await,
+        before,
+        "nothing written"
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_append"))
+        .args(["--stream", "o", "--type", "OrderCreated", "--data", "{}"])
+        .env_remove("EVENTS_TABLE")
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("EVENTS_TABLE is not set"));
+}
+
+#[tokio::test]
+async fn several_events_and_the_callers_own_write_go_in_one_transaction() {
+    let local = dynamodb_local();
+    let store = fresh_store(&local.endpoint).await;
+    let business = |condition: Option<&str>| {
+        let mut put = Put::builder()
+            .table_name(store.table())
+            .item("pk", AttributeValue::S("CUSTOMER#ada".into()))
+            .item("sk", AttributeValue::S("ORDERS".into()))
+            .item("count", AttributeValue::N("1".into()));
+        if let Some(condition) = condition {
+            put = put.condition_expression(condition);
+        }
+        TransactWriteItem::builder()
+            .put(put.build().expect("put"))
+            .build()
+    };
+    let failing = Append {
+        events: vec![created(1), updated(2)],
+        writes: vec![business(Some("attribute_exists(pk)"))],
+        ..Append::one("order-9", created(1))
+    };
+    assert_eq!(
+        store.append(failing).await,
+        Err(AppendError::Condition { index: 0 })
+    );
+    assert!(
+        items(&store, &local.endpoint).await.is_empty(),
+        "all or nothing"
+    );
+    let append = Append {
+        events: vec![created(1), updated(2), updated(3)],
+        writes: vec![business(None)],
+        ..Append::one("order-9", created(1))
+    };
+    let appended = store.append(append).await.expect("append");
+    assert_eq!((appended.first_sequence, appended.sequence), (1, 3));
+    assert_eq!(assert_contiguous(&store, "order-9").await.len(), 3);
+    assert!(
+        items(&store, &local.endpoint)
+            .await
+            .contains_key(&("CUSTOMER#ada".into(), "ORDERS".into()))
+    );
+}
+
+/// Many appenders on a few streams, each appending wherever the stream
+/// stands: every stream ends at 1..n, no gap, no duplicate, and every
+/// answer names its own event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_appenders_leave_no_gap_and_no_duplicate() {
+    let local = dynamodb_local();
+    let store = Arc::new(fresh_store(&local.endpoint).await);
+    let writers = (0..8).map(|writer| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let mut answers = Vec::new();
+            for n in 0..6 {
+                let stream = format!("order-{}", n % 3);
+                let mut event = updated(writer * 100 + n);
+                event.event_id = Some(format!("w{writer}-{n}"));
+                let append = Append {
+                    request_id: Some(format!("w{writer}-{n}")),
+                    ..Append::one(stream.clone(), event)
+                };
+                let appended = store.append(append).await.expect("append");
+                answers.push((stream, appended.sequence, appended.event_id));
+            }
+            answers
+        })
+    });
+    let mut answers = Vec::new();
+    for writer in futures::future::join_all(writers).await {
+        answers.extend(writer.expect("writer"));
+    }
+    let mut seen = HashSet::new();
+    for stream in ["order-0", "order-1", "order-2"] {
+        let stored = assert_contiguous(&store, stream).await;
+        assert_eq!(stored.len(), 16, "{stream}");
+        for event in stored {
+            assert!(
+                seen.insert(event.event_id.clone()),
+                "{} twice",
+                event.event_id
+            );
+            assert!(
+                answers.contains(&(stream.to_owned(), event.sequence, event.event_id.clone())),
+                "{stream} {} {}",
+                event.sequence,
+                event.event_id
+            );
+        }
+    }
+    assert_eq!(seen.len(), 48);
+}
+
+/// Throttling, 500s and answers lost after the write, between the appender
+/// and the table: a caller retrying each failed request with its request id
+/// ends with each request appended exactly once, without a gap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_leave_no_gap_and_no_duplicate() {
+    let local = dynamodb_local();
+    let upstream = local.endpoint.trim_start_matches("http://").to_owned();
+    let proxy = FaultProxy::start(
+        upstream,
+        0x00A1_1CE5,
+        0,
+        vec![Fault::Throttle, Fault::ServerError, Fault::LostAnswer],
+    )
+    .await;
+    let table = fresh_store(&local.endpoint).await.table().to_owned();
+    let store = EventStore::new(connect(Some(&proxy.endpoint)).await, table, shop::domain());
+    proxy.set_percent(33);
+    let mut requests = 0;
+    for n in 0..30u64 {
+        let stream = format!("order-{}", n % 3);
+        let mut event = updated(n);
+        event.event_id = Some(format!("event-{n}"));
+        let append = Append {
+            request_id: Some(format!("request-{n}")),
+            ..Append::one(stream, event)
+        };
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            requests += 1;
+            match store.append(append.clone()).await {
+                Ok(_) => break,
+                Err(AppendError::Store(_) | AppendError::Contention { .. }) if tries < 20 => {}
+                Err(err) => panic!("request-{n}: {err}"),
+            }
+        }
+    }
+    proxy.set_percent(0);
+    eprintln!("{requests} calls; proxy: {}", proxy.counts.summary());
+    assert!(
+        proxy
+            .counts
+            .lost_answers
+            .load(std::sync::atomic::Ordering::Relaxed)
+            > 0
+            && proxy.counts.faults() >= 10,
+        "too few faults to prove anything: {}",
+        proxy.counts.summary()
+    );
+    let mut ids = Vec::new();
+    for stream in ["order-0", "order-1", "order-2"] {
+        for event in assert_contiguous(&store, stream).await {
+            ids.push(event.event_id);
+        }
+    }
+    ids.sort();
+    let mut expected: Vec<String> = (0..30).map(|n| format!("event-{n}")).collect();
+    expected.sort();
+    assert_eq!(ids, expected, "each request appended exactly once");
+}
+
+fn append_binary(endpoint: &str, table: &str, args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_append"))
+        .args(["--endpoint-url", endpoint, "--table", table])
+        .args(args)
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .expect("run append");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}

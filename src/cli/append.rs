@@ -1,0 +1,143 @@
+//! `append`: appends one event to the event store (CONTRACT section 6).
+//!
+//! ```text
+//! append --stream ID --type TYPE --data '<json object>' [--request-id ID] [--expected-sequence N]
+//! ```
+//!
+//! Prints one JSON line, `{"streamId": ..., "sequence": n, "eventId": ...,
+//! "duplicateRequest": false}`. Exit status: 0 appended (or a request id seen
+//! before: the first answer, `"duplicateRequest": true`); 1 a storage error
+//! after retries (safe to run again with the same request id); 2 invalid
+//! input (the error names the field) or `EVENTS_TABLE` missing; 3 the stream
+//! is not at `--expected-sequence` (the error names where it is).
+
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches, Parser};
+use serde_json::Value;
+
+use super::program;
+use crate::domain::Domain;
+use crate::producer::{Append, AppendError, EventStore, ExpectedSequence, NewEvent};
+use crate::store::dynamodb::{check_table, connect, ensure_events_table};
+
+const EXAMPLES: &str = "\
+Examples (the worked example's types):
+  append --stream order-42 --type OrderCreated --data '{\"customerName\":\"Ada\",\"email\":\"ada@example.com\",\"totalCents\":1250}' --request-id req-1 --expected-sequence 0
+  append --stream SKU-LAMP --type InventoryAdjusted --data '{\"sku\":\"SKU-LAMP\",\"delta\":-1}'
+  append --endpoint-url http://localhost:8000 --table events --create-table --stream order-42 --type OrderUpdated --data '{...}'
+
+Exit status: 0 appended (or the request id seen before: the first answer again);
+1 a storage error after retries (safe to run again with the same request id);
+2 invalid input or EVENTS_TABLE missing; 3 the stream is not at --expected-sequence.";
+
+/// Appends one event to the event store, with the next sequence of its
+/// stream, in one transaction.
+#[derive(Debug, Parser)]
+#[command(name = "append", version, after_help = EXAMPLES)]
+struct Args {
+    /// The stream: the aggregateId (the counter's id, a sku, for a
+    /// deduplicated effect).
+    #[arg(long, value_name = "ID")]
+    stream: String,
+    /// The event type.
+    #[arg(long = "type", value_name = "TYPE")]
+    event_type: String,
+    /// The event's data, a JSON object.
+    #[arg(long, value_name = "JSON")]
+    data: String,
+    /// Makes a retried command safe: run again with the same id, it appends
+    /// nothing and prints the first answer.
+    #[arg(long, value_name = "ID")]
+    request_id: Option<String>,
+    /// Append only if the stream is at this sequence (0: a new stream).
+    #[arg(long, value_name = "N")]
+    expected_sequence: Option<u64>,
+    /// The event store's table (default: EVENTS_TABLE).
+    #[arg(long, value_name = "NAME", env = "EVENTS_TABLE")]
+    table: Option<String>,
+    /// The DynamoDB endpoint, e.g. http://localhost:8000 for DynamoDB Local.
+    #[arg(long, value_name = "URL")]
+    endpoint_url: Option<String>,
+    /// Create the table first if it does not exist (safe to repeat).
+    #[arg(long)]
+    create_table: bool,
+}
+
+/// The `append` binary of a domain: `fn main() -> ExitCode { cli::append(my_domain()) }`.
+#[tokio::main]
+pub async fn append(domain: Domain) -> ExitCode {
+    let name = program("append");
+    let args = match Args::command()
+        .name(name.clone().leak() as &str)
+        .try_get_matches()
+        .and_then(|matches| Args::from_arg_matches(&matches))
+    {
+        Ok(args) => args,
+        Err(err) => err.exit(),
+    };
+    let Some(table) = args.table.filter(|table| !table.is_empty()) else {
+        eprintln!(
+            "{name}: EVENTS_TABLE is not set: name the event store's table (or give --table)"
+        );
+        return ExitCode::from(2);
+    };
+    let data: Value = match serde_json::from_str(&args.data) {
+        Ok(data @ Value::Object(_)) => data,
+        Ok(_) => {
+            eprintln!("{name}: --data must be a JSON object");
+            return ExitCode::from(2);
+        }
+        Err(err) => {
+            eprintln!("{name}: --data is not JSON: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let client = connect(args.endpoint_url.as_deref()).await;
+    let ready = if args.create_table {
+        ensure_events_table(&client, &table).await.map(|_| ())
+    } else {
+        check_table(&client, &table).await
+    };
+    if let Err(err) = ready {
+        eprintln!("{name}: {err}");
+        return ExitCode::FAILURE;
+    }
+    let store = EventStore::new(client, table, domain);
+    let append = Append {
+        stream_id: args.stream,
+        events: vec![NewEvent::new(args.event_type, data)],
+        expected: args
+            .expected_sequence
+            .map_or(ExpectedSequence::Any, ExpectedSequence::Exact),
+        request_id: args.request_id,
+        writes: Vec::new(),
+    };
+    match store.append(append).await {
+        Ok(appended) => {
+            match serde_json::to_string(&appended) {
+                Ok(line) => println!("{line}"),
+                Err(err) => eprintln!("{name}: appended, but cannot print the answer: {err}"),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(err @ AppendError::ExpectedSequence { .. }) => {
+            eprintln!("{name}: {err}; nothing appended");
+            ExitCode::from(3)
+        }
+        Err(AppendError::Invalid { reason, .. }) => {
+            eprintln!("{name}: invalid event: {reason}; nothing appended");
+            ExitCode::from(2)
+        }
+        Err(err @ (AppendError::Refused(_) | AppendError::Condition { .. })) => {
+            eprintln!("{name}: {err}; nothing appended");
+            ExitCode::from(2)
+        }
+        Err(err @ (AppendError::Contention { .. } | AppendError::Store(_))) => {
+            eprintln!(
+                "{name}: {err}; nothing or all of it appended: run again with the same --request-id to be sure"
+            );
+            ExitCode::FAILURE
+        }
+    }
+}
