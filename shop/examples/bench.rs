@@ -32,6 +32,9 @@ mod rng;
 #[path = "../tests/support/fault_proxy.rs"]
 mod fault_proxy;
 
+#[path = "support/producer.rs"]
+mod producer;
+
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::Mutex;
@@ -882,6 +885,8 @@ async fn main() {
     );
 
     print_cpu(20);
+
+    producer::print_producer(&endpoint, &proxy.endpoint).await;
 
     println!("\n== Release projector");
     let times = start_times(20).await;

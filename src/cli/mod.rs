@@ -14,15 +14,19 @@
 //! - [`inspect`]: one entity or counter in the table, or every entity with
 //!   events parked.
 //! - [`append`]: one event appended to the event store (the producer's half).
+//! - [`rebuild`]: the event store projected into a table through the same
+//!   runner, stream by stream.
 
 mod append;
 mod inspect;
 mod projector;
+mod rebuild;
 mod replay;
 
 pub use append::append;
 pub use inspect::inspect;
 pub use projector::projector;
+pub use rebuild::rebuild;
 pub use replay::replay;
 
 /// The name the binary was started as (for its messages), or `default`.

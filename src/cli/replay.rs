@@ -356,7 +356,7 @@ fn print_sweep(out: &mut impl Write, report: &SweepReport) -> io::Result<()> {
     )
 }
 
-fn print_state(out: &mut impl Write, store: &MemoryStore) -> io::Result<()> {
+pub(super) fn print_state(out: &mut impl Write, store: &MemoryStore) -> io::Result<()> {
     writeln!(out, "\nEmbedded table:")?;
     let entities = store.entities();
     let counters = store.counters();

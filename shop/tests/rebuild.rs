@@ -1,0 +1,237 @@
+//! `rebuild` on DynamoDB Local: the event store, filled through the
+//! producer's append, projected into a fresh table equals the projection the
+//! live path (batches of mixed streams, each delivered twice) made; a second
+//! rebuild changes nothing; without a table it prints the embedded one.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use aws_sdk_dynamodb::types::AttributeValue;
+use sequence_guard::producer::{Append, EventStore, NewEvent, StoredEvent};
+use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
+use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table, ensure_events_table};
+use serde_json::json;
+use support::*;
+
+/// The projection's items (entities and counters), attribute by attribute.
+async fn projection(endpoint: &str, table: &str) -> BTreeMap<(String, String), String> {
+    let client = connect(Some(endpoint)).await;
+    let mut items = BTreeMap::new();
+    let mut start = None;
+    loop {
+        let output = client
+            .scan()
+            .table_name(table)
+            .consistent_read(true)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .expect("scan");
+        for item in output.items.unwrap_or_default() {
+            let text = |name: &str| match item.get(name) {
+                Some(AttributeValue::S(text)) => text.clone(),
+                _ => String::new(),
+            };
+            let (pk, sk) = (text("pk"), text("sk"));
+            if ["ORDER#", "PRODUCT#", "SKU#"]
+                .iter()
+                .any(|kind| pk.starts_with(kind))
+            {
+                let mut attributes: Vec<String> = item
+                    .iter()
+                    .map(|(name, value)| format!("{name}={value:?}"))
+                    .collect();
+                attributes.sort();
+                items.insert((pk, sk), attributes.join(" "));
+            }
+        }
+        start = output.last_evaluated_key;
+        if start.is_none() {
+            return items;
+        }
+    }
+}
+
+fn rebuild(endpoint: &str, args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_rebuild"))
+        .args(["--endpoint-url", endpoint])
+        .args(args)
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .expect("run rebuild");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebuilt_projection_equals_the_live_one_and_a_second_rebuild_changes_nothing() {
+    let local = dynamodb_local();
+    let client = connect(Some(&local.endpoint)).await;
+    let suffix = std::process::id();
+    let (events_table, live_table, rebuilt_table) = (
+        format!("rebuild-events-{suffix}"),
+        format!("rebuild-live-{suffix}"),
+        format!("rebuild-new-{suffix}"),
+    );
+    ensure_events_table(&client, &events_table)
+        .await
+        .expect("events");
+    create_table(&client, &live_table).await.expect("live");
+    let store = EventStore::new(client.clone(), events_table.clone(), shop::domain());
+
+    // The story, appended: orders, products, stock.
+    let mut streams = Vec::new();
+    for order in 0..4 {
+        let id = format!("order-{order}");
+        let details = |total: u64| json!({"customerName": "Ada", "email": "ada@example.com", "totalCents": total});
+        let mut events = vec![NewEvent::new("OrderCreated", details(100))];
+        events.extend((1..=4).map(|n| NewEvent::new("OrderUpdated", details(100 + n))));
+        if order % 2 == 1 {
+            events.push(NewEvent::new(
+                "OrderCancelled",
+                json!({"reason": "changed mind"}),
+            ));
+        }
+        store
+            .append(Append {
+                events,
+                ..Append::one(id.clone(), NewEvent::new("x", json!({})))
+            })
+            .await
+            .expect("order");
+        streams.push(id);
+    }
+    for product in 0..3 {
+        let id = format!("product-{product}");
+        store
+            .append(Append::one(
+                id.clone(),
+                NewEvent::new("ProductCreated", json!({"name": "Lamp", "priceCents": 10})),
+            ))
+            .await
+            .expect("product");
+        for price in 11..15 {
+            store
+                .append(Append::one(
+                    id.clone(),
+                    NewEvent::new("ProductPriceChanged", json!({"priceCents": price})),
+                ))
+                .await
+                .expect("price");
+        }
+        streams.push(id);
+    }
+    for sku in ["SKU-A", "SKU-B"] {
+        for delta in [5, -2, 7] {
+            store
+                .append(Append::one(
+                    sku,
+                    NewEvent::new("InventoryAdjusted", json!({"sku": sku, "delta": delta})),
+                ))
+                .await
+                .expect("stock");
+        }
+        streams.push(sku.to_owned());
+    }
+
+    // The live path: batches mixing the streams (each in its order), each
+    // batch delivered twice.
+    let mut stored: Vec<Vec<StoredEvent>> = Vec::new();
+    for stream in &streams {
+        stored.push(store.read(stream, 0, 100).await.expect("read"));
+    }
+    let runner = Runner::new(
+        shop::domain(),
+        DynamoStore::new(client.clone(), live_table.clone()),
+        RunnerConfig::default(),
+    );
+    let mut position = vec![0; streams.len()];
+    loop {
+        let mut batch = SqsEvent::default();
+        for (index, stream) in streams.iter().enumerate() {
+            for _ in 0..2 {
+                let Some(event) = stored[index].get(position[index]) else {
+                    break;
+                };
+                position[index] += 1;
+                let mut message = SqsMessage::default();
+                message.message_id = Some(format!("{stream}:{}", event.sequence));
+                message.body = Some(event.body.clone());
+                message
+                    .attributes
+                    .insert("MessageGroupId".into(), stream.clone());
+                batch.records.push(message);
+            }
+        }
+        if batch.records.is_empty() {
+            break;
+        }
+        for _ in 0..2 {
+            let invocation = Invocation {
+                deadline: None,
+                now: 1_764_490_000,
+            };
+            let report = runner.run(&batch, invocation).await.expect("run");
+            assert!(report.response().batch_item_failures.is_empty());
+        }
+    }
+    let live = projection(&local.endpoint, &live_table).await;
+    assert_eq!(live.len(), 4 + 3 + 2, "{live:#?}");
+
+    let (code, stdout, stderr) = rebuild(
+        &local.endpoint,
+        &[
+            "--events-table",
+            &events_table,
+            "--table",
+            &rebuilt_table,
+            "--create-table",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("rebuilt 9 streams, 43 events; 0 not done"),
+        "{stdout}"
+    );
+    let rebuilt = projection(&local.endpoint, &rebuilt_table).await;
+    assert_eq!(rebuilt, live, "the rebuilt projection equals the live one");
+
+    let (code, stdout, stderr) = rebuild(
+        &local.endpoint,
+        &["--events-table", &events_table, "--table", &rebuilt_table],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("0 not done"), "{stdout}");
+    assert_eq!(
+        projection(&local.endpoint, &rebuilt_table).await,
+        live,
+        "a second rebuild changes nothing"
+    );
+
+    // Without a table: the embedded one, printed.
+    let (code, stdout, stderr) = rebuild(&local.endpoint, &["--events-table", &events_table]);
+    assert_eq!(code, 0, "{stderr}");
+    for line in [
+        "order   order-1      sequence 6   totalCents 104    status CANCELLED",
+        "product product-2    sequence 5   priceCents 14",
+        "stock   SKU-B        onHand 10",
+    ] {
+        assert!(stdout.contains(line), "{line} missing:\n{stdout}");
+    }
+
+    // Without the event store's table: named.
+    let output = Command::new(env!("CARGO_BIN_EXE_rebuild"))
+        .env_remove("EVENTS_TABLE")
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("EVENTS_TABLE is not set"));
+}

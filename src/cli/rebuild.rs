@@ -1,0 +1,211 @@
+//! `rebuild`: projects the event store into a table through the same runner
+//! and handlers as the function: each stream in order, a page at a time.
+//!
+//! ```text
+//! rebuild --events-table NAME [--table NAME [--create-table]] [--endpoint-url URL]
+//! ```
+//!
+//! Without `--table`, into an embedded table, printed at the end. Run against a
+//! fresh table while the live one keeps serving, a changed projection can be
+//! rebuilt and then swapped in; run again, it changes nothing (every event is
+//! a duplicate). Exit status: 0 when every event was applied (or a duplicate);
+//! 1 when a table cannot be used or an event was not done (its reason is
+//! printed); 2 for bad arguments or variables.
+
+use std::io::{self, IsTerminal, Write};
+use std::process::ExitCode;
+
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use clap::{CommandFactory, FromArgMatches, Parser};
+
+use super::program;
+use crate::domain::Domain;
+use crate::lambda::epoch_seconds;
+use crate::producer::EventStore;
+use crate::runner::{Invocation, Runner};
+use crate::store::Store;
+use crate::store::dynamodb::{DynamoStore, check_table, connect, ensure_table};
+use crate::store::memory::MemoryStore;
+
+/// Projects the event store into a table, stream by stream, in order,
+/// through the projector's runner.
+#[derive(Debug, Parser)]
+#[command(name = "rebuild", version)]
+struct Args {
+    /// The event store's table (default: EVENTS_TABLE).
+    #[arg(long, value_name = "NAME", env = "EVENTS_TABLE")]
+    events_table: Option<String>,
+    /// The projection's table; without it, an embedded one, printed at the end.
+    #[arg(long, value_name = "NAME")]
+    table: Option<String>,
+    /// Create the projection's table first if it does not exist.
+    #[arg(long, requires = "table")]
+    create_table: bool,
+    /// The DynamoDB endpoint, e.g. http://localhost:8000 for DynamoDB Local.
+    #[arg(long, value_name = "URL")]
+    endpoint_url: Option<String>,
+}
+
+/// What a rebuild did.
+#[derive(Debug, Default)]
+struct Rebuilt {
+    streams: u64,
+    events: u64,
+    not_done: u64,
+}
+
+/// The `rebuild` binary of a domain: `fn main() -> ExitCode { cli::rebuild(my_domain()) }`.
+#[tokio::main]
+pub async fn rebuild(domain: Domain) -> ExitCode {
+    let name = program("rebuild");
+    let args = match Args::command()
+        .name(name.clone().leak() as &str)
+        .try_get_matches()
+        .and_then(|matches| Args::from_arg_matches(&matches))
+    {
+        Ok(args) => args,
+        Err(err) => err.exit(),
+    };
+    let Some(events_table) = args.events_table.filter(|table| !table.is_empty()) else {
+        eprintln!(
+            "{name}: EVENTS_TABLE is not set: name the event store's table (or give --events-table)"
+        );
+        return ExitCode::from(2);
+    };
+    let config = match crate::config::runner_from_env() {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("{name}: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let client = connect(args.endpoint_url.as_deref()).await;
+    if let Err(err) = check_table(&client, &events_table).await {
+        eprintln!("{name}: {err}");
+        return ExitCode::FAILURE;
+    }
+    let events = EventStore::new(client.clone(), events_table, domain.clone());
+    let done = match &args.table {
+        Some(table) => {
+            let ready = if args.create_table {
+                ensure_table(&client, table).await.map(|_| ())
+            } else {
+                check_table(&client, table).await
+            };
+            if let Err(err) = ready {
+                eprintln!("{name}: {err}");
+                return ExitCode::FAILURE;
+            }
+            let runner = Runner::new(domain, DynamoStore::new(client, table.clone()), config);
+            project(&name, &events, &runner).await
+        }
+        None => {
+            let runner = Runner::new(domain, MemoryStore::new(), config);
+            let done = project(&name, &events, &runner).await;
+            if done.is_ok() {
+                let mut out = io::stdout().lock();
+                if let Err(err) = super::replay::print_state(&mut out, runner.store()) {
+                    eprintln!("{name}: cannot write the output: {err}");
+                }
+            }
+            done
+        }
+    };
+    match done {
+        Ok(rebuilt) => {
+            println!(
+                "rebuilt {} streams, {} events; {} not done; {} requests to the event store",
+                rebuilt.streams,
+                rebuilt.events,
+                rebuilt.not_done,
+                events.requests()
+            );
+            if rebuilt.not_done == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(err) => {
+            eprintln!("{name}: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Every stream of the store, in order, through the runner: batches of up to
+/// ten of a stream's events, as SQS would deliver them.
+async fn project<S: Store>(
+    name: &str,
+    events: &EventStore,
+    runner: &Runner<S>,
+) -> Result<Rebuilt, crate::store::StoreError> {
+    let progress = io::stderr().is_terminal();
+    let mut rebuilt = Rebuilt::default();
+    let mut page = None;
+    loop {
+        let (streams, next) = events.streams(page).await?;
+        for (stream, _) in streams {
+            rebuilt.streams += 1;
+            let mut after = 0;
+            loop {
+                let stored = events.read(&stream, after, 100).await?;
+                let Some(last) = stored.last() else { break };
+                after = last.sequence;
+                for chunk in stored.chunks(10) {
+                    let mut batch = SqsEvent::default();
+                    for event in chunk {
+                        let mut message = SqsMessage::default();
+                        message.message_id = Some(format!("{stream}:{}", event.sequence));
+                        message.body = Some(event.body.clone());
+                        message
+                            .attributes
+                            .insert("MessageGroupId".to_owned(), stream.clone());
+                        batch.records.push(message);
+                    }
+                    let invocation = Invocation {
+                        deadline: None,
+                        now: epoch_seconds(),
+                    };
+                    let report = match runner.run(&batch, invocation).await {
+                        Ok(report) => report,
+                        Err(err) => {
+                            eprintln!("{name}: {stream}: {err}");
+                            rebuilt.not_done += chunk.len() as u64;
+                            continue;
+                        }
+                    };
+                    rebuilt.events += chunk.len() as u64;
+                    for message in report
+                        .messages
+                        .iter()
+                        .filter(|message| message.outcome.is_failure())
+                    {
+                        rebuilt.not_done += 1;
+                        eprintln!(
+                            "{name}: {} not done: {} ({})",
+                            message.message_id,
+                            message.outcome.as_str(),
+                            message.reason.as_deref().unwrap_or("")
+                        );
+                    }
+                }
+                if progress {
+                    eprint!(
+                        "\r{name}: {} streams, {} events",
+                        rebuilt.streams, rebuilt.events
+                    );
+                    let _ = io::stderr().flush();
+                }
+            }
+        }
+        match next {
+            Some(next) => page = Some(next),
+            None => break,
+        }
+    }
+    if progress {
+        eprintln!();
+    }
+    Ok(rebuilt)
+}
