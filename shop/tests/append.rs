@@ -194,6 +194,14 @@ async fn a_request_repeated_appends_once_and_answers_as_the_first() {
         (first.sequence, first.event_id.as_str())
     );
     assert_eq!(assert_contiguous(&store, "order-7").await.len(), 1);
+    // With the expected sequence of the first call (the head has moved since).
+    let exact = Append {
+        expected: ExpectedSequence::Exact(0),
+        ..append.clone()
+    };
+    let third = store.append(exact).await.expect("third");
+    assert!(third.duplicate_request);
+    assert_eq!(third.event_id, first.event_id);
     // From another process: the binary, with the same request id.
     let output = append_binary(
         &local.endpoint,
@@ -216,6 +224,32 @@ async fn a_request_repeated_appends_once_and_answers_as_the_first() {
         json!({"streamId": "order-7", "sequence": 1, "eventId": first.event_id, "duplicateRequest": true})
     );
     assert_eq!(assert_contiguous(&store, "order-7").await.len(), 1);
+    // The binary twice, as the README's first append, expected sequence 0.
+    let args = [
+        "--stream",
+        "order-8",
+        "--type",
+        "OrderCreated",
+        "--data",
+        r#"{"customerName":"Ada","email":"ada@example.com","totalCents":5}"#,
+        "--request-id",
+        "create-order-8",
+        "--expected-sequence",
+        "0",
+    ];
+    let (code, first, stderr) = append_binary(&local.endpoint, store.table(), &args);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, again, stderr) = append_binary(&local.endpoint, store.table(), &args);
+    assert_eq!(code, 0, "{stderr}");
+    let (first, again): (Value, Value) = (
+        serde_json::from_str(first.trim()).expect("json"),
+        serde_json::from_str(again.trim()).expect("json"),
+    );
+    assert_eq!(
+        (again["eventId"].clone(), again["duplicateRequest"].clone()),
+        (first["eventId"].clone(), json!(true))
+    );
+    assert_eq!(assert_contiguous(&store, "order-8").await.len(), 1);
 }
 
 #[tokio::test]

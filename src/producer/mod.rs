@@ -25,7 +25,7 @@ use crate::domain::Domain;
 use crate::envelope::InvalidMessage;
 use crate::store::StoreError;
 
-pub use store::{EventStore, StoredEvent};
+pub use store::{EventStore, MAX_ATTEMPTS, REQUEST_TTL_SECONDS, StoredEvent};
 
 /// The largest message body an append takes, in bytes: what an SQS message
 /// holds (256 KiB), so that the dispatcher can send every event it stores.
@@ -69,7 +69,7 @@ pub enum ExpectedSequence {
     Exact(u64),
     /// Wherever it stands: the head is read, and the append is tried again
     /// from the new head when another writer got there first, at most
-    /// [`store::MAX_ATTEMPTS`] times, with a growing pause between tries.
+    /// [`MAX_ATTEMPTS`] times, with a short random pause between tries.
     Any,
 }
 

@@ -109,7 +109,7 @@ impl EventStore {
         loop {
             attempt += 1;
             let items = self.items(&append, &events, at, now)?;
-            let token = token(&request, at);
+            let token = token(&request, at, &events, now);
             match self.transact(items, &token).await {
                 Ok(Ok(())) => {
                     let count = events.len() as u64;
@@ -494,13 +494,20 @@ fn corrupt(stream_id: &str, field: &str) -> StoreError {
     }
 }
 
-/// The transaction's idempotency token: the same for the same request at the
-/// same head (so a resend is answered from the first), 32 hex digits.
-fn token(request: &str, at: u64) -> String {
+/// The transaction's idempotency token, 32 hex digits: the same for the
+/// same request, head, events and time (so that this call's resend of a
+/// transaction whose outcome it does not know is answered from the first),
+/// another for another call (whose transaction DynamoDB would otherwise refuse
+/// as a token reused with other parameters; the request record answers it).
+fn token(request: &str, at: u64, events: &[Checked], now: u64) -> String {
     let half = |seed: u64| {
         let mut hasher = Fnv(seed);
         request.hash(&mut hasher);
         at.hash(&mut hasher);
+        now.hash(&mut hasher);
+        for event in events {
+            event.event_id.hash(&mut hasher);
+        }
         hasher.finish()
     };
     format!(
@@ -547,11 +554,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_token_is_stable_per_request_and_head_and_fits_dynamodb() {
-        assert_eq!(token("r-1", 4), token("r-1", 4));
-        assert_ne!(token("r-1", 4), token("r-1", 5));
-        assert_ne!(token("r-1", 4), token("r-2", 4));
-        assert_eq!(token("r-1", 4).len(), 32);
+    fn a_token_is_stable_per_call_and_head_and_fits_dynamodb() {
+        let event = |id: &str| Checked {
+            event_id: id.to_owned(),
+            event_type: "T".to_owned(),
+            data: serde_json::json!({}),
+            sequenced: true,
+        };
+        let one = [event("e-1")];
+        assert_eq!(token("r-1", 4, &one, 9), token("r-1", 4, &one, 9));
+        assert_ne!(token("r-1", 4, &one, 9), token("r-1", 5, &one, 9));
+        assert_ne!(token("r-1", 4, &one, 9), token("r-2", 4, &one, 9));
+        assert_ne!(
+            token("r-1", 4, &one, 9),
+            token("r-1", 4, &[event("e-2")], 9)
+        );
+        assert_ne!(token("r-1", 4, &one, 9), token("r-1", 4, &one, 10));
+        assert_eq!(token("r-1", 4, &one, 9).len(), 32);
     }
 
     #[test]
