@@ -126,7 +126,7 @@ impl Handling {
         Handling(How::Sequenced(Box::new(Call {
             event: unbound(data),
             handler,
-            entity: PhantomData::<fn() -> T>,
+            style: PhantomData::<fn() -> (T, Guarded)>,
         })))
     }
 
@@ -140,10 +140,10 @@ impl Handling {
         D: fmt::Debug + Send + Sync + 'static,
         F: Fn(&Sequenced<D>) -> T + Send + Sync + 'static,
     {
-        Handling(How::Snapshot(Box::new(Snapshot {
+        Handling(How::Snapshot(Box::new(Call {
             event: unbound(data),
             handler,
-            entity: PhantomData::<fn() -> T>,
+            style: PhantomData::<fn() -> (T, Complete)>,
         })))
     }
 
@@ -195,9 +195,9 @@ fn unbound<D>(data: D) -> Sequenced<D> {
     }
 }
 
-/// A sequenced or snapshot event, its data and its handler, with the types
-/// erased: what the runner calls on an entity slot.
-pub(crate) trait Apply: Send + Sync {
+/// A sequenced or snapshot event's envelope fields and its handler's name,
+/// with the types erased.
+pub(crate) trait Meta {
     /// Sets the envelope's fields, once read.
     fn bind(&mut self, event_id: String, aggregate_id: String, sequence: u64);
     fn kind(&self) -> &'static Kind;
@@ -206,6 +206,11 @@ pub(crate) trait Apply: Send + Sync {
     fn sequence(&self) -> u64;
     /// The handler's name (its path), for errors and logs.
     fn handler(&self) -> &'static str;
+}
+
+/// A sequenced or snapshot event, its data and its handler, with the types
+/// erased: what the runner calls on an entity slot.
+pub(crate) trait Apply: Meta + Send + Sync {
     /// Runs the handler on the slot, checked: on a fault the slot is left
     /// as it was.
     fn apply(&self, slot: &mut Option<AnyEntity>) -> Result<Decision, HandlerFault>;
@@ -214,16 +219,45 @@ pub(crate) trait Apply: Send + Sync {
     fn apply_unchecked(&self, slot: &mut Option<AnyEntity>) -> Option<Decision>;
 }
 
-struct Call<T, D, F> {
+/// An event bound to its handler; `S` says how it is handled.
+struct Call<T, D, F, S> {
     event: Sequenced<D>,
     handler: F,
-    entity: PhantomData<fn() -> T>,
+    style: PhantomData<fn() -> (T, S)>,
 }
 
-struct Snapshot<T, D, F> {
-    event: Sequenced<D>,
-    handler: F,
-    entity: PhantomData<fn() -> T>,
+/// The guard's way: the handler answers, the runner checks the answer.
+struct Guarded;
+
+/// A complete state: applied only if newer.
+struct Complete;
+
+impl<T: Entity, D, F, S> Meta for Call<T, D, F, S> {
+    fn bind(&mut self, event_id: String, aggregate_id: String, sequence: u64) {
+        self.event.event_id = event_id;
+        self.event.aggregate_id = aggregate_id;
+        self.event.sequence = sequence;
+    }
+
+    fn kind(&self) -> &'static Kind {
+        Kind::of::<T>()
+    }
+
+    fn event_id(&self) -> &str {
+        &self.event.event_id
+    }
+
+    fn aggregate_id(&self) -> &str {
+        &self.event.aggregate_id
+    }
+
+    fn sequence(&self) -> u64 {
+        self.event.sequence
+    }
+
+    fn handler(&self) -> &'static str {
+        type_name::<F>()
+    }
 }
 
 /// The slot as a `T`; a fault when it holds another kind.
@@ -247,42 +281,12 @@ fn typed<T: Entity>(
     }
 }
 
-fn bind<D>(event: &mut Sequenced<D>, event_id: String, aggregate_id: String, sequence: u64) {
-    event.event_id = event_id;
-    event.aggregate_id = aggregate_id;
-    event.sequence = sequence;
-}
-
-impl<T, D, F> Apply for Call<T, D, F>
+impl<T, D, F> Apply for Call<T, D, F, Guarded>
 where
     T: Entity,
     D: Send + Sync,
     F: Fn(&mut Option<T>, &Sequenced<D>) -> Decision + Send + Sync,
 {
-    fn bind(&mut self, event_id: String, aggregate_id: String, sequence: u64) {
-        bind(&mut self.event, event_id, aggregate_id, sequence);
-    }
-
-    fn kind(&self) -> &'static Kind {
-        Kind::of::<T>()
-    }
-
-    fn event_id(&self) -> &str {
-        &self.event.event_id
-    }
-
-    fn aggregate_id(&self) -> &str {
-        &self.event.aggregate_id
-    }
-
-    fn sequence(&self) -> u64 {
-        self.event.sequence
-    }
-
-    fn handler(&self) -> &'static str {
-        type_name::<F>()
-    }
-
     fn apply(&self, slot: &mut Option<AnyEntity>) -> Result<Decision, HandlerFault> {
         let mut entity: Option<T> = typed(slot, self.handler())?;
         let decision = (self.handler)(&mut entity, &self.event);
@@ -327,36 +331,12 @@ where
     }
 }
 
-impl<T, D, F> Apply for Snapshot<T, D, F>
+impl<T, D, F> Apply for Call<T, D, F, Complete>
 where
     T: Entity,
     D: Send + Sync,
     F: Fn(&Sequenced<D>) -> T + Send + Sync,
 {
-    fn bind(&mut self, event_id: String, aggregate_id: String, sequence: u64) {
-        bind(&mut self.event, event_id, aggregate_id, sequence);
-    }
-
-    fn kind(&self) -> &'static Kind {
-        Kind::of::<T>()
-    }
-
-    fn event_id(&self) -> &str {
-        &self.event.event_id
-    }
-
-    fn aggregate_id(&self) -> &str {
-        &self.event.aggregate_id
-    }
-
-    fn sequence(&self) -> u64 {
-        self.event.sequence
-    }
-
-    fn handler(&self) -> &'static str {
-        type_name::<F>()
-    }
-
     fn apply(&self, slot: &mut Option<AnyEntity>) -> Result<Decision, HandlerFault> {
         if slot
             .as_ref()

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use rng::Rng;
 use sequence_guard::envelope::{Event, Record};
-use sequence_guard::runner::{GapPolicy, Invocation, Outcome, Runner, RunnerConfig};
+use sequence_guard::runner::{GapPolicy, Invocation, Outcome, Runner, RunnerConfig, addition};
 use sequence_guard::store::Addition;
 use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
 use sequence_guard::store::memory::MemoryStore;
@@ -333,17 +333,8 @@ async fn naive<S: Store>(domain: &Domain, store: &S, event: &SqsEvent, now: u64)
         let ok = match &record.event {
             Err(_) => false,
             Ok(event) if event.deduplicated().is_some() => {
-                let Some(effect) = event.deduplicated() else {
+                let Some(addition) = addition(event, now, 604_800) else {
                     continue;
-                };
-                let addition = Addition {
-                    event_id: event.event_id().to_owned(),
-                    handler: effect.handler,
-                    counter: effect.counter,
-                    id: effect.id.clone(),
-                    delta: effect.delta,
-                    handled_at: now,
-                    expires_at: now + 604_800,
                 };
                 store.add(std::slice::from_ref(&addition)).await.is_ok()
             }

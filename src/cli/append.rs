@@ -13,10 +13,10 @@
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, FromArgMatches, Parser};
+use clap::Parser;
 use serde_json::Value;
 
-use super::program;
+use super::{arguments, events_table};
 use crate::domain::Domain;
 use crate::producer::{Append, AppendError, EventStore, ExpectedSequence, NewEvent};
 use crate::store::dynamodb::{check_table, connect, ensure_events_table};
@@ -67,19 +67,8 @@ struct Args {
 /// The `append` binary of a domain: `fn main() -> ExitCode { cli::append(my_domain()) }`.
 #[tokio::main]
 pub async fn append(domain: Domain) -> ExitCode {
-    let name = program("append");
-    let args = match Args::command()
-        .name(name.clone().leak() as &str)
-        .try_get_matches()
-        .and_then(|matches| Args::from_arg_matches(&matches))
-    {
-        Ok(args) => args,
-        Err(err) => err.exit(),
-    };
-    let Some(table) = args.table.filter(|table| !table.is_empty()) else {
-        eprintln!(
-            "{name}: EVENTS_TABLE is not set: name the event store's table (or give --table)"
-        );
+    let (name, args) = arguments::<Args>("append");
+    let Some(table) = events_table(&name, args.table, "--table") else {
         return ExitCode::from(2);
     };
     let data: Value = match serde_json::from_str(&args.data) {

@@ -29,6 +29,32 @@ pub use projector::projector;
 pub use rebuild::rebuild;
 pub use replay::replay;
 
+/// The binary's name (as started, or `default`) and its arguments, parsed;
+/// help, version and bad arguments end the process as clap does (exit 0 or
+/// 2), under that name.
+fn arguments<A: clap::CommandFactory + clap::FromArgMatches>(default: &str) -> (String, A) {
+    let name = program(default);
+    // Leaked once per process: clap keeps the name as long as it runs.
+    let parsed = A::command()
+        .name(name.clone().leak() as &str)
+        .try_get_matches()
+        .and_then(|matches| A::from_arg_matches(&matches));
+    match parsed {
+        Ok(args) => (name, args),
+        Err(err) => err.exit(),
+    }
+}
+
+/// The event store's table, from `--flag` or `EVENTS_TABLE`; `None` after
+/// saying it is missing.
+fn events_table(name: &str, table: Option<String>, flag: &str) -> Option<String> {
+    let table = table.filter(|table| !table.is_empty());
+    if table.is_none() {
+        eprintln!("{name}: EVENTS_TABLE is not set: name the event store's table (or give {flag})");
+    }
+    table
+}
+
 /// The name the binary was started as (for its messages), or `default`.
 fn program(default: &str) -> String {
     std::env::args_os()

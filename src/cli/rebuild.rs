@@ -16,9 +16,9 @@ use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
-use clap::{CommandFactory, FromArgMatches, Parser};
+use clap::Parser;
 
-use super::program;
+use super::{arguments, events_table};
 use crate::domain::Domain;
 use crate::lambda::epoch_seconds;
 use crate::producer::EventStore;
@@ -57,19 +57,8 @@ struct Rebuilt {
 /// The `rebuild` binary of a domain: `fn main() -> ExitCode { cli::rebuild(my_domain()) }`.
 #[tokio::main]
 pub async fn rebuild(domain: Domain) -> ExitCode {
-    let name = program("rebuild");
-    let args = match Args::command()
-        .name(name.clone().leak() as &str)
-        .try_get_matches()
-        .and_then(|matches| Args::from_arg_matches(&matches))
-    {
-        Ok(args) => args,
-        Err(err) => err.exit(),
-    };
-    let Some(events_table) = args.events_table.filter(|table| !table.is_empty()) else {
-        eprintln!(
-            "{name}: EVENTS_TABLE is not set: name the event store's table (or give --events-table)"
-        );
+    let (name, args) = arguments::<Args>("rebuild");
+    let Some(events_table) = events_table(&name, args.events_table, "--events-table") else {
         return ExitCode::from(2);
     };
     let config = match crate::config::runner_from_env() {

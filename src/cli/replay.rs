@@ -13,10 +13,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use clap::{CommandFactory, FromArgMatches, Parser};
+use clap::Parser;
 use serde_json::Value;
 
-use super::program;
+use super::arguments;
 use crate::domain::Domain;
 use crate::lambda::epoch_seconds;
 use crate::runner::{BatchReport, Invocation, Outcome, Runner};
@@ -72,15 +72,7 @@ enum Input {
 /// The `replay` binary of a domain: `fn main() -> ExitCode { cli::replay(my_domain()) }`.
 #[tokio::main]
 pub async fn replay(domain: Domain) -> ExitCode {
-    let name = program("replay");
-    let args = match Args::command()
-        .name(name.clone().leak() as &str)
-        .try_get_matches()
-        .and_then(|matches| Args::from_arg_matches(&matches))
-    {
-        Ok(args) => args,
-        Err(err) => err.exit(),
-    };
+    let (name, args) = arguments::<Args>("replay");
     // The same variables as the function (GAP_POLICY, PARK_AFTER_RECEIVES, ...).
     let config = match crate::config::runner_from_env() {
         Ok(config) => config,

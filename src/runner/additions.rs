@@ -155,8 +155,10 @@ pub(super) fn dedup_key(event: &Event) -> Option<DedupKey> {
     })
 }
 
-/// What the store must do for a deduplicated event, `now`.
-pub(super) fn addition(event: &Event, now: u64, dedup_ttl_seconds: u64) -> Option<Addition> {
+/// What the store must do for a deduplicated event handled `now` (epoch
+/// seconds), its dedup record kept `dedup_ttl_seconds`; `None` for an event
+/// that is not a deduplicated effect.
+pub fn addition(event: &Event, now: u64, dedup_ttl_seconds: u64) -> Option<Addition> {
     event.deduplicated().map(|effect| Addition {
         event_id: event.event_id().to_owned(),
         handler: effect.handler,

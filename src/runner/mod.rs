@@ -42,6 +42,7 @@ use crate::domain::Domain;
 use crate::entity::EntityKey;
 use crate::envelope::{Event, Record};
 use crate::store::{DedupKey, Loaded, Store};
+pub use additions::addition;
 use additions::dedup_key;
 pub(crate) use deadline::CallError;
 pub use report::{BatchReport, DrainedEvent, MessageReport, Outcome, ParkingReport};
