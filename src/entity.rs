@@ -25,7 +25,11 @@ pub type Item = HashMap<String, AttributeValue>;
 /// The item it is stored as is the struct as serde_dynamo writes it (use
 /// `#[serde(rename_all = "camelCase")]` for the contract's attribute names,
 /// and `skip_serializing_if = "Option::is_none"` for optional ones). The id
-/// is the item's key, not a field.
+/// is the item's key, not a field. The sequence must be written as the
+/// attribute `sequence` (the guard's conditional write reads it there: a
+/// write of an entity that does not is refused); `pk`, `sk`, `parked` and
+/// `parkedSince` are the engine's. `MESSAGE` and `PARKED` are not kinds
+/// (the dedup records' and the parked index's keys).
 ///
 /// ```
 /// use serde::{Deserialize, Serialize};

@@ -293,12 +293,26 @@ where
         let before = slot.as_ref().and_then(AnyEntity::get::<T>);
         let problem = match decision {
             Decision::Applied => match &entity {
-                Some(after) if after.sequence() == self.event.sequence => None,
-                Some(after) => Some(format!(
+                Some(_)
+                    if before.is_some_and(|before| before.sequence() >= self.event.sequence) =>
+                {
+                    Some(format!(
+                        "answered applied to event {} on an entity already at sequence {}",
+                        self.event.sequence,
+                        before.map_or(0, Entity::sequence)
+                    ))
+                }
+                Some(after) if after.sequence() != self.event.sequence => Some(format!(
                     "answered applied to event {} and left the entity at sequence {}",
                     self.event.sequence,
                     after.sequence()
                 )),
+                Some(after) if after.last_event_id() != self.event.event_id => Some(format!(
+                    "answered applied to event {} and left the entity's last event id at `{}`, not the event's",
+                    self.event.sequence,
+                    after.last_event_id()
+                )),
+                Some(_) => None,
                 None => Some(format!(
                     "answered applied to event {} and left no entity",
                     self.event.sequence
@@ -358,6 +372,15 @@ where
                     "built a snapshot at sequence {} from event {}",
                     snapshot.sequence(),
                     self.event.sequence
+                ),
+            });
+        }
+        if snapshot.last_event_id() != self.event.event_id {
+            return Err(HandlerFault {
+                handler: self.handler(),
+                problem: format!(
+                    "built a snapshot whose last event id is `{}`, not the event's",
+                    snapshot.last_event_id()
                 ),
             });
         }

@@ -42,6 +42,10 @@ enum TallyEvent {
     CountedSneaky(Nothing),
     /// A snapshot that claims another sequence than its event's.
     Reset(Nothing),
+    /// No guard: applies whatever comes, a redelivery included.
+    CountedBlindly(Nothing),
+    /// Moves the sequence, forgets the last event id.
+    CountedQuietly(Nothing),
 }
 
 fn on_started(tally: &mut Option<Tally>, event: &Sequenced<Nothing>) -> Decision {
@@ -87,6 +91,28 @@ fn on_counted_sneaky(tally: &mut Option<Tally>, _: &Sequenced<Nothing>) -> Decis
     Decision::Gap
 }
 
+fn on_counted_blindly(tally: &mut Option<Tally>, event: &Sequenced<Nothing>) -> Decision {
+    let Some(tally) = tally else {
+        return Decision::NotCreated;
+    };
+    tally.count += 1;
+    tally.sequence = event.sequence;
+    tally.last_event_id.clone_from(&event.event_id);
+    Decision::Applied
+}
+
+fn on_counted_quietly(tally: &mut Option<Tally>, event: &Sequenced<Nothing>) -> Decision {
+    let Some(tally) = tally else {
+        return Decision::NotCreated;
+    };
+    if tally.sequence != event.sequence - 1 {
+        return Decision::Gap;
+    }
+    tally.count += 1;
+    tally.sequence += 1;
+    Decision::Applied
+}
+
 fn reset(event: &Sequenced<Nothing>) -> Tally {
     Tally {
         sequence: event.sequence + 1,
@@ -103,6 +129,8 @@ impl Events for TallyEvent {
             TallyEvent::CountedForgetful(data) => Handling::sequenced(data, on_counted_forgetful),
             TallyEvent::CountedSneaky(data) => Handling::sequenced(data, on_counted_sneaky),
             TallyEvent::Reset(data) => Handling::snapshot(data, reset),
+            TallyEvent::CountedBlindly(data) => Handling::sequenced(data, on_counted_blindly),
+            TallyEvent::CountedQuietly(data) => Handling::sequenced(data, on_counted_quietly),
         }
     }
 }
@@ -237,6 +265,34 @@ async fn a_snapshot_at_another_sequence_than_its_event_is_a_fault() {
     assert_eq!(stored(&store), None);
 }
 
+/// `Applied` must move the entity forward and name the event as its last:
+/// a handler without the guard re-applying a redelivered event, and one that
+/// forgets the last event id (the next redelivery would look like a
+/// conflict), fail their messages.
+#[tokio::test]
+async fn applied_must_move_forward_and_record_the_event() {
+    let store = MemoryStore::new();
+    let runner = Runner::new(domain(), &store, RunnerConfig::default());
+    run(&runner, &[("Started", 1), ("Counted", 2)]).await;
+    let report = run(&runner, &[("CountedBlindly", 2)]).await;
+    assert_eq!(outcomes(&report), [Outcome::HandlerError]);
+    let reason = report.messages[0].reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains("answered applied to event 2 on an entity already at sequence 2"),
+        "{reason}"
+    );
+    let report = run(&runner, &[("CountedQuietly", 3)]).await;
+    assert_eq!(outcomes(&report), [Outcome::HandlerError]);
+    let reason = report.messages[0].reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains("left the entity's last event id at `t-2-Counted`"),
+        "{reason}"
+    );
+    assert_eq!(stored(&store), Some(tally(2, 1, "t-2-Counted")));
+    let report = run(&runner, &[("CountedBlindly", 3)]).await;
+    assert_eq!(outcomes(&report), [Outcome::Applied], "next in line: fine");
+}
+
 #[test]
 fn the_domain_knows_its_types_and_kinds_from_the_declarations() {
     let domain = domain();
@@ -247,7 +303,9 @@ fn the_domain_knows_its_types_and_kinds_from_the_declarations() {
             "Counted",
             "CountedForgetful",
             "CountedSneaky",
-            "Reset"
+            "Reset",
+            "CountedBlindly",
+            "CountedQuietly"
         ]
     );
     assert_eq!(domain.kind("tally").map(|kind| kind.name), Some("TALLY"));

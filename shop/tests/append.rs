@@ -332,6 +332,29 @@ async fn expected_sequences_and_bad_inputs_write_nothing() {
         store.append(too_many).await,
         Err(AppendError::Refused(reason)) if reason.contains("a transaction holds 100")
     ));
+    let twice = Append {
+        events: vec![
+            NewEvent {
+                event_id: Some("same".into()),
+                ..updated(2)
+            },
+            NewEvent {
+                event_id: Some("same".into()),
+                ..updated(3)
+            },
+        ],
+        ..Append::one("order-1", updated(0))
+    };
+    assert_eq!(
+        invalid(twice).await,
+        "field `eventId` `same` is given to two events of this append"
+    );
+    let mut at_the_end = Append::one("order-1", updated(2));
+    at_the_end.expected = ExpectedSequence::Exact(i64::MAX as u64);
+    assert!(matches!(
+        store.append(at_the_end).await,
+        Err(AppendError::Refused(reason)) if reason.contains("sequences end at 2^63-1")
+    ));
     assert_eq!(
         items(&store, &local.endpoint).await,
         before,

@@ -904,3 +904,40 @@ async fn dynamodb_refusals_for_good_are_told_apart_from_storage_errors() {
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
+
+/// An entity must be written with its sequence in the attribute `sequence`
+/// (the guard's condition reads it there): one that names it otherwise is
+/// refused, not written without its guard.
+#[tokio::test]
+async fn an_entity_without_a_sequence_attribute_is_refused() {
+    use sequence_guard::store::StoreError;
+
+    #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Misnamed {
+        #[serde(rename = "version")]
+        sequence: u64,
+        last_event_id: String,
+    }
+
+    impl sequence_guard::Entity for Misnamed {
+        const KIND: &'static str = "MISNAMED";
+        fn sequence(&self) -> u64 {
+            self.sequence
+        }
+        fn last_event_id(&self) -> &str {
+            &self.last_event_id
+        }
+    }
+
+    let store = fresh_table().await;
+    let entity = Misnamed {
+        sequence: 1,
+        last_event_id: "e1".into(),
+    };
+    match store.save(&Keyed::new("m-1", entity), None).await {
+        Err(StoreError::Rejected { message, .. }) => {
+            assert!(message.contains("in the attribute `sequence`"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -133,7 +133,7 @@ async fn project<S: Store>(
     let mut rebuilt = Rebuilt::default();
     let mut page = None;
     loop {
-        let (streams, next) = events.streams(page).await?;
+        let (streams, next) = events.streams(page.take()).await?;
         for (stream, _) in streams {
             rebuilt.streams += 1;
             let mut after = 0;

@@ -231,11 +231,25 @@ pub(crate) fn check(domain: &Domain, append: &Append) -> Result<Vec<Checked>, Ap
             append.writes.len()
         )));
     }
-    let mut checked = Vec::with_capacity(append.events.len());
+    if let ExpectedSequence::Exact(expected) = append.expected
+        && expected.saturating_add(append.events.len() as u64) > crate::envelope::MAX_SEQUENCE
+    {
+        return Err(AppendError::Refused(format!(
+            "the stream cannot be at {expected}: sequences end at 2^63-1"
+        )));
+    }
+    let mut checked: Vec<Checked> = Vec::with_capacity(append.events.len());
     let mut bytes = 0;
     for (index, event) in append.events.iter().enumerate() {
         let event_id = event.event_id.clone().unwrap_or_else(new_event_id);
         let invalid = |reason| AppendError::Invalid { index, reason };
+        if checked.iter().any(|earlier| earlier.event_id == event_id) {
+            // The consumer would take the second for a duplicate.
+            return Err(invalid(InvalidMessage::Invalid {
+                field: "eventId".to_owned(),
+                problem: format!("`{event_id}` is given to two events of this append"),
+            }));
+        }
         let mut candidate = Checked {
             event_id,
             event_type: event.event_type.clone(),

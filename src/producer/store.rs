@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, CancellationReason, Put, ReturnValuesOnConditionCheckFailure,
@@ -45,6 +46,27 @@ pub const MAX_ATTEMPTS: u32 = 50;
 /// How long a request record is kept (`expiresAt`): 7 days, far longer than
 /// any caller retries a command.
 pub const REQUEST_TTL_SECONDS: u64 = 7 * 24 * 60 * 60;
+
+/// Why a transaction was not written.
+enum Failed {
+    /// Cancelled: a reason per item.
+    Cancelled(Vec<CancellationReason>),
+    /// The token was used before with other parameters.
+    Mismatch(StoreError),
+    /// Will fail again (a missing table, no permission, a refused request).
+    Permanent(StoreError),
+    /// It may or may not have been written (a timeout, a 5xx, throttling).
+    Unknown(StoreError),
+}
+
+/// Service errors that sending again will not heal.
+const PERMANENT: [&str; 5] = [
+    "ResourceNotFoundException",
+    "AccessDeniedException",
+    "UnrecognizedClientException",
+    "MissingAuthenticationTokenException",
+    "ValidationException",
+];
 
 /// One stored event, as read back in stream order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,26 +127,27 @@ impl EventStore {
             .request_id
             .clone()
             .unwrap_or_else(super::new_event_id);
+        let written = |at: u64| Appended {
+            stream_id: append.stream_id.clone(),
+            sequence: at + events.len() as u64,
+            event_id: events
+                .last()
+                .map(|event| event.event_id.clone())
+                .unwrap_or_default(),
+            duplicate_request: false,
+            first_sequence: at + 1,
+        };
+        // The head of the last try whose outcome is unknown: if the head
+        // has moved past it since, the events there may be this call's own.
+        let mut uncertain: Option<u64> = None;
         let mut attempt = 0;
         loop {
             attempt += 1;
             let items = self.items(&append, &events, at, now)?;
-            let token = token(&request, at, &events, now);
+            let token = token(&request, at, &events, &append.writes, now);
             match self.transact(items, &token).await {
-                Ok(Ok(())) => {
-                    let count = events.len() as u64;
-                    return Ok(Appended {
-                        stream_id: append.stream_id.clone(),
-                        sequence: at + count,
-                        event_id: events
-                            .last()
-                            .map(|event| event.event_id.clone())
-                            .unwrap_or_default(),
-                        duplicate_request: false,
-                        first_sequence: at + 1,
-                    });
-                }
-                Ok(Err(reasons)) => {
+                Ok(()) => return Ok(written(at)),
+                Err(Failed::Cancelled(reasons)) => {
                     let failed = |index: usize| {
                         reasons.get(index).and_then(CancellationReason::code)
                             == Some("ConditionalCheckFailed")
@@ -132,6 +155,12 @@ impl EventStore {
                     let request_at = 1 + events.len();
                     if append.request_id.is_some() && failed(request_at) {
                         return self.answered(&request).await;
+                    }
+                    if uncertain == Some(at)
+                        && self.stored_at(&append.stream_id, at, &events).await?
+                    {
+                        // An earlier try took effect after all.
+                        return Ok(written(at));
                     }
                     if failed(0) {
                         // The head as the failed condition found it (read
@@ -185,18 +214,42 @@ impl EventStore {
                         }
                     }
                 }
+                // The same token was used with other parameters: another
+                // call of this request, answered by its record.
+                Err(Failed::Mismatch(_)) if append.request_id.is_some() => {
+                    return self.answered(&request).await;
+                }
+                Err(Failed::Mismatch(err) | Failed::Permanent(err)) => return Err(err.into()),
                 // Unknown outcome: the same transaction again, under the same
                 // token, is answered from the first if it took effect.
-                Err(err) if attempt < MAX_ATTEMPTS => {
+                Err(Failed::Unknown(err)) if attempt < MAX_ATTEMPTS => {
                     tracing::warn!(error = %err, attempt, "append: the outcome is unknown, trying again");
+                    uncertain = Some(at);
                 }
-                Err(err) => return Err(err.into()),
+                Err(Failed::Unknown(err)) => return Err(err.into()),
             }
             if attempt >= MAX_ATTEMPTS {
                 return Err(AppendError::Contention { attempts: attempt });
             }
             tokio::time::sleep(pause(attempt)).await;
         }
+    }
+
+    /// Whether the stream holds these very events right after `at` (an
+    /// earlier try of this call took effect).
+    async fn stored_at(
+        &self,
+        stream_id: &str,
+        at: u64,
+        events: &[Checked],
+    ) -> Result<bool, StoreError> {
+        let limit = i32::try_from(events.len()).unwrap_or(i32::MAX);
+        let stored = self.read(stream_id, at, limit).await?;
+        Ok(stored.len() == events.len()
+            && stored
+                .iter()
+                .zip(events)
+                .all(|(stored, event)| stored.event_id == event.event_id))
     }
 
     /// The stream's head: the sequence of its last event (0: none).
@@ -264,14 +317,14 @@ impl EventStore {
     }
 
     /// One page of the store's streams (their heads), from a `Scan`: the
-    /// stream ids and their heads, and where the next page starts (`None`:
-    /// this was the last).
+    /// stream ids and their heads, and where the next page starts (the
+    /// table's own cursor; `None`: this was the last).
     pub async fn streams(
         &self,
-        after: Option<String>,
-    ) -> Result<(Vec<(String, u64)>, Option<String>), StoreError> {
+        after: Option<Item>,
+    ) -> Result<(Vec<(String, u64)>, Option<Item>), StoreError> {
         self.requests.fetch_add(1, Ordering::Relaxed);
-        let start = after.map(|pk| key(pk, "HEAD".to_owned()));
+        let start = after;
         let output = self
             .client
             .scan()
@@ -292,11 +345,8 @@ impl EventStore {
                 Some((stream.to_owned(), number(item, "sequence").unwrap_or(0)))
             })
             .collect();
-        let next = output
-            .last_evaluated_key
-            .as_ref()
-            .and_then(|last| text(last, "pk"))
-            .map(str::to_owned);
+        // The whole key: a page may end on any item of a partition.
+        let next = output.last_evaluated_key.filter(|last| !last.is_empty());
         Ok((streams, next))
     }
 
@@ -389,12 +439,8 @@ impl EventStore {
         Ok(TransactWriteItem::builder().put(put).build())
     }
 
-    /// Sends one transaction. `Ok(Err(reasons))`: cancelled, a reason per item.
-    async fn transact(
-        &self,
-        items: Vec<TransactWriteItem>,
-        token: &str,
-    ) -> Result<Result<(), Vec<CancellationReason>>, StoreError> {
+    /// Sends one transaction.
+    async fn transact(&self, items: Vec<TransactWriteItem>, token: &str) -> Result<(), Failed> {
         self.requests.fetch_add(1, Ordering::Relaxed);
         let result = self
             .client
@@ -403,23 +449,32 @@ impl EventStore {
             .client_request_token(token)
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(Ok(())),
-            Err(err) => match err.as_service_error() {
-                Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
-                    Ok(Err(cancelled
-                        .cancellation_reasons
-                        .clone()
-                        .unwrap_or_default()))
-                }
-                Some(TransactWriteItemsError::TransactionInProgressException(_)) => {
-                    // The same token's transaction is still running: its
-                    // outcome is unknown, as after a timeout.
-                    Err(request_error("TransactWriteItems", &err))
-                }
-                Some(other) => Err(service_error("TransactWriteItems", other)),
-                None => Err(request_error("TransactWriteItems", &err)),
-            },
+        let Err(err) = result else {
+            return Ok(());
+        };
+        match err.as_service_error() {
+            Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => Err(
+                Failed::Cancelled(cancelled.cancellation_reasons.clone().unwrap_or_default()),
+            ),
+            Some(TransactWriteItemsError::IdempotentParameterMismatchException(_)) => {
+                Err(Failed::Mismatch(request_error("TransactWriteItems", &err)))
+            }
+            // Still running under this token: its outcome is unknown.
+            Some(TransactWriteItemsError::TransactionInProgressException(_)) => {
+                Err(Failed::Unknown(request_error("TransactWriteItems", &err)))
+            }
+            Some(other) => {
+                let error = service_error("TransactWriteItems", other);
+                let permanent = matches!(error, StoreError::Rejected { .. })
+                    || other.code().is_some_and(|code| PERMANENT.contains(&code));
+                Err(if permanent {
+                    Failed::Permanent(error)
+                } else {
+                    Failed::Unknown(error)
+                })
+            }
+            // No answer (a timeout, a connection lost): unknown.
+            None => Err(Failed::Unknown(request_error("TransactWriteItems", &err))),
         }
     }
 
@@ -495,11 +550,18 @@ fn corrupt(stream_id: &str, field: &str) -> StoreError {
 }
 
 /// The transaction's idempotency token, 32 hex digits: the same for the
-/// same request, head, events and time (so that this call's resend of a
-/// transaction whose outcome it does not know is answered from the first),
-/// another for another call (whose transaction DynamoDB would otherwise refuse
-/// as a token reused with other parameters; the request record answers it).
-fn token(request: &str, at: u64, events: &[Checked], now: u64) -> String {
+/// same request, head, events, caller's writes and time (so that this call's
+/// resend of a transaction whose outcome it does not know is answered from the
+/// first), another for another call (whose transaction DynamoDB would
+/// otherwise refuse as a token reused with other parameters; the request
+/// record answers it).
+fn token(
+    request: &str,
+    at: u64,
+    events: &[Checked],
+    writes: &[TransactWriteItem],
+    now: u64,
+) -> String {
     let half = |seed: u64| {
         let mut hasher = Fnv(seed);
         request.hash(&mut hasher);
@@ -507,7 +569,10 @@ fn token(request: &str, at: u64, events: &[Checked], now: u64) -> String {
         now.hash(&mut hasher);
         for event in events {
             event.event_id.hash(&mut hasher);
+            event.event_type.hash(&mut hasher);
+            event.data.to_string().hash(&mut hasher);
         }
+        format!("{writes:?}").hash(&mut hasher);
         hasher.finish()
     };
     format!(
@@ -562,6 +627,10 @@ mod tests {
             sequenced: true,
         };
         let one = [event("e-1")];
+        let token = |request, at, events: &[Checked], now| token(request, at, events, &[], now);
+        let mut other_data = event("e-1");
+        other_data.data = serde_json::json!({"x": 1});
+        assert_ne!(token("r-1", 4, &one, 9), token("r-1", 4, &[other_data], 9));
         assert_eq!(token("r-1", 4, &one, 9), token("r-1", 4, &one, 9));
         assert_ne!(token("r-1", 4, &one, 9), token("r-1", 5, &one, 9));
         assert_ne!(token("r-1", 4, &one, 9), token("r-2", 4, &one, 9));

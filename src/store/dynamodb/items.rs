@@ -123,6 +123,17 @@ pub(super) fn entity_attributes(entity: &AnyEntity) -> Result<Item, StoreError> 
         .to_item()
         .map_err(|err| build_error("serialize entity", err))?;
     item.retain(|name, _| !RESERVED.contains(&name.as_str()));
+    // The guard's condition reads the sequence from this attribute.
+    let sequence = AttributeValue::N(entity.sequence().to_string());
+    if item.get("sequence") != Some(&sequence) {
+        return Err(StoreError::Rejected {
+            operation: "serialize entity",
+            message: format!(
+                "a {} entity must be written with its sequence in the attribute `sequence` (serialize its sequence field as `sequence`)",
+                entity.kind().name
+            ),
+        });
+    }
     Ok(item)
 }
 
