@@ -177,7 +177,7 @@ async fn a_rebuilt_projection_equals_the_live_one_and_a_second_rebuild_changes_n
         for _ in 0..2 {
             let invocation = Invocation {
                 deadline: None,
-                now: 1_764_490_000,
+                now: sequence_guard::lambda::epoch_seconds(),
             };
             let report = runner.run(&batch, invocation).await.expect("run");
             assert!(report.response().batch_item_failures.is_empty());

@@ -46,7 +46,8 @@ fn sample(json: &str) -> SqsEvent {
 async fn run(runner: &Runner<DynamoStore>, json: &str) -> BatchReport {
     let invocation = Invocation {
         deadline: None,
-        now: 1_764_490_300,
+        // The real clock: DynamoDB Local expires dedup records past their TTL.
+        now: sequence_guard::lambda::epoch_seconds(),
     };
     runner.run(&sample(json), invocation).await.expect("run")
 }
