@@ -643,7 +643,19 @@ fn embedded_cpu(workload: &Workload, repeats: usize, naive_handler: bool) -> (f6
 
 /// Starts the release projector against a local Runtime API; returns the time
 /// to the first batch answered, and (after running `batches`) its peak memory.
-async fn projector_figures(endpoint: &str, batches: &[SqsEvent]) -> Option<(Duration, u64)> {
+/// How the projector reaches DynamoDB for a start measurement.
+struct Reach<'a> {
+    /// Where the benchmark itself creates the table (plain HTTP).
+    setup: &'a str,
+    /// The endpoint the projector is given.
+    function: &'a str,
+    /// A CA file the projector trusts (`SSL_CERT_FILE`), for a TLS endpoint.
+    ca: Option<&'a str>,
+    /// The table, new.
+    table: &'a str,
+}
+
+async fn projector_figures(reach: &Reach<'_>, batches: &[SqsEvent]) -> Option<(Duration, u64)> {
     let exe = std::env::current_exe().ok()?;
     let projector = exe.parent()?.parent()?.join("projector");
     if !projector.exists() {
@@ -653,21 +665,25 @@ async fn projector_figures(endpoint: &str, batches: &[SqsEvent]) -> Option<(Dura
         );
         return None;
     }
-    let client = connect(Some(endpoint)).await;
-    create_table(&client, "projector-mix").await.ok()?;
+    let client = connect(Some(reach.setup)).await;
+    create_table(&client, reach.table).await.ok()?;
     let api = runtime_api::RuntimeApi::start().await;
+    let mut command = tokio::process::Command::new(&projector);
+    command.env_clear();
+    if let Some(ca) = reach.ca {
+        command.env("SSL_CERT_FILE", ca);
+    }
     let started = Instant::now();
-    let mut child = tokio::process::Command::new(&projector)
-        .env_clear()
+    let mut child = command
         .env("AWS_LAMBDA_RUNTIME_API", &api.address)
         .env("AWS_LAMBDA_FUNCTION_NAME", "bench")
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
         .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
-        .env("TABLE_NAME", "projector-mix")
+        .env("TABLE_NAME", reach.table)
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ACCESS_KEY_ID", "local")
         .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+        .env("AWS_ENDPOINT_URL_DYNAMODB", reach.function)
         .env("AWS_LAMBDA_LOG_LEVEL", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -755,6 +771,14 @@ struct Args {
     cpu_only: bool,
     #[arg(long, default_value_t = 20, requires = "cpu_only")]
     repeats: usize,
+    /// The same DynamoDB Local through TLS (`scripts/tls-proxy.py`), for the
+    /// cold start through a TLS handshake.
+    #[arg(long, value_name = "URL", requires = "tls_ca")]
+    tls_endpoint: Option<String>,
+    /// The CA that signed the TLS proxy's certificate (the projector trusts
+    /// it through `SSL_CERT_FILE`).
+    #[arg(long, value_name = "FILE")]
+    tls_ca: Option<String>,
 }
 
 /// The embedded store's time per message, the runner and the naive handler.
@@ -778,7 +802,7 @@ fn print_cpu(repeats: usize) {
 #[tokio::main]
 async fn main() {
     let args = <Args as clap::Parser>::parse();
-    let Some(endpoint) = args.endpoint_url.filter(|_| !args.cpu_only) else {
+    let Some(endpoint) = args.endpoint_url.clone().filter(|_| !args.cpu_only) else {
         print_cpu(args.repeats);
         return;
     };
@@ -896,19 +920,61 @@ async fn main() {
         );
     }
     let mix = realistic_mix(3000, 13);
-    match projector_figures(&endpoint, &mix.batches).await {
-        Some((first_batch, peak_kb)) => {
+    let plain = Reach {
+        setup: &endpoint,
+        function: &endpoint,
+        ca: None,
+        table: "projector-mix",
+    };
+    match projector_figures(&plain, &mix.batches).await {
+        Some((_, peak_kb)) => println!(
+            "peak memory (VmHWM) after {} batches of the mix: {:.1} MB",
+            mix.batches.len(),
+            peak_kb as f64 / 1024.0
+        ),
+        None => println!("peak memory: not measured"),
+    }
+    // The cold start a user sees: start to the first batch answered, a new
+    // process and table each time, over plain HTTP and through TLS.
+    let first = &mix.batches[..1];
+    for (label, function, ca) in [
+        ("DynamoDB Local over HTTP", Some(endpoint.as_str()), None),
+        (
+            "DynamoDB Local through TLS (a local TLS proxy)",
+            args.tls_endpoint.as_deref(),
+            args.tls_ca.as_deref(),
+        ),
+    ] {
+        let Some(function) = function else {
             println!(
-                "process start to the first batch answered (DynamoDB Local over HTTP): {:.1} ms",
-                first_batch.as_secs_f64() * 1e3
+                "process start to the first batch answered, {label}: not measured (no --tls-endpoint)"
             );
-            println!(
-                "peak memory (VmHWM) after {} batches of the mix: {:.1} MB",
-                mix.batches.len(),
-                peak_kb as f64 / 1024.0
-            );
+            continue;
+        };
+        let mut times = Vec::new();
+        for run in 0..7 {
+            let table = format!("start-{}-{run}", label.len());
+            let reach = Reach {
+                setup: &endpoint,
+                function,
+                ca,
+                table: &table,
+            };
+            if let Some((time, _)) = projector_figures(&reach, first).await {
+                times.push(time);
+            }
         }
-        None => println!("first batch and peak memory: not measured"),
+        times.sort();
+        match (times.first(), times.get(times.len() / 2), times.last()) {
+            (Some(min), Some(median), Some(max)) => println!(
+                "process start to the first batch answered, {label}: median {:.1} ms (min {:.1}, max {:.1}, {} runs)",
+                median.as_secs_f64() * 1e3,
+                min.as_secs_f64() * 1e3,
+                max.as_secs_f64() * 1e3,
+                times.len()
+            ),
+            _ => println!("process start to the first batch answered, {label}: not measured"),
+        }
     }
     let size = std::env::current_exe()
         .ok()
