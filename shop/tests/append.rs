@@ -591,17 +591,7 @@ async fn faults_leave_no_gap_and_no_duplicate() {
 }
 
 fn append_binary(endpoint: &str, table: &str, args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_append"))
-        .args(["--endpoint-url", endpoint, "--table", table])
-        .args(args)
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_REGION", "us-east-1")
-        .output()
-        .expect("run append");
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let mut all = vec!["--table", table];
+    all.extend_from_slice(args);
+    run_local(env!("CARGO_BIN_EXE_append"), endpoint, &all)
 }

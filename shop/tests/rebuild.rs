@@ -56,19 +56,7 @@ async fn projection(endpoint: &str, table: &str) -> BTreeMap<(String, String), S
 }
 
 fn rebuild(endpoint: &str, args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_rebuild"))
-        .args(["--endpoint-url", endpoint])
-        .args(args)
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_REGION", "us-east-1")
-        .output()
-        .expect("run rebuild");
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    run_local(env!("CARGO_BIN_EXE_rebuild"), endpoint, args)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -472,7 +472,8 @@ impl Planner<'_> {
             expected: Expected {
                 sequence: self.stored.entity.as_ref().map(AnyEntity::sequence),
                 parked: self.stored.parking.sequences.clone(),
-                entity: self.stored.entity.clone(),
+                // Only a write of the entity needs it (for the attributes to remove).
+                entity: entity.as_ref().and(self.stored.entity.clone()),
             },
             entity,
             park: self

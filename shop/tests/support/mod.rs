@@ -234,3 +234,21 @@ pub fn inventory_adjusted(event_id: &str, sku: &str, delta: i64) -> String {
     serde_json::json!({ "eventId": event_id, "type": "InventoryAdjusted", "data": { "sku": sku, "delta": delta } })
         .to_string()
 }
+
+/// Runs a binary of the worked example on DynamoDB Local at `endpoint`,
+/// with local credentials: its exit code, stdout and stderr.
+pub fn run_local(exe: &str, endpoint: &str, args: &[&str]) -> (i32, String, String) {
+    let output = std::process::Command::new(exe)
+        .args(["--endpoint-url", endpoint])
+        .args(args)
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .unwrap_or_else(|err| panic!("{exe}: {err}"));
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
