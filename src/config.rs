@@ -59,8 +59,9 @@ pub const VARIABLES: [&str; 11] = [
 /// Why the configuration is refused: the variable, and what it must be.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    /// A required variable is unset or blank (`TABLE_NAME`).
-    #[error("the environment variable {0} is required (the DynamoDB table to project into)")]
+    /// A required variable is unset or blank (`TABLE_NAME`; the
+    /// dispatcher's `QUEUE_URL`, `FAILURE_QUEUE_URL`).
+    #[error("the environment variable {0} is required ({purpose})", purpose = purpose(.0))]
     Missing(&'static str),
     /// A variable is set outside its range.
     #[error("the environment variable {name} must be {expected}, got `{value}`")]
@@ -75,8 +76,18 @@ pub enum ConfigError {
     },
 }
 
+/// What a required variable names, for the error that says it is missing.
+fn purpose(name: &str) -> &'static str {
+    match name {
+        "TABLE_NAME" => "the DynamoDB table to project into",
+        "QUEUE_URL" => "the SQS FIFO queue the dispatcher sends events to",
+        "FAILURE_QUEUE_URL" => "the SQS queue corrupt event items are reported to",
+        _ => "see the README",
+    }
+}
+
 impl ConfigError {
-    fn invalid(name: &'static str, expected: impl Into<String>, value: &str) -> Self {
+    pub(crate) fn invalid(name: &'static str, expected: impl Into<String>, value: &str) -> Self {
         // A value can be long: enough of it to recognise.
         let mut shown: String = value.chars().take(64).collect();
         if shown.len() < value.len() {
@@ -123,45 +134,7 @@ impl Config {
                 &table_name,
             ));
         }
-        let text = |name: &str, default: &str| {
-            lookup(name)
-                .map(|value| value.trim().to_owned())
-                .filter(|value| !value.is_empty())
-                .unwrap_or_else(|| default.to_owned())
-        };
-        // Powertools for AWS Lambda's names win when set, as teams expect.
-        let either = |powertools: &str, ours: &str, default: &str| {
-            let named = text(powertools, "");
-            if named.is_empty() {
-                text(ours, default)
-            } else {
-                named
-            }
-        };
-        let metrics_namespace = either(
-            "POWERTOOLS_METRICS_NAMESPACE",
-            "METRICS_NAMESPACE",
-            "SequenceGuard",
-        );
-        if !valid_namespace(&metrics_namespace) {
-            return Err(ConfigError::invalid(
-                "METRICS_NAMESPACE",
-                "1 to 255 of a-z A-Z 0-9 . - _ / # : and space, not starting with AWS/",
-                &metrics_namespace,
-            ));
-        }
-        let metrics_service = either(
-            "POWERTOOLS_SERVICE_NAME",
-            "METRICS_SERVICE",
-            "sequence-guard",
-        );
-        if metrics_service.chars().count() > 1024 {
-            return Err(ConfigError::invalid(
-                "METRICS_SERVICE",
-                "1 to 1024 characters",
-                &metrics_service,
-            ));
-        }
+        let (metrics_namespace, metrics_service) = metrics_names(&lookup, "sequence-guard")?;
         Ok(Config {
             table_name: table_name.trim().to_owned(),
             runner: runner_from_lookup(lookup)?,
@@ -169,6 +142,55 @@ impl Config {
             metrics_service,
         })
     }
+}
+
+/// The metrics' namespace and `Service` dimension, through `lookup`:
+/// Powertools for AWS Lambda's names win when set, as teams expect; then
+/// ours; then `SequenceGuard` and `default_service`.
+pub(crate) fn metrics_names(
+    lookup: &impl Fn(&str) -> Option<String>,
+    default_service: &str,
+) -> Result<(String, String), ConfigError> {
+    let text = |name: &str, default: &str| {
+        lookup(name)
+            .map(|value| value.trim().to_owned())
+            .filter(|value| !value.is_empty())
+            .unwrap_or_else(|| default.to_owned())
+    };
+    // Powertools for AWS Lambda's names win when set, as teams expect.
+    let either = |powertools: &str, ours: &str, default: &str| {
+        let named = text(powertools, "");
+        if named.is_empty() {
+            text(ours, default)
+        } else {
+            named
+        }
+    };
+    let metrics_namespace = either(
+        "POWERTOOLS_METRICS_NAMESPACE",
+        "METRICS_NAMESPACE",
+        "SequenceGuard",
+    );
+    if !valid_namespace(&metrics_namespace) {
+        return Err(ConfigError::invalid(
+            "METRICS_NAMESPACE",
+            "1 to 255 of a-z A-Z 0-9 . - _ / # : and space, not starting with AWS/",
+            &metrics_namespace,
+        ));
+    }
+    let metrics_service = either(
+        "POWERTOOLS_SERVICE_NAME",
+        "METRICS_SERVICE",
+        default_service,
+    );
+    if metrics_service.chars().count() > 1024 {
+        return Err(ConfigError::invalid(
+            "METRICS_SERVICE",
+            "1 to 1024 characters",
+            &metrics_service,
+        ));
+    }
+    Ok((metrics_namespace, metrics_service))
 }
 
 /// The runner's part of the configuration, from the environment: what

@@ -124,7 +124,7 @@ const LOCAL_TIMEOUT_BELOW_MS: u64 = 1_000_000_000_000;
 /// arrives; one already behind (a late invocation, a clock gone wrong)
 /// leaves no time, so nothing is attempted and every message is retried.
 /// A local runtime's timeout counts from now.
-fn deadline(deadline_ms: u64) -> Instant {
+pub(crate) fn deadline(deadline_ms: u64) -> Instant {
     let now = Instant::now();
     if deadline_ms < LOCAL_TIMEOUT_BELOW_MS {
         return now + Duration::from_millis(deadline_ms);

@@ -39,8 +39,11 @@
 //! - [`producer`]: the producer's half: events appended to an event store
 //!   with gapless sequences, each with its sequence in one transaction, a
 //!   request id making a retried command safe.
+//! - [`dispatcher`]: the producer's other half: appended events from the
+//!   event store's DynamoDB stream to the FIFO queue, in stream order.
 //! - [`cli`]: the binaries of any domain, each a one-line `main`: the
-//!   Lambda function, `replay` and `inspect`.
+//!   two Lambda functions (`projector`, `dispatcher`), `replay`, `inspect`,
+//!   `append` and `rebuild`.
 //! - [`testkit`]: given an entity, when an event, then a decision and a
 //!   state: a domain's handlers tested without a store.
 //! - `testing` (the `test-support` feature): what the engine's own tests
@@ -50,6 +53,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod dispatcher;
 pub mod domain;
 pub mod entity;
 pub mod envelope;

@@ -140,12 +140,7 @@ pub struct MetricsError(String);
 impl Emf {
     /// Installs the collector as the process's `metrics` recorder.
     pub fn install(namespace: &str, service: &str) -> Result<Emf, MetricsError> {
-        let collector = Builder::new()
-            .cloudwatch_namespace(namespace.to_owned())
-            .with_dimension("Service", service.to_owned())
-            .emit_zeros(true)
-            .init()
-            .map_err(|err| MetricsError(err.to_string()))?;
+        let emf = Emf::collector(namespace, service)?;
         for outcome in Outcome::ALL {
             metrics::describe_counter!(metric_name(outcome), Unit::Count, "messages by outcome");
         }
@@ -170,6 +165,18 @@ impl Emf {
         metrics::describe_counter!("Messages", Unit::Count, "messages in the batch");
         metrics::describe_counter!("DynamoDbRequests", Unit::Count, "requests to the table");
         metrics::describe_histogram!("BatchDuration", Unit::Milliseconds, "time to run the batch");
+        Ok(emf)
+    }
+
+    /// Installs the collector as the process's `metrics` recorder, without
+    /// describing the projector's metrics (the dispatcher's function).
+    pub fn collector(namespace: &str, service: &str) -> Result<Emf, MetricsError> {
+        let collector = Builder::new()
+            .cloudwatch_namespace(namespace.to_owned())
+            .with_dimension("Service", service.to_owned())
+            .emit_zeros(true)
+            .init()
+            .map_err(|err| MetricsError(err.to_string()))?;
         Ok(Emf { collector })
     }
 

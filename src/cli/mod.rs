@@ -14,16 +14,20 @@
 //! - [`inspect`]: one entity or counter in the table, or every entity with
 //!   events parked.
 //! - [`append`]: one event appended to the event store (the producer's half).
+//! - [`dispatcher`]: the Lambda function on the event store's stream,
+//!   sending appended events to the queue.
 //! - [`rebuild`]: the event store projected into a table through the same
 //!   runner, stream by stream.
 
 mod append;
+mod dispatcher;
 mod inspect;
 mod projector;
 mod rebuild;
 mod replay;
 
 pub use append::append;
+pub use dispatcher::dispatcher;
 pub use inspect::inspect;
 pub use projector::projector;
 pub use rebuild::rebuild;

@@ -360,6 +360,11 @@ impl EventStore {
     ) -> Result<Vec<TransactWriteItem>, AppendError> {
         let stream = format!("STREAM#{}", append.stream_id);
         let last = at + events.len() as u64;
+        // Set by the Lambda runtime for each invocation of a function that
+        // appends (and by X-Ray's SDKs elsewhere).
+        let trace = std::env::var("_X_AMZN_TRACE_ID")
+            .ok()
+            .filter(|trace| !trace.is_empty() && trace.len() <= 1024);
         let build = |err| AppendError::Store(build_error("TransactWriteItems", err));
         let head = Update::builder()
             .table_name(&self.table)
@@ -398,6 +403,11 @@ impl EventStore {
                 AttributeValue::S(event.body(&append.stream_id, sequence)),
             );
             item.insert("appendedAt".to_owned(), number_value(now));
+            if let Some(trace) = &trace {
+                // The caller's X-Ray trace, for the dispatcher to send on as
+                // the message's AWSTraceHeader.
+                item.insert("traceHeader".to_owned(), AttributeValue::S(trace.clone()));
+            }
             items.push(self.put_new(item).map_err(build)?);
         }
         if let Some(request_id) = &append.request_id {

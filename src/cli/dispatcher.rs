@@ -1,0 +1,63 @@
+//! `dispatcher`, the Lambda function on the event store's stream: reads its
+//! configuration, builds the SQS client once, and sends each stream batch
+//! to the FIFO queue (CONTRACT section 7).
+
+use std::process::ExitCode;
+
+use lambda_runtime::{LambdaEvent, service_fn};
+
+use crate::dispatcher::{DispatcherConfig, SqsQueue, describe_metrics, handle};
+use crate::domain::Domain;
+use crate::metrics::Emf;
+
+/// The dispatcher of a domain (its own `bootstrap`):
+/// `fn main() -> ExitCode { cli::dispatcher(my_domain()) }`. The domain
+/// checks each stored body as the consumer will read it: an item that is
+/// not a message of the domain is reported, not sent.
+#[tokio::main]
+pub async fn dispatcher(domain: Domain) -> ExitCode {
+    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_none() {
+        let name = super::program("dispatcher");
+        eprintln!(
+            "{name} is a Lambda function: it runs under a Lambda runtime (AWS_LAMBDA_RUNTIME_API is not set), \
+             on the event store's DynamoDB stream. Locally: `cargo lambda watch` then \
+             `cargo lambda invoke {name} --data-file events/stream-batch.json` (QUEUE_URL and FAILURE_QUEUE_URL set)"
+        );
+        return ExitCode::from(2);
+    }
+    crate::logging::init();
+    let config = match DispatcherConfig::from_env() {
+        Ok(config) => config,
+        Err(err) => {
+            tracing::error!(error = %err, "cannot start");
+            return ExitCode::FAILURE;
+        }
+    };
+    let emf = match Emf::collector(&config.metrics_namespace, &config.metrics_service) {
+        Ok(emf) => {
+            describe_metrics();
+            Some(emf)
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "running without metrics");
+            None
+        }
+    };
+    let sdk = aws_config::load_from_env().await;
+    let queue = SqsQueue::new(
+        aws_sdk_sqs::Client::new(&sdk),
+        config.queue_url,
+        config.failure_queue_url,
+    );
+    let served = lambda_runtime::run(service_fn(|event: LambdaEvent<serde_json::Value>| {
+        handle(&domain, &queue, emf.as_ref(), event)
+    }))
+    .await;
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!(error = %err, "the runtime stopped");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! The dispatcher: events from the event store's DynamoDB stream to the SQS
+//! FIFO queue (CONTRACT section 7).
+//!
+//! A Lambda function on the stream (DynamoDB event source mapping with
+//! `ReportBatchItemFailures`). For each `INSERT` of an event item, one
+//! message: `MessageGroupId` = the stream id, `MessageDeduplicationId` =
+//! `<aggregateId>:<sequence>` (the `eventId` when not sequenced), body = the
+//! item's `body` byte for byte, and the producer's trace (`traceHeader`) as
+//! `AWSTraceHeader`. The head, request records, removals and changes send
+//! nothing. A stream's messages go in stream order, at most ten per
+//! `SendMessageBatch`.
+//!
+//! What it promises, and what it cannot: within one shard, records come in
+//! the order DynamoDB wrote them, and the dispatcher keeps that order per
+//! stream. DynamoDB Streams orders records per item; the events of one
+//! stream are different items (one sort key each), and a transaction's
+//! items may reach the stream at different moments, or, after a partition
+//! split, in different shards. So an event may reach the queue before an
+//! earlier one of its stream; the consumer's guard answers such an event
+//! "retry later", parks it if the gap lasts, and applies it when the
+//! earlier one lands. Redelivered records (a retry after a partial failure,
+//! a crash, a timeout) come as duplicates that SQS deduplication (five
+//! minutes) and the guard absorb.
+//!
+//! | file | what it does |
+//! | --- | --- |
+//! | `record.rs` | one stream record read: an event to send (its ids checked for SQS), nothing, or a corrupt event item |
+//! | `send.rs` | one batch sent: requests of ten in stream order, refusals retried, corrupt items reported, the redelivery point |
+//! | `sqs.rs` | [`SqsQueue`]: the [`Queue`] on SQS |
+
+mod record;
+mod send;
+mod sqs;
+
+use std::time::Instant;
+
+use lambda_runtime::LambdaEvent;
+use serde_json::Value;
+use tracing::Instrument;
+
+use crate::config::ConfigError;
+use crate::domain::Domain;
+use crate::metrics::Emf;
+
+pub use record::{
+    Corrupt, MAX_SQS_ID, Outgoing, Read, deduplication_id, group_id, read, sqs_body_char,
+    valid_sqs_id,
+};
+pub use send::{
+    Dispatch, MAX_ENTRIES, MAX_REQUEST_BYTES, Queue, Refused, SendError, Settings, dispatch,
+};
+pub use sqs::SqsQueue;
+
+/// Every environment variable the dispatcher reads.
+pub const VARIABLES: [&str; 6] = [
+    "QUEUE_URL",
+    "FAILURE_QUEUE_URL",
+    "METRICS_NAMESPACE",
+    "METRICS_SERVICE",
+    "POWERTOOLS_METRICS_NAMESPACE",
+    "POWERTOOLS_SERVICE_NAME",
+];
+
+/// The variables the dispatcher cannot start without.
+pub const REQUIRED: [&str; 2] = ["QUEUE_URL", "FAILURE_QUEUE_URL"];
+
+/// The metrics the dispatcher emits (EMF, dimension `Service`).
+///
+/// | metric | unit | what |
+/// | --- | --- | --- |
+/// | `ColdStart` | Count | 1 in the first invocation's document of each process |
+/// | `Records` | Count | stream records in the batch |
+/// | `Dispatched` | Count | messages SQS took |
+/// | `SendRequests` | Count | `SendMessageBatch` requests |
+/// | `Refused` | Count | entries SQS refused, and requests that failed (sent again, or reported) |
+/// | `Corrupt` | Count | event items reported to the failure queue |
+/// | `BatchItemFailures` | Count | 1 when the batch named a record for redelivery |
+/// | `BatchDuration` | Milliseconds | time to send the batch |
+pub const METRICS: [&str; 8] = [
+    "ColdStart",
+    "Records",
+    "Dispatched",
+    "SendRequests",
+    "Refused",
+    "Corrupt",
+    "BatchItemFailures",
+    "BatchDuration",
+];
+
+/// The SQS actions the dispatcher calls (`SendMessageBatch` is authorised
+/// as `sqs:SendMessage`), on the queue and on the failure queue.
+pub const SQS_ACTIONS: [&str; 1] = ["sqs:SendMessage"];
+
+/// The dispatcher's configuration, from the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DispatcherConfig {
+    /// `QUEUE_URL`: the FIFO queue the events go to.
+    pub queue_url: String,
+    /// `FAILURE_QUEUE_URL`: where corrupt event items are reported (the
+    /// event source mapping's on-failure destination).
+    pub failure_queue_url: String,
+    /// The CloudWatch namespace of the metrics.
+    pub metrics_namespace: String,
+    /// The `Service` dimension of the metrics.
+    pub metrics_service: String,
+}
+
+impl DispatcherConfig {
+    /// Reads the configuration from the process's environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the configuration through `lookup`.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let url = |name: &'static str| -> Result<String, ConfigError> {
+            let value = lookup(name)
+                .map(|value| value.trim().to_owned())
+                .filter(|value| !value.is_empty())
+                .ok_or(ConfigError::Missing(name))?;
+            if !(value.starts_with("https://") || value.starts_with("http://")) {
+                return Err(ConfigError::invalid(
+                    name,
+                    "a queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>)",
+                    &value,
+                ));
+            }
+            Ok(value)
+        };
+        let queue_url = url("QUEUE_URL")?;
+        if !queue_url.ends_with(".fifo") {
+            return Err(ConfigError::invalid(
+                "QUEUE_URL",
+                "the URL of a FIFO queue (its name ends in .fifo)",
+                &queue_url,
+            ));
+        }
+        let failure_queue_url = url("FAILURE_QUEUE_URL")?;
+        let (metrics_namespace, metrics_service) =
+            crate::config::metrics_names(&lookup, "sequence-guard-dispatcher")?;
+        Ok(DispatcherConfig {
+            queue_url,
+            failure_queue_url,
+            metrics_namespace,
+            metrics_service,
+        })
+    }
+}
+
+/// An invocation that fails as a whole: the event is not a stream batch.
+#[derive(Debug, thiserror::Error)]
+#[error("unsupported event: expected a DynamoDB stream batch (`Records`): {0}")]
+pub struct Unsupported(String);
+
+impl From<Unsupported> for lambda_runtime::Diagnostic {
+    fn from(err: Unsupported) -> Self {
+        lambda_runtime::Diagnostic {
+            error_type: "SequenceGuard.UnsupportedEvent".to_owned(),
+            error_message: err.to_string(),
+        }
+    }
+}
+
+/// Handles one invocation: sends the stream batch, records its metrics
+/// (one EMF document when `emf` is given) and answers with the partial
+/// batch response.
+pub async fn handle<Q: Queue>(
+    domain: &Domain,
+    queue: &Q,
+    emf: Option<&Emf>,
+    event: LambdaEvent<Value>,
+) -> Result<Value, Unsupported> {
+    let span = tracing::info_span!(
+        "invocation",
+        request_id = %event.context.request_id,
+        xray_trace_id = event.context.xray_trace_id.as_deref(),
+    );
+    crate::metrics::record_cold_start();
+    let started = Instant::now();
+    let deadline = crate::lambda::deadline(event.context.deadline);
+    let Some(records) = event.payload.get("Records").and_then(Value::as_array) else {
+        let keys: Vec<&str> = event
+            .payload
+            .as_object()
+            .map(|object| object.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        return Err(Unsupported(format!("fields {keys:?}")));
+    };
+    let outcome = dispatch(records, domain, queue, Settings::default(), Some(deadline))
+        .instrument(span.clone())
+        .await;
+    span.in_scope(|| {
+        if let Some(failure) = &outcome.failure {
+            tracing::warn!(
+                sequence_number = %failure,
+                reason = outcome.failure_reason.as_deref().unwrap_or_default(),
+                "a record is not sent: it and the records after it come again"
+            );
+        }
+        tracing::info!(
+            records = outcome.records,
+            dispatched = outcome.dispatched,
+            skipped = outcome.skipped,
+            requests = outcome.requests,
+            refused = outcome.refused,
+            corrupt = outcome.corrupt.len(),
+            "batch sent"
+        );
+    });
+    record_metrics(&outcome, started);
+    if let Some(emf) = emf {
+        emf.flush();
+    }
+    serde_json::to_value(outcome.response()).map_err(|err| Unsupported(err.to_string()))
+}
+
+fn record_metrics(outcome: &Dispatch, started: Instant) {
+    metrics::counter!("Records").increment(outcome.records as u64);
+    metrics::counter!("Dispatched").increment(outcome.dispatched as u64);
+    metrics::counter!("SendRequests").increment(outcome.requests);
+    metrics::counter!("Refused").increment(outcome.refused);
+    metrics::counter!("Corrupt").increment(outcome.corrupt.len() as u64);
+    metrics::counter!("BatchItemFailures").increment(u64::from(outcome.failure.is_some()));
+    metrics::histogram!("BatchDuration").record(started.elapsed().as_secs_f64() * 1000.0);
+}
+
+/// Describes the dispatcher's metrics to an installed collector (units).
+pub fn describe_metrics() {
+    use metrics::Unit;
+    metrics::describe_counter!("Records", Unit::Count, "stream records in the batch");
+    metrics::describe_counter!("Dispatched", Unit::Count, "messages SQS took");
+    metrics::describe_counter!("SendRequests", Unit::Count, "SendMessageBatch requests");
+    metrics::describe_counter!("Refused", Unit::Count, "entries or requests SQS refused");
+    metrics::describe_counter!("Corrupt", Unit::Count, "event items reported as corrupt");
+    metrics::describe_counter!(
+        "BatchItemFailures",
+        Unit::Count,
+        "batches that named a record for redelivery"
+    );
+    metrics::describe_histogram!(
+        "BatchDuration",
+        Unit::Milliseconds,
+        "time to send the batch"
+    );
+}

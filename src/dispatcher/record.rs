@@ -1,0 +1,303 @@
+//! One record of the event store's stream, read: an event to send, a record
+//! that sends nothing, or a corrupt event item to report.
+
+use aws_lambda_events::event::dynamodb::EventRecord;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::domain::Domain;
+use crate::producer::MAX_BODY;
+
+/// The most characters SQS takes in a `MessageGroupId` or a
+/// `MessageDeduplicationId`.
+pub const MAX_SQS_ID: usize = 128;
+
+/// One message to send: an event item's body, with its ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    /// The record's `SequenceNumber` (what `batchItemFailures` names).
+    pub sequence_number: String,
+    /// The stream id (the item's `pk` without `STREAM#`).
+    pub stream: String,
+    /// `MessageGroupId`: the stream id ([`group_id`]).
+    pub group_id: String,
+    /// `MessageDeduplicationId`: `<aggregateId>:<sequence>`, or the
+    /// `eventId` for an event without a sequence ([`deduplication_id`]).
+    pub deduplication_id: String,
+    /// The item's `body`, byte for byte.
+    pub body: String,
+    /// The producer's X-Ray trace header (the item's `traceHeader`), sent as
+    /// the message's `AWSTraceHeader`.
+    pub trace_header: Option<String>,
+}
+
+/// A record that is an event item but cannot be sent, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Corrupt {
+    /// The record's `SequenceNumber`, when it has one.
+    pub sequence_number: Option<String>,
+    /// What is wrong with it.
+    pub reason: String,
+    /// The record as it came, for the report.
+    pub record: Value,
+}
+
+/// What one record asks of the dispatcher.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Read {
+    /// An event item's `INSERT`: one message.
+    Send(Outgoing),
+    /// Anything else (the head, a request record, a removal, a change of an
+    /// event item already sent): nothing to send.
+    Skip(&'static str),
+    /// An event item that cannot be sent: reported, never blocking.
+    Corrupt(Corrupt),
+}
+
+/// The attributes of an event item the dispatcher reads.
+#[derive(Debug, Deserialize)]
+struct EventItem {
+    pk: String,
+    sk: String,
+    sequence: Option<u64>,
+    body: Option<String>,
+    #[serde(rename = "traceHeader")]
+    trace_header: Option<String>,
+}
+
+/// The keys, read from any item.
+#[derive(Debug, Deserialize)]
+struct Keys {
+    pk: Option<String>,
+    sk: Option<String>,
+}
+
+/// Reads one stream record (as Lambda delivers it) against the domain.
+pub fn read(record: &Value, domain: &Domain) -> Read {
+    let corrupt = |sequence_number: Option<String>, reason: String| {
+        Read::Corrupt(Corrupt {
+            sequence_number,
+            reason,
+            record: record.clone(),
+        })
+    };
+    let sequence_number = record
+        .pointer("/dynamodb/SequenceNumber")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let parsed: EventRecord = match serde_json::from_value(record.clone()) {
+        Ok(parsed) => parsed,
+        Err(err) => {
+            return corrupt(
+                sequence_number,
+                format!("not a DynamoDB stream record: {err}"),
+            );
+        }
+    };
+    let Some(sequence_number) = parsed.change.sequence_number.clone() else {
+        return corrupt(None, "the record has no SequenceNumber".to_owned());
+    };
+    let keys: Keys =
+        serde_dynamo::from_item(parsed.change.keys.clone()).unwrap_or(Keys { pk: None, sk: None });
+    let is_event = keys
+        .pk
+        .as_deref()
+        .is_some_and(|pk| pk.starts_with("STREAM#"))
+        && keys
+            .sk
+            .as_deref()
+            .is_some_and(|sk| sk.starts_with("EVENT#"));
+    if !is_event {
+        return Read::Skip("not an event item");
+    }
+    match parsed.event_name.as_str() {
+        "INSERT" => {}
+        "MODIFY" => return Read::Skip("an event item changed after it was sent"),
+        "REMOVE" => return Read::Skip("an event item removed"),
+        other => {
+            return corrupt(
+                Some(sequence_number),
+                format!("unknown eventName `{other}`"),
+            );
+        }
+    }
+    if parsed.change.new_image.is_empty() {
+        return corrupt(
+            Some(sequence_number),
+            "the record has no NewImage: the stream must be NEW_IMAGE or NEW_AND_OLD_IMAGES"
+                .to_owned(),
+        );
+    }
+    let item: EventItem = match serde_dynamo::from_item(parsed.change.new_image) {
+        Ok(item) => item,
+        Err(err) => {
+            return corrupt(
+                Some(sequence_number),
+                format!("the event item's attributes: {err}"),
+            );
+        }
+    };
+    match outgoing(item, sequence_number.clone(), domain) {
+        Ok(outgoing) => Read::Send(outgoing),
+        Err(reason) => corrupt(Some(sequence_number), reason),
+    }
+}
+
+/// The message of an event item, checked as the consumer will read it.
+fn outgoing(item: EventItem, sequence_number: String, domain: &Domain) -> Result<Outgoing, String> {
+    let stream = item
+        .pk
+        .strip_prefix("STREAM#")
+        .unwrap_or_default()
+        .to_owned();
+    let body = item.body.ok_or("the event item has no `body`")?;
+    if body.len() > MAX_BODY {
+        return Err(format!(
+            "the body is {} bytes, more than an SQS message holds ({MAX_BODY})",
+            body.len()
+        ));
+    }
+    if let Some(bad) = body.chars().find(|c| !sqs_body_char(*c)) {
+        return Err(format!(
+            "the body holds U+{:04X}, a character SQS refuses",
+            u32::from(bad)
+        ));
+    }
+    let event = domain
+        .parse(&body)
+        .map_err(|err| format!("the body is not a message of the domain: {err}"))?;
+    if event.stream() != stream {
+        return Err(format!(
+            "the body's stream is `{}`, the item's `{stream}`",
+            event.stream()
+        ));
+    }
+    let stored = item
+        .sk
+        .strip_prefix("EVENT#")
+        .and_then(|digits| digits.parse::<u64>().ok());
+    if stored.is_none() || stored != item.sequence {
+        return Err(format!(
+            "the item's sort key `{}` and its `sequence` {:?} disagree",
+            item.sk, item.sequence
+        ));
+    }
+    if let Some(sequence) = event.sequence()
+        && Some(sequence) != item.sequence
+    {
+        return Err(format!(
+            "the body's sequence is {sequence}, the item's {:?}",
+            item.sequence
+        ));
+    }
+    Ok(Outgoing {
+        sequence_number,
+        group_id: group_id(&stream),
+        deduplication_id: deduplication_id(&stream, event.sequence(), event.event_id()),
+        stream,
+        body,
+        trace_header: item.trace_header.filter(|header| !header.is_empty()),
+    })
+}
+
+/// A character SQS takes in a message body: `#x9 | #xA | #xD | #x20 to
+/// #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF`.
+pub fn sqs_body_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+}
+
+/// What SQS takes as a group or deduplication id: 1 to 128 of `a-z A-Z 0-9`
+/// and ASCII punctuation.
+pub fn valid_sqs_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_SQS_ID && id.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// The `MessageGroupId` of a stream: the stream id, or, for one SQS does
+/// not take (longer than 128 characters, or other characters than letters,
+/// digits and punctuation), `h-` and a 128-bit digest of it: stable, so the
+/// stream keeps one group.
+pub fn group_id(stream: &str) -> String {
+    if valid_sqs_id(stream) {
+        stream.to_owned()
+    } else {
+        format!("h-{:032x}", fnv1a_128(stream.as_bytes()))
+    }
+}
+
+/// The `MessageDeduplicationId` of an event: `<aggregateId>:<sequence>` for
+/// a sequenced event, the `eventId` otherwise (CONTRACT section 7); where
+/// SQS would not take that, the group id's digest form with the sequence,
+/// or a digest of the `eventId`.
+pub fn deduplication_id(stream: &str, sequence: Option<u64>, event_id: &str) -> String {
+    let id = match sequence {
+        Some(sequence) => format!("{stream}:{sequence}"),
+        None => event_id.to_owned(),
+    };
+    if valid_sqs_id(&id) {
+        return id;
+    }
+    match sequence {
+        Some(sequence) => format!("h-{:032x}:{sequence}", fnv1a_128(stream.as_bytes())),
+        None => format!("h-{:032x}", fnv1a_128(event_id.as_bytes())),
+    }
+}
+
+/// FNV-1a, 128 bits: a stable digest (the same in every build).
+fn fnv1a_128(bytes: &[u8]) -> u128 {
+    const OFFSET: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
+    bytes.iter().fold(OFFSET, |hash, byte| {
+        (hash ^ u128::from(*byte)).wrapping_mul(PRIME)
+    })
+}
+
+/// The keys of a record, for logs and reports: `(pk, sk)`.
+pub(crate) fn keys_of(record: &Value) -> (Option<String>, Option<String>) {
+    let key = |name: &str| {
+        record
+            .pointer(&format!("/dynamodb/Keys/{name}/S"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    (key("pk"), key("sk"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_sqs_takes_are_kept() {
+        assert_eq!(group_id("order-42"), "order-42");
+        assert_eq!(deduplication_id("order-42", Some(7), "e"), "order-42:7");
+        assert_eq!(deduplication_id("SKU-1", None, "e-1"), "e-1");
+    }
+
+    #[test]
+    fn ids_sqs_refuses_become_stable_digests() {
+        let long = "a".repeat(200);
+        let group = group_id(&long);
+        assert!(valid_sqs_id(&group), "{group}");
+        assert_eq!(group, group_id(&long), "stable");
+        assert_ne!(group, group_id(&"a".repeat(201)));
+        // Fits as a group id, not with `:<sequence>` after it.
+        let edge = "b".repeat(125);
+        assert_eq!(group_id(&edge), edge);
+        let dedup = deduplication_id(&edge, Some(1_000), "e");
+        assert!(valid_sqs_id(&dedup) && dedup.ends_with(":1000"), "{dedup}");
+        assert_ne!(dedup, deduplication_id(&edge, Some(1_001), "e"));
+        // Spaces and non-ASCII characters are not SQS ids.
+        assert!(group_id("order 42").starts_with("h-"));
+        assert!(group_id("ordre-é").starts_with("h-"));
+        assert!(deduplication_id("s", None, "id with space").starts_with("h-"));
+    }
+
+    #[test]
+    fn body_characters_as_sqs_lists_them() {
+        assert!("{\"a\":\"\t\n\r é 😀\"}".chars().all(sqs_body_char));
+        assert!(!sqs_body_char('\u{0}'));
+        assert!(!sqs_body_char('\u{1F}'));
+        assert!(!sqs_body_char('\u{FFFE}'));
+        assert!(!sqs_body_char('\u{FFFF}'));
+    }
+}

@@ -1,0 +1,338 @@
+//! A stream batch sent: events to the queue in stream order, at most ten per
+//! request; refusals retried while that is safe; corrupt items reported; the
+//! first record left unsent named for redelivery.
+
+use std::collections::{HashSet, VecDeque};
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::record::{Corrupt, Outgoing, Read, keys_of, read};
+use crate::domain::Domain;
+
+/// The most entries of one `SendMessageBatch`.
+pub const MAX_ENTRIES: usize = 10;
+
+/// The most body bytes of one `SendMessageBatch` (SQS's limit on the sum of
+/// a request's messages).
+pub const MAX_REQUEST_BYTES: usize = 256 * 1024;
+
+/// An entry the queue did not take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// Its position in the entries sent.
+    pub index: usize,
+    /// SQS's error code.
+    pub code: String,
+    /// SQS's message.
+    pub message: String,
+    /// Whether SQS blames the entry itself (`SenderFault`): sending it again
+    /// will not help.
+    pub sender_fault: bool,
+}
+
+/// A request that failed as a whole (after the SDK's own retries).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SendError(pub String);
+
+/// Where the dispatcher sends: the FIFO queue, and the failure queue for
+/// reports. [`SqsQueue`](super::SqsQueue) is SQS; tests bring their own.
+pub trait Queue: Send + Sync {
+    /// Sends up to [`MAX_ENTRIES`] messages in one request, in order;
+    /// answers with the entries refused (none: all taken).
+    fn send(
+        &self,
+        entries: &[Outgoing],
+    ) -> impl Future<Output = Result<Vec<Refused>, SendError>> + Send;
+
+    /// Sends one report (a JSON document) to the failure queue.
+    fn report(&self, report: &str) -> impl Future<Output = Result<(), SendError>> + Send;
+}
+
+/// How hard one invocation tries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// Rounds of sending again what was refused, after the first.
+    pub retries: u32,
+    /// The pause before the first retry; doubled each time.
+    pub backoff: Duration,
+    /// No request starts with less than this left before the deadline.
+    pub margin: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            retries: 3,
+            backoff: Duration::from_millis(50),
+            margin: Duration::from_millis(1_500),
+        }
+    }
+}
+
+/// What one batch did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Dispatch {
+    /// Records in the batch.
+    pub records: usize,
+    /// Records that send nothing (the head, requests, removals).
+    pub skipped: usize,
+    /// Messages the queue took.
+    pub dispatched: usize,
+    /// `SendMessageBatch` requests made.
+    pub requests: u64,
+    /// Entries refused, and requests failed, along the way.
+    pub refused: u64,
+    /// Corrupt event items reported to the failure queue: (sequence
+    /// number, reason).
+    pub corrupt: Vec<(Option<String>, String)>,
+    /// The `SequenceNumber` of the first record not done: Lambda delivers
+    /// it and every record after it again.
+    pub failure: Option<String>,
+    /// Why that record is not done.
+    pub failure_reason: Option<String>,
+}
+
+impl Dispatch {
+    /// The partial batch response of a stream batch.
+    pub fn response(&self) -> aws_lambda_events::event::streams::DynamoDbEventResponse {
+        let mut response = aws_lambda_events::event::streams::DynamoDbEventResponse::default();
+        if let Some(failure) = &self.failure {
+            let mut item = aws_lambda_events::event::streams::DynamoDbBatchItemFailure::default();
+            item.item_identifier = Some(failure.clone());
+            response.batch_item_failures.push(item);
+        }
+        response
+    }
+}
+
+/// A record that could not be done, and what blocks the redelivery point.
+struct Unfinished {
+    index: usize,
+    reason: String,
+}
+
+/// Sends one stream batch (the records as Lambda delivers them, in shard
+/// order) to `queue`.
+///
+/// Every event item's `INSERT` becomes one message; a stream's messages go
+/// in stream order, up to ten per request. An entry refused for a reason
+/// that may pass (throttling, an error on SQS's side) is sent again, first
+/// of its stream, up to `settings.retries` rounds; meanwhile the later
+/// messages of its stream wait. A corrupt event item, or an entry SQS blames
+/// on itself, is reported to the failure queue (and logged) and the batch
+/// goes on. What is still unsent at the end names the first such record as
+/// the batch's failure: Lambda delivers it and everything after it again,
+/// and the messages sent after it come back as duplicates that SQS
+/// deduplication (five minutes) and the consumer's guard absorb.
+pub async fn dispatch<Q: Queue>(
+    records: &[Value],
+    domain: &Domain,
+    queue: &Q,
+    settings: Settings,
+    deadline: Option<Instant>,
+) -> Dispatch {
+    let mut dispatch = Dispatch {
+        records: records.len(),
+        ..Dispatch::default()
+    };
+    let mut unfinished: Vec<Unfinished> = Vec::new();
+    // (record index, message), in record order.
+    let mut pending: Vec<(usize, Outgoing)> = Vec::new();
+    for (index, record) in records.iter().enumerate() {
+        match read(record, domain) {
+            Read::Send(outgoing) => pending.push((index, outgoing)),
+            Read::Skip(_) => dispatch.skipped += 1,
+            Read::Corrupt(corrupt) => {
+                if let Err(reason) = report(queue, &corrupt, &mut dispatch).await {
+                    unfinished.push(Unfinished { index, reason });
+                }
+            }
+        }
+    }
+    // Streams with an entry refused and not yet taken: their head goes
+    // with no later entry of theirs in the same request, so that SQS cannot
+    // take a later one and refuse the head again.
+    let mut troubled: HashSet<String> = HashSet::new();
+    let mut round = 0;
+    while !pending.is_empty() {
+        if round > 0 {
+            tokio::time::sleep(settings.backoff * 2u32.saturating_pow(round - 1)).await;
+        }
+        let mut again: Vec<(usize, Outgoing)> = Vec::new();
+        // Streams with an entry refused in this round: their later entries
+        // wait for the next round, behind it.
+        let mut held: HashSet<String> = HashSet::new();
+        let mut rest: VecDeque<(usize, Outgoing)> = std::mem::take(&mut pending).into();
+        while !rest.is_empty() {
+            if out_of_time(deadline, settings) {
+                again.extend(rest.drain(..));
+                break;
+            }
+            let mut request: Vec<(usize, Outgoing)> = Vec::new();
+            let mut bytes = 0;
+            let mut position = 0;
+            while position < rest.len() && request.len() < MAX_ENTRIES {
+                let next = &rest[position].1;
+                if held.contains(&next.stream) {
+                    again.extend(rest.remove(position));
+                    continue;
+                }
+                let alone = troubled.contains(&next.stream)
+                    && request.iter().any(|(_, o)| o.stream == next.stream);
+                if alone {
+                    position += 1;
+                    continue;
+                }
+                if !request.is_empty() && bytes + next.body.len() > MAX_REQUEST_BYTES {
+                    break;
+                }
+                bytes += next.body.len();
+                request.extend(rest.remove(position));
+            }
+            if request.is_empty() {
+                continue;
+            }
+            let entries: Vec<Outgoing> = request.iter().map(|(_, o)| o.clone()).collect();
+            dispatch.requests += 1;
+            match queue.send(&entries).await {
+                Ok(refused) => {
+                    for (position, (index, outgoing)) in request.into_iter().enumerate() {
+                        let Some(refusal) = refused.iter().find(|r| r.index == position) else {
+                            dispatch.dispatched += 1;
+                            // Taken behind nothing refused of its stream:
+                            // its order holds again.
+                            if !held.contains(&outgoing.stream) {
+                                troubled.remove(&outgoing.stream);
+                            }
+                            continue;
+                        };
+                        dispatch.refused += 1;
+                        if refusal.sender_fault {
+                            troubled.remove(&outgoing.stream);
+                            let corrupt = Corrupt {
+                                sequence_number: Some(outgoing.sequence_number.clone()),
+                                reason: format!(
+                                    "SQS refused the message: {}: {}",
+                                    refusal.code, refusal.message
+                                ),
+                                record: records[index].clone(),
+                            };
+                            if let Err(reason) = report(queue, &corrupt, &mut dispatch).await {
+                                unfinished.push(Unfinished { index, reason });
+                            }
+                        } else {
+                            tracing::warn!(
+                                stream = %outgoing.stream,
+                                sequence_number = %outgoing.sequence_number,
+                                code = %refusal.code,
+                                message = %refusal.message,
+                                "SQS refused a message: sent again, first of its stream"
+                            );
+                            held.insert(outgoing.stream.clone());
+                            troubled.insert(outgoing.stream.clone());
+                            again.push((index, outgoing));
+                        }
+                    }
+                }
+                Err(err) => {
+                    dispatch.refused += 1;
+                    tracing::warn!(error = %err, entries = request.len(), "SendMessageBatch failed");
+                    for (index, outgoing) in request {
+                        held.insert(outgoing.stream.clone());
+                        troubled.insert(outgoing.stream.clone());
+                        again.push((index, outgoing));
+                    }
+                }
+            }
+        }
+        again.sort_by_key(|(index, _)| *index);
+        pending = again;
+        round += 1;
+        let late = out_of_time(deadline, settings);
+        if !pending.is_empty() && (round > settings.retries || late) {
+            let reason = if late {
+                "the invocation's deadline came before SQS took it"
+            } else {
+                "SQS did not take it after retries"
+            };
+            unfinished.extend(pending.drain(..).map(|(index, _)| Unfinished {
+                index,
+                reason: reason.to_owned(),
+            }));
+        }
+    }
+    if let Some(first) = unfinished.iter().min_by_key(|unfinished| unfinished.index) {
+        // Without a SequenceNumber, the empty identifier: Lambda then
+        // delivers the whole batch again.
+        dispatch.failure = Some(
+            records[first.index]
+                .pointer("/dynamodb/SequenceNumber")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        );
+        dispatch.failure_reason = Some(first.reason.clone());
+    }
+    dispatch
+}
+
+/// Whether less than the margin is left before the deadline.
+fn out_of_time(deadline: Option<Instant>, settings: Settings) -> bool {
+    deadline.is_some_and(|deadline| {
+        deadline.saturating_duration_since(Instant::now()) < settings.margin
+    })
+}
+
+/// Reports a corrupt event item to the failure queue (and the log); `Err`
+/// with the reason when the report could not be sent.
+async fn report<Q: Queue>(
+    queue: &Q,
+    corrupt: &Corrupt,
+    dispatch: &mut Dispatch,
+) -> Result<(), String> {
+    let (pk, sk) = keys_of(&corrupt.record);
+    tracing::error!(
+        sequence_number = corrupt.sequence_number.as_deref(),
+        pk = pk.as_deref(),
+        sk = sk.as_deref(),
+        reason = %corrupt.reason,
+        "corrupt event item: not sent, reported to the failure queue"
+    );
+    let mut document = json!({
+        "source": "sequence-guard dispatcher",
+        "condition": "CorruptEventItem",
+        "reason": corrupt.reason,
+        "sequenceNumber": corrupt.sequence_number,
+        "eventSourceARN": corrupt.record.get("eventSourceARN"),
+        "keys": { "pk": pk, "sk": sk },
+        "record": corrupt.record,
+    });
+    let mut text = document.to_string();
+    if text.len() > MAX_REQUEST_BYTES {
+        // The item itself is too big for a message: its keys say where it is.
+        document["record"] = Value::Null;
+        document["recordOmitted"] = json!("larger than an SQS message");
+        text = document.to_string();
+    }
+    match queue.report(&text).await {
+        Ok(()) => {
+            dispatch
+                .corrupt
+                .push((corrupt.sequence_number.clone(), corrupt.reason.clone()));
+            Ok(())
+        }
+        Err(err) => {
+            tracing::error!(error = %err, "cannot report a corrupt event item: it will come again");
+            if corrupt.sequence_number.is_none() {
+                // Nothing names it for redelivery; the batch fails as a whole.
+                return Err(format!(
+                    "the report failed ({err}) for a record without SequenceNumber"
+                ));
+            }
+            Err(format!("its report to the failure queue failed: {err}"))
+        }
+    }
+}

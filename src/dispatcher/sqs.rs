@@ -1,0 +1,122 @@
+//! The queue on SQS: `SendMessageBatch` to the FIFO queue, `SendMessage` of
+//! reports to the failure queue.
+
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_sqs::types::{
+    MessageSystemAttributeNameForSends, MessageSystemAttributeValue, SendMessageBatchRequestEntry,
+};
+
+use super::record::Outgoing;
+use super::send::{Queue, Refused, SendError};
+
+/// The FIFO queue the events go to, and the queue reports go to. Cheap to
+/// clone.
+#[derive(Debug, Clone)]
+pub struct SqsQueue {
+    client: Client,
+    queue_url: String,
+    failure_queue_url: String,
+}
+
+impl SqsQueue {
+    /// Events to `queue_url` (FIFO), reports to `failure_queue_url`.
+    pub fn new(
+        client: Client,
+        queue_url: impl Into<String>,
+        failure_queue_url: impl Into<String>,
+    ) -> Self {
+        SqsQueue {
+            client,
+            queue_url: queue_url.into(),
+            failure_queue_url: failure_queue_url.into(),
+        }
+    }
+}
+
+fn error<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
+    operation: &str,
+    err: &SdkError<E, R>,
+) -> SendError {
+    let detail = match (err.code(), err.message()) {
+        (Some(code), Some(message)) => format!("{code}: {message}"),
+        (Some(code), None) => code.to_owned(),
+        _ => DisplayErrorContext(err).to_string(),
+    };
+    SendError(format!("{operation}: {detail}"))
+}
+
+impl Queue for SqsQueue {
+    async fn send(&self, entries: &[Outgoing]) -> Result<Vec<Refused>, SendError> {
+        let mut built = Vec::with_capacity(entries.len());
+        for (index, outgoing) in entries.iter().enumerate() {
+            let mut entry = SendMessageBatchRequestEntry::builder()
+                .id(index.to_string())
+                .message_body(&outgoing.body)
+                .message_group_id(&outgoing.group_id)
+                .message_deduplication_id(&outgoing.deduplication_id);
+            if let Some(header) = &outgoing.trace_header {
+                let value = MessageSystemAttributeValue::builder()
+                    .data_type("String")
+                    .string_value(header)
+                    .build()
+                    .map_err(|err| SendError(format!("AWSTraceHeader: {err}")))?;
+                entry = entry.message_system_attributes(
+                    MessageSystemAttributeNameForSends::AwsTraceHeader,
+                    value,
+                );
+            }
+            built.push(
+                entry
+                    .build()
+                    .map_err(|err| SendError(format!("SendMessageBatch entry: {err}")))?,
+            );
+        }
+        let output = self
+            .client
+            .send_message_batch()
+            .queue_url(&self.queue_url)
+            .set_entries(Some(built))
+            .send()
+            .await
+            .map_err(|err| error("SendMessageBatch", &err))?;
+        let mut refused: Vec<Refused> = output
+            .failed()
+            .iter()
+            .filter_map(|failed| {
+                Some(Refused {
+                    index: failed.id().parse().ok()?,
+                    code: failed.code().to_owned(),
+                    message: failed.message().unwrap_or_default().to_owned(),
+                    sender_fault: failed.sender_fault(),
+                })
+            })
+            .collect();
+        // An entry neither taken nor refused is not known to be sent.
+        for index in 0..entries.len() {
+            let id = index.to_string();
+            let answered = output.successful().iter().any(|ok| ok.id() == id)
+                || refused.iter().any(|r| r.index == index);
+            if !answered {
+                refused.push(Refused {
+                    index,
+                    code: "NoAnswer".to_owned(),
+                    message: "SQS answered neither success nor failure for this entry".to_owned(),
+                    sender_fault: false,
+                });
+            }
+        }
+        Ok(refused)
+    }
+
+    async fn report(&self, report: &str) -> Result<(), SendError> {
+        self.client
+            .send_message()
+            .queue_url(&self.failure_queue_url)
+            .message_body(report)
+            .send()
+            .await
+            .map_err(|err| error("SendMessage (failure queue)", &err))?;
+        Ok(())
+    }
+}

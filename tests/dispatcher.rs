@@ -1,0 +1,658 @@
+//! The dispatcher's sending, on a queue of the test's own that records every
+//! request and refuses what it is told to: ids and bodies as the contract
+//! says, ten per request, stream order kept through refusals, corrupt items
+//! reported without blocking, and the redelivery point. The same code on
+//! real SQS (LocalStack) and a real stream (DynamoDB Local) is in
+//! `shop/tests/dispatch.rs`.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use sequence_guard::dispatcher::{
+    Outgoing, Queue, Read, Refused, SendError, Settings, dispatch, read, valid_sqs_id,
+};
+use sequence_guard::{Counter, Decision, Domain, Entity, Events, Handling, Sequenced};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Tally {
+    sequence: u64,
+    last_event_id: String,
+}
+
+impl Entity for Tally {
+    const KIND: &'static str = "TALLY";
+    fn sequence(&self) -> u64 {
+        self.sequence
+    }
+    fn last_event_id(&self) -> &str {
+        &self.last_event_id
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Nothing {}
+
+#[derive(Debug, Deserialize)]
+struct Bump {
+    box_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", content = "data")]
+enum TallyEvent {
+    Counted(Nothing),
+    Bumped(Bump),
+}
+
+static BOXES: Counter = Counter {
+    kind: "BOX",
+    sort_key: "COUNT",
+    attribute: "count",
+};
+
+fn on_counted(tally: &mut Option<Tally>, event: &Sequenced<Nothing>) -> Decision {
+    let sequence = tally.as_ref().map_or(0, |tally| tally.sequence);
+    if sequence != event.sequence - 1 {
+        return if sequence >= event.sequence {
+            Decision::Duplicate
+        } else {
+            Decision::Gap
+        };
+    }
+    *tally = Some(Tally {
+        sequence: event.sequence,
+        last_event_id: event.event_id.clone(),
+    });
+    Decision::Applied
+}
+
+impl Events for TallyEvent {
+    fn handling(self) -> Handling {
+        match self {
+            TallyEvent::Counted(data) => Handling::sequenced(data, on_counted),
+            TallyEvent::Bumped(data) => Handling::add("Bumps", &BOXES, data.box_id, 1),
+        }
+    }
+}
+
+fn domain() -> Domain {
+    Domain::new::<TallyEvent>()
+        .entity::<Tally>()
+        .counter(&BOXES)
+}
+
+fn body(stream: &str, sequence: u64) -> String {
+    json!({ "eventId": format!("e-{stream}-{sequence}"), "type": "Counted", "aggregateId": stream, "sequence": sequence, "data": {} })
+        .to_string()
+}
+
+/// A stream record as Lambda delivers it, for any item.
+fn stream_record(event_name: &str, seq: u64, keys: Value, image: Option<Value>) -> Value {
+    let mut change = json!({
+        "ApproximateCreationDateTime": 1_764_500_000.0,
+        "Keys": keys,
+        "SequenceNumber": format!("{seq:021}"),
+        "SizeBytes": 100,
+        "StreamViewType": "NEW_IMAGE",
+    });
+    if let Some(image) = image {
+        change["NewImage"] = image;
+    }
+    json!({
+        "eventID": format!("id-{seq}"),
+        "eventName": event_name,
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "dynamodb": change,
+        "eventSourceARN": "arn:aws:dynamodb:us-east-1:000000000000:table/events/stream/2026-11-30T00:00:00.000",
+    })
+}
+
+/// An event item's INSERT, with this body.
+fn insert_with(seq: u64, stream: &str, sequence: u64, body: &str) -> Value {
+    let keys = json!({ "pk": { "S": format!("STREAM#{stream}") }, "sk": { "S": format!("EVENT#{sequence:020}") } });
+    let mut image = keys.clone();
+    image["eventId"] = json!({ "S": format!("e-{stream}-{sequence}") });
+    image["type"] = json!({ "S": "Counted" });
+    image["sequence"] = json!({ "N": sequence.to_string() });
+    image["body"] = json!({ "S": body });
+    image["appendedAt"] = json!({ "N": "1764500000" });
+    stream_record("INSERT", seq, keys, Some(image))
+}
+
+fn insert(seq: u64, stream: &str, sequence: u64) -> Value {
+    insert_with(seq, stream, sequence, &body(stream, sequence))
+}
+
+fn sequence_number(seq: u64) -> String {
+    format!("{seq:021}")
+}
+
+type Rule = Box<dyn Fn(&Outgoing, u32) -> Option<Refused> + Send + Sync>;
+
+/// A queue that records requests, takes entries unless `refuse` says
+/// otherwise (given the entry and how many times it was offered before),
+/// and fails whole requests while `fail_requests` > 0.
+#[derive(Default)]
+struct TestQueue {
+    requests: Mutex<Vec<Vec<Outgoing>>>,
+    taken: Mutex<Vec<Outgoing>>,
+    reports: Mutex<Vec<Value>>,
+    offered: Mutex<HashMap<String, u32>>,
+    refuse: Option<Rule>,
+    fail_requests: Mutex<u32>,
+    fail_reports: bool,
+}
+
+impl Queue for TestQueue {
+    async fn send(&self, entries: &[Outgoing]) -> Result<Vec<Refused>, SendError> {
+        assert!(
+            entries.len() <= 10,
+            "{} entries in one request",
+            entries.len()
+        );
+        self.requests.lock().unwrap().push(entries.to_vec());
+        {
+            let mut fail = self.fail_requests.lock().unwrap();
+            if *fail > 0 {
+                *fail -= 1;
+                return Err(SendError("ServiceUnavailable: injected".to_owned()));
+            }
+        }
+        let mut refused = Vec::new();
+        for (index, entry) in entries.iter().enumerate() {
+            let times = {
+                let mut offered = self.offered.lock().unwrap();
+                let times = offered.entry(entry.deduplication_id.clone()).or_default();
+                *times += 1;
+                *times - 1
+            };
+            match self.refuse.as_ref().and_then(|rule| rule(entry, times)) {
+                Some(mut refusal) => {
+                    refusal.index = index;
+                    refused.push(refusal);
+                }
+                None => self.taken.lock().unwrap().push(entry.clone()),
+            }
+        }
+        Ok(refused)
+    }
+
+    async fn report(&self, report: &str) -> Result<(), SendError> {
+        if self.fail_reports {
+            return Err(SendError("AccessDenied: injected".to_owned()));
+        }
+        self.reports
+            .lock()
+            .unwrap()
+            .push(serde_json::from_str(report).expect("a report is JSON"));
+        Ok(())
+    }
+}
+
+fn throttled() -> Refused {
+    Refused {
+        index: 0,
+        code: "ThrottlingException".to_owned(),
+        message: "injected".to_owned(),
+        sender_fault: false,
+    }
+}
+
+fn quick() -> Settings {
+    Settings {
+        retries: 3,
+        backoff: Duration::from_millis(1),
+        margin: Duration::from_millis(100),
+    }
+}
+
+/// The (stream, sequence) of every message taken, in the order taken.
+fn taken(queue: &TestQueue) -> Vec<(String, u64)> {
+    queue
+        .taken
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let body: Value = serde_json::from_str(&o.body).unwrap();
+            (o.stream.clone(), body["sequence"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+fn of_stream(taken: &[(String, u64)], stream: &str) -> Vec<u64> {
+    taken
+        .iter()
+        .filter(|(s, _)| s == stream)
+        .map(|(_, n)| *n)
+        .collect()
+}
+
+#[tokio::test]
+async fn events_go_out_with_the_contracts_ids_ten_per_request_in_stream_order() {
+    let mut records = Vec::new();
+    let mut seq = 0;
+    for sequence in 1..=25 {
+        for stream in ["a", "b"] {
+            seq += 1;
+            records.push(insert(seq, stream, sequence));
+        }
+    }
+    let queue = TestQueue::default();
+    let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
+    assert_eq!(outcome.dispatched, 50);
+    assert_eq!(outcome.requests, 5, "full requests: 0.1 per event");
+    assert_eq!(outcome.failure, None);
+    assert_eq!(
+        serde_json::to_value(outcome.response()).unwrap(),
+        json!({ "batchItemFailures": [] })
+    );
+    let taken = taken(&queue);
+    assert_eq!(of_stream(&taken, "a"), (1..=25).collect::<Vec<_>>());
+    assert_eq!(of_stream(&taken, "b"), (1..=25).collect::<Vec<_>>());
+    let first = &queue.requests.lock().unwrap()[0][0];
+    assert_eq!(first.group_id, "a");
+    assert_eq!(first.deduplication_id, "a:1");
+    assert_eq!(first.body, body("a", 1), "the body byte for byte");
+    assert_eq!(first.sequence_number, sequence_number(1));
+}
+
+#[tokio::test]
+async fn the_head_requests_removals_and_changes_send_nothing() {
+    let head = json!({ "pk": { "S": "STREAM#a" }, "sk": { "S": "HEAD" } });
+    let request = json!({ "pk": { "S": "REQUEST#r-1" }, "sk": { "S": "REQUEST" } });
+    let mut head_image = head.clone();
+    head_image["sequence"] = json!({ "N": "1" });
+    let event_keys =
+        json!({ "pk": { "S": "STREAM#a" }, "sk": { "S": format!("EVENT#{:020}", 1) } });
+    let records = vec![
+        stream_record("INSERT", 1, head.clone(), Some(head_image.clone())),
+        stream_record("MODIFY", 2, head, Some(head_image)),
+        stream_record("INSERT", 3, request.clone(), Some(request.clone())),
+        stream_record("REMOVE", 4, request, None),
+        stream_record("REMOVE", 5, event_keys.clone(), None),
+        insert(6, "a", 1),
+    ];
+    let mut modified = insert(7, "a", 1);
+    modified["eventName"] = json!("MODIFY");
+    let mut records = records;
+    records.push(modified);
+    let queue = TestQueue::default();
+    let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
+    assert_eq!((outcome.skipped, outcome.dispatched), (6, 1));
+    assert_eq!(queue.requests.lock().unwrap().len(), 1);
+    assert!(queue.reports.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_effect_without_a_sequence_is_deduplicated_by_its_event_id() {
+    let body =
+        json!({ "eventId": "bump-1", "type": "Bumped", "data": { "box_id": "box-9" } }).to_string();
+    let record = insert_with(1, "box-9", 4, &body);
+    let queue = TestQueue::default();
+    let outcome = dispatch(&[record], &domain(), &queue, quick(), None).await;
+    assert_eq!(outcome.dispatched, 1);
+    let sent = &queue.taken.lock().unwrap()[0];
+    assert_eq!(
+        (sent.group_id.as_str(), sent.deduplication_id.as_str()),
+        ("box-9", "bump-1")
+    );
+}
+
+#[tokio::test]
+async fn a_refused_entry_goes_again_first_of_its_stream_and_other_streams_go_on() {
+    // a:2 is throttled twice. SQS answers each entry of a request on its
+    // own: a:3 to a:5, in a:2's request, are taken ahead of it (the
+    // consumer's guard holds them); a:6, in a later request, waits for it.
+    let refuse: Rule =
+        Box::new(|entry, times| (entry.deduplication_id == "a:2" && times < 2).then(throttled));
+    let queue = TestQueue {
+        refuse: Some(refuse),
+        ..TestQueue::default()
+    };
+    let records: Vec<Value> = (1..=6)
+        .flat_map(|n| [insert(2 * n - 1, "a", n), insert(2 * n, "b", n)])
+        .collect();
+    let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
+    assert_eq!(outcome.failure, None);
+    assert_eq!(outcome.dispatched, 12);
+    assert_eq!(outcome.refused, 2);
+    let taken = taken(&queue);
+    let requests: Vec<Vec<String>> = queue
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.iter().map(|o| o.deduplication_id.clone()).collect())
+        .collect();
+    assert_eq!(
+        of_stream(&taken, "a"),
+        vec![1, 3, 4, 5, 2, 6],
+        "{taken:?} {requests:?}"
+    );
+    assert_eq!(of_stream(&taken, "b"), (1..=6).collect::<Vec<_>>());
+    let requests = queue.requests.lock().unwrap();
+    let second: Vec<&str> = requests[1]
+        .iter()
+        .map(|o| o.deduplication_id.as_str())
+        .collect();
+    assert_eq!(second, vec!["b:6"], "a:6 held behind a:2");
+}
+
+#[tokio::test]
+async fn an_entry_still_refused_after_retries_is_the_redelivery_point() {
+    let refuse: Rule = Box::new(|entry, _| (entry.deduplication_id == "a:2").then(throttled));
+    let queue = TestQueue {
+        refuse: Some(refuse),
+        ..TestQueue::default()
+    };
+    // Shard order: b:1..b:8, a:1, a:2 (one request), then a:3, b:9.
+    let mut records: Vec<Value> = (1..=8).map(|n| insert(n, "b", n)).collect();
+    records.extend([
+        insert(9, "a", 1),
+        insert(10, "a", 2),
+        insert(11, "a", 3),
+        insert(12, "b", 9),
+    ]);
+    let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
+    assert_eq!(outcome.failure, Some(sequence_number(10)), "a:2's record");
+    assert_eq!(
+        serde_json::to_value(outcome.response()).unwrap(),
+        json!({ "batchItemFailures": [{ "itemIdentifier": sequence_number(10) }] })
+    );
+    let taken = taken(&queue);
+    assert_eq!(of_stream(&taken, "a"), vec![1], "nothing of a after a:2");
+    assert_eq!(
+        of_stream(&taken, "b"),
+        (1..=9).collect::<Vec<_>>(),
+        "b goes on"
+    );
+    assert_eq!(outcome.refused, 4, "offered once and retried three times");
+    // Lambda delivers a:2 and everything after it again: now taken, in order.
+    let again = TestQueue::default();
+    let outcome = dispatch(&records[9..], &domain(), &again, quick(), None).await;
+    assert_eq!(outcome.failure, None);
+    assert_eq!(of_stream(&taken_again(&again), "a"), vec![2, 3]);
+}
+
+fn taken_again(queue: &TestQueue) -> Vec<(String, u64)> {
+    taken(queue)
+}
+
+#[tokio::test]
+async fn a_failed_request_is_sent_again_and_a_lasting_failure_names_its_first_record() {
+    let queue = TestQueue {
+        fail_requests: Mutex::new(2),
+        ..TestQueue::default()
+    };
+    let records: Vec<Value> = (1..=3).map(|n| insert(n, "a", n)).collect();
+    let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
+    assert_eq!((outcome.dispatched, outcome.failure), (3, None));
+    // Two failed tries of a:1 to a:3, then a:1 alone (its stream was
+    // refused), then a:2 and a:3.
+    assert_eq!(outcome.requests, 4);
+
+    let down = TestQueue {
+        fail_requests: Mutex::new(u32::MAX),
+        ..TestQueue::default()
+    };
+    let mut records = vec![stream_record(
+        "INSERT",
+        1,
+        json!({ "pk": { "S": "STREAM#a" }, "sk": { "S": "HEAD" } }),
+        Some(json!({ "pk": { "S": "STREAM#a" }, "sk": { "S": "HEAD" }, "sequence": { "N": "2" } })),
+    )];
+    records.extend((1..=2).map(|n| insert(n + 1, "a", n)));
+    let outcome = dispatch(&records, &domain(), &down, quick(), None).await;
+    assert_eq!(outcome.dispatched, 0);
+    assert_eq!(
+        outcome.failure,
+        Some(sequence_number(2)),
+        "the first event record, not the head"
+    );
+    assert_eq!(
+        down.requests.lock().unwrap().len(),
+        4,
+        "one try and three retries"
+    );
+}
+
+#[tokio::test]
+async fn an_entry_sqs_blames_on_itself_is_reported_and_its_stream_goes_on() {
+    let refuse: Rule = Box::new(|entry, _| {
+        (entry.deduplication_id == "a:2").then(|| Refused {
+            index: 0,
+            code: "InvalidParameterValue".to_owned(),
+            message: "injected".to_owned(),
+            sender_fault: true,
+        })
+    });
+    let queue = TestQueue {
+        refuse: Some(refuse),
+        ..TestQueue::default()
+    };
+    let records: Vec<Value> = (1..=3).map(|n| insert(n, "a", n)).collect();
+    let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
+    assert_eq!(outcome.failure, None);
+    assert_eq!(of_stream(&taken(&queue), "a"), vec![1, 3]);
+    let reports = queue.reports.lock().unwrap();
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0]["sequenceNumber"], json!(sequence_number(2)));
+    assert!(
+        reports[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("InvalidParameterValue"),
+        "{}",
+        reports[0]
+    );
+}
+
+/// Event items that cannot be sent, each with what its reason must say.
+fn corrupt_records() -> Vec<(Value, &'static str)> {
+    let without_body = {
+        let mut record = insert(1, "c", 1);
+        record["dynamodb"]["NewImage"]
+            .as_object_mut()
+            .unwrap()
+            .remove("body");
+        record
+    };
+    let not_json = insert_with(2, "c", 2, "not json");
+    let unknown_type = insert_with(
+        3,
+        "c",
+        3,
+        &json!({ "eventId": "x", "type": "Exploded", "aggregateId": "c", "sequence": 3, "data": {} })
+            .to_string(),
+    );
+    let other_stream = insert_with(4, "c", 4, &body("d", 4));
+    let other_sequence = insert_with(5, "c", 5, &body("c", 6));
+    let bad_character = insert_with(
+        6,
+        "c",
+        6,
+        &body("c", 6).replace("\"data\":{}", "\"data\":{},\"x\":\"\u{FFFF}\""),
+    );
+    let too_big = insert_with(
+        7,
+        "c",
+        7,
+        &body("c", 7).replace(
+            "\"data\":{}",
+            &format!("\"data\":{{}},\"pad\":\"{}\"", "x".repeat(262_144)),
+        ),
+    );
+    let body_not_text = {
+        let mut record = insert(8, "c", 8);
+        record["dynamodb"]["NewImage"]["body"] = json!({ "N": "42" });
+        record
+    };
+    let no_image = {
+        let mut record = insert(9, "c", 9);
+        record["dynamodb"]
+            .as_object_mut()
+            .unwrap()
+            .remove("NewImage");
+        record
+    };
+    let not_a_record = {
+        let mut record = insert(10, "c", 10);
+        record["dynamodb"]["SizeBytes"] = json!("big");
+        record
+    };
+    let key_and_sequence_disagree = {
+        let mut record = insert(11, "c", 11);
+        record["dynamodb"]["NewImage"]["sequence"] = json!({ "N": "12" });
+        record
+    };
+    vec![
+        (without_body, "no `body`"),
+        (not_json, "not a message of the domain"),
+        (unknown_type, "Exploded"),
+        (other_stream, "the body's stream is `d`"),
+        (other_sequence, "the body's sequence is 6"),
+        (bad_character, "U+FFFF"),
+        (too_big, "more than an SQS message holds"),
+        (body_not_text, "attributes"),
+        (no_image, "no NewImage"),
+        (not_a_record, "not a DynamoDB stream record"),
+        (key_and_sequence_disagree, "disagree"),
+    ]
+}
+
+#[tokio::test]
+async fn corrupt_event_items_are_reported_each_with_its_reason_and_block_nothing() {
+    let corrupt = corrupt_records();
+    let mut records = Vec::new();
+    for (n, (record, _)) in corrupt.iter().enumerate() {
+        records.push(record.clone());
+        records.push(insert(100 + n as u64, "ok", n as u64 + 1));
+    }
+    let queue = TestQueue::default();
+    let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
+    assert_eq!(outcome.failure, None, "{:?}", outcome.failure_reason);
+    assert_eq!(
+        of_stream(&taken(&queue), "ok"),
+        (1..=corrupt.len() as u64).collect::<Vec<_>>()
+    );
+    let reports = queue.reports.lock().unwrap();
+    assert_eq!(reports.len(), corrupt.len());
+    for ((record, says), report) in corrupt.iter().zip(reports.iter()) {
+        let reason = report["reason"].as_str().unwrap();
+        assert!(reason.contains(says), "`{reason}` should say `{says}`");
+        assert_eq!(report["condition"], json!("CorruptEventItem"));
+        assert_eq!(report["keys"]["pk"], json!("STREAM#c"));
+        if *says == "more than an SQS message holds" {
+            assert_eq!(report["record"], Value::Null, "too big to carry");
+        } else {
+            assert_eq!(&report["record"], record, "the record as it came");
+        }
+        assert_eq!(
+            report["sequenceNumber"],
+            record["dynamodb"]["SequenceNumber"]
+        );
+    }
+    assert_eq!(outcome.corrupt.len(), corrupt.len());
+}
+
+#[tokio::test]
+async fn a_report_that_cannot_be_sent_makes_its_record_the_redelivery_point() {
+    let queue = TestQueue {
+        fail_reports: true,
+        ..TestQueue::default()
+    };
+    let records = vec![
+        insert(1, "a", 1),
+        insert_with(2, "c", 1, "not json"),
+        insert(3, "a", 2),
+    ];
+    let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
+    assert_eq!(outcome.failure, Some(sequence_number(2)));
+    assert_eq!(
+        outcome.dispatched, 2,
+        "the others are sent; they come again as duplicates"
+    );
+}
+
+#[tokio::test]
+async fn no_request_starts_without_time_left() {
+    let queue = TestQueue::default();
+    let records: Vec<Value> = (1..=3).map(|n| insert(n, "a", n)).collect();
+    let settings = Settings {
+        margin: Duration::from_secs(5),
+        ..quick()
+    };
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let outcome = dispatch(&records, &domain(), &queue, settings, Some(deadline)).await;
+    assert_eq!(outcome.requests, 0);
+    assert_eq!(outcome.failure, Some(sequence_number(1)));
+}
+
+#[tokio::test]
+async fn requests_stay_within_sqs_bytes() {
+    // Four bodies of ~100 KB: at most two per request (256 KiB).
+    let big = |n: u64| {
+        insert_with(
+            n,
+            "a",
+            n,
+            &body("a", n).replace(
+                "\"data\":{}",
+                &format!("\"data\":{{}},\"pad\":\"{}\"", "x".repeat(100_000)),
+            ),
+        )
+    };
+    let records: Vec<Value> = (1..=4).map(big).collect();
+    let queue = TestQueue::default();
+    let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
+    assert_eq!(outcome.dispatched, 4);
+    for request in queue.requests.lock().unwrap().iter() {
+        let bytes: usize = request.iter().map(|o| o.body.len()).sum();
+        assert!(bytes <= 256 * 1024, "{bytes}");
+    }
+    assert_eq!(outcome.requests, 2);
+}
+
+#[tokio::test]
+async fn a_trace_header_rides_along_and_long_ids_become_digests() {
+    let long = "x".repeat(200);
+    let body = json!({ "eventId": "e-long-1", "type": "Counted", "aggregateId": long, "sequence": 1, "data": {} });
+    let mut record = insert_with(1, &long, 1, &body.to_string());
+    record["dynamodb"]["NewImage"]["traceHeader"] =
+        json!({ "S": "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1" });
+    let queue = TestQueue::default();
+    let outcome = dispatch(&[record], &domain(), &queue, quick(), None).await;
+    assert_eq!(outcome.dispatched, 1);
+    let sent = &queue.taken.lock().unwrap()[0];
+    assert_eq!(
+        sent.trace_header.as_deref(),
+        Some("Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1")
+    );
+    assert!(valid_sqs_id(&sent.group_id) && sent.group_id.starts_with("h-"));
+    assert!(valid_sqs_id(&sent.deduplication_id) && sent.deduplication_id.ends_with(":1"));
+    assert_eq!(sent.stream, long);
+}
+
+#[test]
+fn read_names_what_it_does_with_a_record() {
+    assert!(matches!(read(&insert(1, "a", 1), &domain()), Read::Send(_)));
+    let head = json!({ "pk": { "S": "STREAM#a" }, "sk": { "S": "HEAD" } });
+    assert!(matches!(
+        read(
+            &stream_record("INSERT", 2, head.clone(), Some(head)),
+            &domain()
+        ),
+        Read::Skip(_)
+    ));
+    assert!(matches!(
+        read(&insert_with(3, "a", 1, "{}"), &domain()),
+        Read::Corrupt(_)
+    ));
+}
