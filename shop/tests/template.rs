@@ -7,6 +7,7 @@ mod support;
 use std::collections::BTreeSet;
 
 use sequence_guard::config::VARIABLES;
+use sequence_guard::dispatcher;
 use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
 use sequence_guard::store::dynamodb::{TTL_ATTRIBUTE, iam_actions};
 use serde_yaml::Value;
@@ -382,4 +383,696 @@ fn the_deadline_margin_fits_every_allowed_timeout() {
         margin_ms * 10 <= shortest * 1000,
         "DEADLINE_MARGIN_MS {margin_ms} takes more than a tenth of the {shortest} s timeout"
     );
+}
+
+// The producer's half: the event store, the dispatcher on its stream, and
+// their alarms, all under the `WithProducer` condition.
+
+/// Every resource of the producer's half; each carries `WithProducer`.
+const PRODUCER: [&str; 9] = [
+    "EventsTable",
+    "DispatchFailureQueue",
+    "DispatcherLogGroup",
+    "DispatcherRole",
+    "DispatcherFunction",
+    "DispatcherIteratorAgeAlarm",
+    "DispatcherErrorsAlarm",
+    "DispatchFailureQueueAlarm",
+    "DispatcherCorruptAlarm",
+];
+
+/// The outputs that name producer resources.
+const PRODUCER_OUTPUTS: [&str; 3] = [
+    "EventsTableName",
+    "DispatcherFunctionName",
+    "DispatchFailureQueueUrl",
+];
+
+/// The dispatcher's `Service` dimension, as the template writes it.
+const DISPATCHER_SERVICE: &str = "${AWS::StackName}-dispatcher";
+
+/// A value or a list of values, as IAM's `Action` and `Resource` take them.
+fn one_or_many(value: &Value) -> Vec<&Value> {
+    match value {
+        Value::Sequence(items) => items.iter().collect(),
+        Value::Null => Vec::new(),
+        other => vec![other],
+    }
+}
+
+/// An intrinsic function's name (`Ref`, `GetAtt`, `Sub`, `If`, ...) and its
+/// argument, in the short (`!Sub`) or the long (`Fn::Sub:`) form.
+fn function(value: &Value) -> Option<(String, &Value)> {
+    match value {
+        Value::Tagged(tagged) => Some((
+            tagged.tag.to_string().trim_start_matches('!').to_owned(),
+            &tagged.value,
+        )),
+        Value::Mapping(mapping) if mapping.len() == 1 => {
+            let (key, argument) = mapping.iter().next()?;
+            let key = key.as_str()?;
+            (key == "Ref" || key.starts_with("Fn::"))
+                .then(|| (key.trim_start_matches("Fn::").to_owned(), argument))
+        }
+        _ => None,
+    }
+}
+
+/// The names `${...}` in a `Sub` string, without `${!literal}`s.
+fn sub_names(text: &str) -> Vec<&str> {
+    text.split("${")
+        .skip(1)
+        .filter_map(|rest| rest.split_once('}').map(|(name, _)| name))
+        .filter(|name| !name.starts_with('!'))
+        .collect()
+}
+
+/// The resources `value` names (Ref, GetAtt, Sub), leaving out the branch
+/// taken when the producer is deployed of every `!If [WithProducer, ..]`.
+fn references(value: &Value, found: &mut BTreeSet<String>) {
+    fn name(target: &str, found: &mut BTreeSet<String>) {
+        let target = target.split('.').next().unwrap_or(target);
+        if !target.contains("::") {
+            found.insert(target.to_owned());
+        }
+    }
+    if let Some((function, argument)) = function(value) {
+        match (function.as_str(), argument) {
+            ("Ref" | "GetAtt", Value::String(target)) => name(target, found),
+            ("GetAtt", Value::Sequence(parts)) => name(parts[0].as_str().unwrap_or(""), found),
+            ("Sub", Value::String(text)) => {
+                for target in sub_names(text) {
+                    name(target, found);
+                }
+            }
+            ("Sub", Value::Sequence(parts)) => {
+                let variables = parts.get(1).and_then(Value::as_mapping);
+                for target in sub_names(parts[0].as_str().unwrap_or("")) {
+                    if !variables.is_some_and(|variables| variables.contains_key(target)) {
+                        name(target, found);
+                    }
+                }
+                for value in variables
+                    .into_iter()
+                    .flat_map(|variables| variables.values())
+                {
+                    references(value, found);
+                }
+            }
+            ("If", Value::Sequence(parts)) if parts[0] == "WithProducer" => {
+                references(&parts[2], found);
+            }
+            (_, argument) => references(argument, found),
+        }
+        return;
+    }
+    match value {
+        Value::Sequence(items) => items.iter().for_each(|item| references(item, found)),
+        Value::Mapping(mapping) => mapping.values().for_each(|item| references(item, found)),
+        _ => {}
+    }
+}
+
+/// A `Sub` or `Join` string as CloudFormation makes it, with `producer` for
+/// the `WithProducer` condition and `<name>` for each name it does not define.
+fn render(value: &Value, producer: bool) -> String {
+    let substitute = |text: &str, variables: Option<&serde_yaml::Mapping>| {
+        let mut rendered = String::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("${") {
+            rendered.push_str(&rest[..start]);
+            let (name, after) = rest[start + 2..].split_once('}').expect("a closed ${");
+            match variables.and_then(|variables| variables.get(name)) {
+                Some(value) => rendered.push_str(&render(value, producer)),
+                None => rendered.push_str(&format!("<{name}>")),
+            }
+            rest = after;
+        }
+        rendered.push_str(rest);
+        rendered
+    };
+    match function(value) {
+        None => value
+            .as_str()
+            .unwrap_or_else(|| panic!("not a string: {value:?}"))
+            .to_owned(),
+        Some((function, argument)) => match (function.as_str(), argument) {
+            ("Sub", Value::String(text)) => substitute(text, None),
+            ("Sub", Value::Sequence(parts)) => substitute(
+                parts[0].as_str().expect("a Sub string"),
+                parts.get(1).and_then(Value::as_mapping),
+            ),
+            ("If", Value::Sequence(parts)) => {
+                assert_eq!(parts[0], "WithProducer", "only WithProducer is rendered");
+                render(&parts[if producer { 1 } else { 2 }], producer)
+            }
+            ("Join", Value::Sequence(parts)) => one_or_many(&parts[1])
+                .into_iter()
+                .map(|part| render(part, producer))
+                .collect::<Vec<_>>()
+                .join(parts[0].as_str().expect("a Join separator")),
+            ("Ref" | "GetAtt", Value::String(target)) => format!("<{target}>"),
+            other => panic!("cannot render {other:?}"),
+        },
+    }
+}
+
+/// Every metric of the dashboard (with the producer or without) as
+/// (namespace, metric, dimension name, dimension value), its `.` and `...`
+/// shorthands spelled out.
+fn dashboard_metrics(template: &Value, producer: bool) -> Vec<[String; 4]> {
+    let body = render(
+        &resource(template, "Dashboard")["Properties"]["DashboardBody"],
+        producer,
+    );
+    let body: serde_json::Value = serde_json::from_str(&body)
+        .unwrap_or_else(|error| panic!("the dashboard (producer {producer}) is not JSON: {error}"));
+    let mut found = Vec::new();
+    for widget in body["widgets"].as_array().expect("widgets") {
+        let mut previous: Vec<String> = Vec::new();
+        for row in widget["properties"]["metrics"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let items: Vec<&str> = row
+                .as_array()
+                .expect("a metric row")
+                .iter()
+                .filter_map(serde_json::Value::as_str)
+                .collect();
+            let resolved: Vec<String> = if items.first() == Some(&"...") {
+                previous.clone()
+            } else {
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(index, item)| match *item {
+                        "." => previous[index].clone(),
+                        item => item.to_owned(),
+                    })
+                    .collect()
+            };
+            assert!(
+                resolved.len() >= 4,
+                "a metric with a dimension: {resolved:?}"
+            );
+            found.push([0, 1, 2, 3].map(|index| resolved[index].clone()));
+            previous = resolved;
+        }
+    }
+    found
+}
+
+fn parameter_number(template: &Value, parameter: &str, field: &str) -> i64 {
+    template["Parameters"][parameter][field]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{parameter} has no {field}"))
+}
+
+#[test]
+fn the_dispatcher_is_the_dispatcher_binary_on_al2023_arm64() {
+    let template = template();
+    let function = resource(&template, "DispatcherFunction");
+    assert_eq!(function["Type"], "AWS::Serverless::Function");
+    assert_eq!(function["Metadata"]["BuildMethod"], "rust-cargolambda");
+    assert_eq!(
+        function["Metadata"]["BuildProperties"]["Binary"],
+        "dispatcher"
+    );
+    assert!(
+        std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/bin/dispatcher.rs"
+        ))
+        .exists(),
+        "the dispatcher binary target"
+    );
+    let properties = &function["Properties"];
+    assert_eq!(properties["Handler"], "bootstrap");
+    assert_eq!(properties["Runtime"], "provided.al2023");
+    assert_eq!(strings(&properties["Architectures"]), ["arm64"]);
+    assert_eq!(properties["Tracing"], "Active");
+    assert_eq!(properties["LoggingConfig"]["LogFormat"], "JSON");
+    assert_eq!(
+        intrinsic(&properties["LoggingConfig"]["LogGroup"]),
+        "Ref DispatcherLogGroup"
+    );
+    // Its own log group: the one the role may write to, named for the function.
+    let log_group =
+        intrinsic(&resource(&template, "DispatcherLogGroup")["Properties"]["LogGroupName"]);
+    assert_eq!(log_group, "Sub /aws/lambda/${AWS::StackName}-dispatcher");
+    assert_eq!(
+        intrinsic(&properties["FunctionName"]),
+        "Sub ${AWS::StackName}-dispatcher"
+    );
+}
+
+#[test]
+fn the_dispatcher_environment_is_what_the_code_reads() {
+    let template = template();
+    let variables =
+        &resource(&template, "DispatcherFunction")["Properties"]["Environment"]["Variables"];
+    let names: Vec<&str> = variables
+        .as_mapping()
+        .expect("variables")
+        .keys()
+        .filter_map(Value::as_str)
+        .collect();
+    for name in &names {
+        assert!(
+            dispatcher::VARIABLES.contains(name),
+            "the template sets {name}, which the dispatcher does not read"
+        );
+    }
+    for name in dispatcher::REQUIRED {
+        assert!(
+            names.contains(&name),
+            "the dispatcher needs {name}; the template does not set it"
+        );
+    }
+    assert_eq!(intrinsic(&variables["QUEUE_URL"]), "Ref EventsQueue");
+    assert_eq!(
+        intrinsic(&variables["FAILURE_QUEUE_URL"]),
+        "Ref DispatchFailureQueue"
+    );
+    assert_eq!(
+        intrinsic(&variables["METRICS_NAMESPACE"]),
+        "Ref MetricsNamespace"
+    );
+    // Its own Service dimension, not the projector's.
+    assert_eq!(
+        intrinsic(&variables["METRICS_SERVICE"]),
+        format!("Sub {DISPATCHER_SERVICE}")
+    );
+
+    // The failure queue keeps what it is given for as long as SQS allows.
+    let failures = &resource(&template, "DispatchFailureQueue")["Properties"];
+    assert!(
+        failures["FifoQueue"].is_null(),
+        "an on-failure destination is a standard queue"
+    );
+    assert_eq!(failures["MessageRetentionPeriod"], 1_209_600);
+    assert_eq!(failures["SqsManagedSseEnabled"], true);
+}
+
+#[test]
+fn the_event_store_streams_new_images_to_the_dispatcher() {
+    let template = template();
+    let table = resource(&template, "EventsTable");
+    assert_eq!(table["DeletionPolicy"], "Retain");
+    let table = &table["Properties"];
+    assert_eq!(table["StreamSpecification"]["StreamViewType"], "NEW_IMAGE");
+    assert_eq!(
+        table["TimeToLiveSpecification"]["AttributeName"],
+        "expiresAt"
+    );
+    assert_eq!(table["TimeToLiveSpecification"]["Enabled"], true);
+    assert_eq!(
+        table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"],
+        true
+    );
+    assert_eq!(table["SSESpecification"]["SSEEnabled"], true);
+
+    let events = resource(&template, "DispatcherFunction")["Properties"]["Events"]
+        .as_mapping()
+        .expect("events");
+    assert_eq!(events.len(), 1, "the stream is the dispatcher's one event");
+    let event = &events["Stream"];
+    assert_eq!(event["Type"], "DynamoDB");
+    let properties = &event["Properties"];
+    let keys: BTreeSet<&str> = properties
+        .as_mapping()
+        .expect("properties")
+        .keys()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        BTreeSet::from([
+            "BatchSize",
+            "BisectBatchOnFunctionError",
+            "DestinationConfig",
+            "FunctionResponseTypes",
+            "MaximumRecordAgeInSeconds",
+            "MaximumRetryAttempts",
+            "ParallelizationFactor",
+            "StartingPosition",
+            "Stream",
+        ]),
+        "no filter: the function must see corrupt items to report them"
+    );
+    assert_eq!(
+        intrinsic(&properties["Stream"]),
+        "GetAtt EventsTable.StreamArn"
+    );
+    assert_eq!(properties["StartingPosition"], "TRIM_HORIZON");
+    // One batch per shard at a time: a stream's events go out in order.
+    assert_eq!(properties["ParallelizationFactor"], 1);
+    assert_eq!(
+        strings(&properties["FunctionResponseTypes"]),
+        ["ReportBatchItemFailures"]
+    );
+    assert_eq!(properties["BisectBatchOnFunctionError"], true);
+    assert_eq!(
+        intrinsic(&properties["DestinationConfig"]["OnFailure"]["Destination"]),
+        "GetAtt DispatchFailureQueue.Arn"
+    );
+    assert_eq!(properties["DestinationConfig"]["OnFailure"]["Type"], "SQS");
+
+    // The batch size, bounded retries and record age: parameters whose every
+    // allowed value the mapping takes, and none of them -1 (for ever).
+    for (property, parameter, range, default) in [
+        ("BatchSize", "DispatcherBatchSize", 1..=10_000, 100),
+        (
+            "MaximumRetryAttempts",
+            "DispatcherMaximumRetryAttempts",
+            0..=10_000,
+            10,
+        ),
+        (
+            "MaximumRecordAgeInSeconds",
+            "DispatcherMaximumRecordAgeSeconds",
+            60..=604_800,
+            21_600,
+        ),
+    ] {
+        assert_eq!(intrinsic(&properties[property]), format!("Ref {parameter}"));
+        let min = parameter_number(&template, parameter, "MinValue");
+        let max = parameter_number(&template, parameter, "MaxValue");
+        assert!(
+            range.contains(&min) && range.contains(&max),
+            "{parameter} allows {min}..={max}, outside {range:?}"
+        );
+        assert_eq!(parameter_number(&template, parameter, "Default"), default);
+    }
+}
+
+#[test]
+fn the_dispatcher_role_grants_only_what_it_calls() {
+    let template = template();
+    let properties = &resource(&template, "DispatcherFunction")["Properties"];
+    // An explicit role, so SAM attaches none of its managed policies.
+    assert_eq!(intrinsic(&properties["Role"]), "GetAtt DispatcherRole.Arn");
+    assert!(
+        properties["Policies"].is_null(),
+        "SAM ignores Policies with a Role"
+    );
+
+    let role = &resource(&template, "DispatcherRole")["Properties"];
+    assert!(role["ManagedPolicyArns"].is_null(), "no managed policies");
+    let trust = &role["AssumeRolePolicyDocument"]["Statement"];
+    assert_eq!(trust.as_sequence().map(Vec::len), Some(1));
+    assert_eq!(trust[0]["Principal"]["Service"], "lambda.amazonaws.com");
+    assert_eq!(trust[0]["Action"], "sts:AssumeRole");
+
+    let mut grants: Vec<(String, Vec<String>)> = Vec::new();
+    for policy in role["Policies"].as_sequence().expect("policies") {
+        for statement in policy["PolicyDocument"]["Statement"]
+            .as_sequence()
+            .expect("statements")
+        {
+            assert_eq!(statement["Effect"], "Allow");
+            assert!(statement["NotAction"].is_null() && statement["NotResource"].is_null());
+            let resources: Vec<String> = one_or_many(&statement["Resource"])
+                .into_iter()
+                .map(|resource| match resource {
+                    Value::String(resource) => resource.clone(),
+                    other => intrinsic(other),
+                })
+                .collect();
+            for action in one_or_many(&statement["Action"]) {
+                let action = action.as_str().expect("an action").to_owned();
+                assert!(!action.contains('*'), "no wildcards: {action}");
+                grants.push((action, resources.clone()));
+            }
+        }
+    }
+    let granted = |service: &str| -> BTreeSet<&str> {
+        grants
+            .iter()
+            .filter(|(action, _)| action.starts_with(service))
+            .map(|(action, _)| action.as_str())
+            .collect()
+    };
+    for (action, _) in &grants {
+        assert!(
+            ["sqs:", "dynamodb:", "logs:", "xray:"]
+                .iter()
+                .any(|service| action.starts_with(service)),
+            "{action}: the dispatcher calls no such service"
+        );
+    }
+
+    // SQS: exactly the actions the code calls, on the two queues only.
+    assert_eq!(granted("sqs:"), BTreeSet::from(dispatcher::SQS_ACTIONS));
+    let queues = BTreeSet::from([
+        "GetAtt EventsQueue.Arn".to_owned(),
+        "GetAtt DispatchFailureQueue.Arn".to_owned(),
+    ]);
+    let mut sent_to = BTreeSet::new();
+    for (action, resources) in &grants {
+        if action.starts_with("sqs:") {
+            sent_to.extend(resources.iter().cloned());
+        }
+    }
+    assert_eq!(sent_to, queues, "sqs:SendMessage on the two queues only");
+
+    // DynamoDB: what the event source mapping reads the stream with, on the
+    // event store's stream only; nothing that writes.
+    assert_eq!(
+        granted("dynamodb:"),
+        BTreeSet::from([
+            "dynamodb:DescribeStream",
+            "dynamodb:GetRecords",
+            "dynamodb:GetShardIterator",
+            "dynamodb:ListStreams",
+        ])
+    );
+    for (action, resources) in &grants {
+        if !action.starts_with("dynamodb:") {
+            continue;
+        }
+        for resource in resources {
+            assert!(
+                resource == "GetAtt EventsTable.StreamArn"
+                    || resource == "Sub ${EventsTable.Arn}/stream/*",
+                "{action} on {resource}: only the event store's stream"
+            );
+        }
+    }
+    for write in [
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:BatchWriteItem",
+        "dynamodb:TransactWriteItems",
+    ] {
+        assert!(!granted("dynamodb:").contains(write), "{write}");
+    }
+
+    // Logs: its own log group; X-Ray: the two write actions of active tracing.
+    for (action, resources) in &grants {
+        if action.starts_with("logs:") {
+            assert_eq!(resources, &["GetAtt DispatcherLogGroup.Arn"], "{action}");
+        }
+    }
+    assert_eq!(
+        granted("logs:"),
+        BTreeSet::from(["logs:CreateLogStream", "logs:PutLogEvents"])
+    );
+    assert_eq!(
+        granted("xray:"),
+        BTreeSet::from(["xray:PutTelemetryRecords", "xray:PutTraceSegments"])
+    );
+}
+
+#[test]
+fn the_dispatcher_alarms_and_dashboard_watch_metrics_it_emits() {
+    let template = template();
+    let resources = template["Resources"].as_mapping().expect("resources");
+
+    // Alarms on the dispatcher's Service dimension watch its metrics.
+    let mut watched = BTreeSet::new();
+    for (name, alarm) in resources {
+        if alarm["Type"] != "AWS::CloudWatch::Alarm" {
+            continue;
+        }
+        let properties = &alarm["Properties"];
+        let dispatcher_service = one_or_many(&properties["Dimensions"])
+            .iter()
+            .any(|dimension| {
+                dimension["Name"] == "Service"
+                    && intrinsic(&dimension["Value"]) == format!("Sub {DISPATCHER_SERVICE}")
+            });
+        if !dispatcher_service {
+            continue;
+        }
+        let metric = properties["MetricName"].as_str().expect("metric name");
+        assert!(
+            dispatcher::METRICS.contains(&metric),
+            "{name:?} watches {metric}, which the dispatcher does not emit"
+        );
+        assert_eq!(intrinsic(&properties["Namespace"]), "Ref MetricsNamespace");
+        watched.insert(metric.to_owned());
+    }
+    assert!(
+        watched.contains("Corrupt"),
+        "an alarm on corrupt event items"
+    );
+
+    // The AWS metrics of the dispatcher: iterator age and errors.
+    for (alarm, metric) in [
+        ("DispatcherIteratorAgeAlarm", "IteratorAge"),
+        ("DispatcherErrorsAlarm", "Errors"),
+    ] {
+        let properties = &resource(&template, alarm)["Properties"];
+        assert_eq!(properties["Namespace"], "AWS/Lambda");
+        assert_eq!(properties["MetricName"], metric);
+        assert_eq!(
+            intrinsic(&properties["Dimensions"][0]["Value"]),
+            "Ref DispatcherFunction"
+        );
+    }
+    assert_eq!(
+        intrinsic(&resource(&template, "DispatcherIteratorAgeAlarm")["Properties"]["Threshold"]),
+        "Ref IteratorAgeThresholdMs"
+    );
+    let failures = &resource(&template, "DispatchFailureQueueAlarm")["Properties"];
+    assert_eq!(failures["MetricName"], "ApproximateNumberOfMessagesVisible");
+    assert_eq!(
+        intrinsic(&failures["Dimensions"][0]["Value"]),
+        "GetAtt DispatchFailureQueue.QueueName"
+    );
+
+    // The dashboard: the dispatcher's custom metrics are its, the projector's
+    // are the projector's; the producer's widgets go with the producer.
+    let emitted = sequence_guard::metrics::emitted();
+    let dispatcher_service = DISPATCHER_SERVICE.replace("${AWS::StackName}", "<AWS::StackName>");
+    let mut shown = BTreeSet::new();
+    for [namespace, metric, dimension, value] in dashboard_metrics(&template, true) {
+        if namespace != "<MetricsNamespace>" {
+            continue;
+        }
+        assert_eq!(dimension, "Service", "{metric}");
+        if value == dispatcher_service {
+            assert!(
+                dispatcher::METRICS.contains(&metric.as_str()),
+                "the dashboard shows {metric}, which the dispatcher does not emit"
+            );
+            shown.insert(metric);
+        } else {
+            assert_eq!(value, "<AWS::StackName>", "{metric}");
+            assert!(
+                emitted.contains(&metric.as_str()),
+                "the dashboard shows {metric}, which the projector does not emit"
+            );
+        }
+    }
+    for metric in [
+        "Records",
+        "Dispatched",
+        "SendRequests",
+        "Refused",
+        "Corrupt",
+        "BatchItemFailures",
+        "BatchDuration",
+    ] {
+        assert!(shown.contains(metric), "the dashboard shows {metric}");
+    }
+    let aws: BTreeSet<(String, String)> = dashboard_metrics(&template, true)
+        .into_iter()
+        .filter(|[_, _, _, value]| {
+            value == "<DispatcherFunction>" || value == "<DispatchFailureQueue.QueueName>"
+        })
+        .map(|[_, metric, _, value]| (metric, value))
+        .collect();
+    for (metric, value) in [
+        ("IteratorAge", "<DispatcherFunction>"),
+        ("Errors", "<DispatcherFunction>"),
+        ("Throttles", "<DispatcherFunction>"),
+        ("Duration", "<DispatcherFunction>"),
+        (
+            "ApproximateNumberOfMessagesVisible",
+            "<DispatchFailureQueue.QueueName>",
+        ),
+    ] {
+        assert!(
+            aws.contains(&(metric.to_owned(), value.to_owned())),
+            "the dashboard shows {metric} of {value}"
+        );
+    }
+    // Without the producer: valid, and nothing of the dispatcher.
+    for [_, metric, _, value] in dashboard_metrics(&template, false) {
+        assert!(
+            value != dispatcher_service && !value.contains("Dispatch"),
+            "{metric} of {value} without the producer"
+        );
+    }
+}
+
+#[test]
+fn the_producer_half_deploys_only_with_the_producer() {
+    let template = template();
+    let parameter = &template["Parameters"]["DeployProducer"];
+    assert_eq!(
+        parameter["Default"], "true",
+        "one stack deploys both halves"
+    );
+    assert_eq!(strings(&parameter["AllowedValues"]), ["true", "false"]);
+    let condition = &template["Conditions"]["WithProducer"];
+    let (function_name, arguments) = function(condition).expect("an intrinsic");
+    assert_eq!(function_name, "Equals");
+    assert_eq!(intrinsic(&arguments[0]), "Ref DeployProducer");
+    assert_eq!(arguments[1], "true");
+
+    let resources = template["Resources"].as_mapping().expect("resources");
+    let mut producer = BTreeSet::new();
+    for (name, resource) in resources {
+        let name = name.as_str().expect("a name");
+        let conditional = resource["Condition"] == "WithProducer";
+        assert_eq!(
+            conditional,
+            PRODUCER.contains(&name),
+            "{name}: WithProducer on the producer's resources, and only on them"
+        );
+        if conditional {
+            producer.insert(name.to_owned());
+        }
+    }
+    assert_eq!(
+        producer.len(),
+        PRODUCER.len(),
+        "every producer resource exists"
+    );
+
+    // Nothing unconditional names a producer resource, but in the producer's
+    // branch of an `!If [WithProducer, ..]`.
+    let outputs = template["Outputs"].as_mapping().expect("outputs");
+    for (name, item) in resources.iter().chain(outputs) {
+        let name = name.as_str().expect("a name");
+        let mut named = BTreeSet::new();
+        references(item, &mut named);
+        for dependency in one_or_many(&item["DependsOn"]) {
+            named.insert(dependency.as_str().unwrap_or("").to_owned());
+        }
+        let conditional = item["Condition"] == "WithProducer";
+        let from_producer: Vec<&String> = named.intersection(&producer).collect();
+        assert!(
+            conditional || from_producer.is_empty(),
+            "{name} names {from_producer:?} without the WithProducer condition"
+        );
+    }
+    for output in PRODUCER_OUTPUTS {
+        assert_eq!(
+            template["Outputs"][output]["Condition"], "WithProducer",
+            "{output}"
+        );
+    }
+    for output in ["QueueUrl", "TableName", "FunctionName", "DashboardUrl"] {
+        assert!(
+            template["Outputs"][output]["Condition"].is_null(),
+            "{output} is the consumer's"
+        );
+    }
 }
