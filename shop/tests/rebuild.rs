@@ -5,55 +5,14 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::process::Command;
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
-use aws_sdk_dynamodb::types::AttributeValue;
 use sequence_guard::producer::{Append, EventStore, NewEvent, StoredEvent};
 use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
 use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table, ensure_events_table};
 use serde_json::json;
 use support::*;
-
-/// The projection's items (entities and counters), attribute by attribute.
-async fn projection(endpoint: &str, table: &str) -> BTreeMap<(String, String), String> {
-    let client = connect(Some(endpoint)).await;
-    let mut items = BTreeMap::new();
-    let mut start = None;
-    loop {
-        let output = client
-            .scan()
-            .table_name(table)
-            .consistent_read(true)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .expect("scan");
-        for item in output.items.unwrap_or_default() {
-            let text = |name: &str| match item.get(name) {
-                Some(AttributeValue::S(text)) => text.clone(),
-                _ => String::new(),
-            };
-            let (pk, sk) = (text("pk"), text("sk"));
-            if ["ORDER#", "PRODUCT#", "SKU#"]
-                .iter()
-                .any(|kind| pk.starts_with(kind))
-            {
-                let mut attributes: Vec<String> = item
-                    .iter()
-                    .map(|(name, value)| format!("{name}={value:?}"))
-                    .collect();
-                attributes.sort();
-                items.insert((pk, sk), attributes.join(" "));
-            }
-        }
-        start = output.last_evaluated_key;
-        if start.is_none() {
-            return items;
-        }
-    }
-}
 
 fn rebuild(endpoint: &str, args: &[&str]) -> (i32, String, String) {
     run_local(env!("CARGO_BIN_EXE_rebuild"), endpoint, args)

@@ -32,7 +32,40 @@ pub fn start(api: &RuntimeApi, table: Option<&str>) -> Function {
 /// Starts the projector binary with the environment Lambda gives it, and
 /// these function variables besides.
 pub fn start_with(api: &RuntimeApi, table: Option<&str>, variables: &[(&str, &str)]) -> Function {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_projector"));
+    let mut all: Vec<(&str, &str)> = table
+        .map(|table| ("TABLE_NAME", table))
+        .into_iter()
+        .collect();
+    all.extend_from_slice(variables);
+    start_binary(env!("CARGO_BIN_EXE_projector"), api, &all)
+}
+
+/// Starts the dispatcher binary as Lambda starts it, sending to SQS at
+/// `sqs_endpoint` (LocalStack, or a proxy in front of it).
+#[allow(dead_code)] // not every test binary uses it
+pub fn start_dispatcher(
+    api: &RuntimeApi,
+    sqs_endpoint: &str,
+    queue_url: &str,
+    failure_queue_url: &str,
+) -> Function {
+    start_binary(
+        env!("CARGO_BIN_EXE_dispatcher"),
+        api,
+        &[
+            ("AWS_ENDPOINT_URL_SQS", sqs_endpoint),
+            ("QUEUE_URL", queue_url),
+            ("FAILURE_QUEUE_URL", failure_queue_url),
+            ("AWS_LAMBDA_FUNCTION_NAME", "sequence-guard-dispatcher"),
+            ("METRICS_SERVICE", "dispatcher-test"),
+        ],
+    )
+}
+
+/// Starts a Lambda binary of the worked example with the environment
+/// Lambda gives it, and these variables besides (they win).
+pub fn start_binary(exe: &str, api: &RuntimeApi, variables: &[(&str, &str)]) -> Function {
+    let mut command = Command::new(exe);
     command
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -52,14 +85,13 @@ pub fn start_with(api: &RuntimeApi, table: Option<&str>, variables: &[(&str, &st
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    if let Some(table) = table {
-        command.env("TABLE_NAME", table);
-    }
     for (name, value) in variables {
         command.env(name, value);
     }
     let started = Instant::now();
-    let mut child = command.spawn().expect("spawn projector");
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|err| panic!("spawn {exe}: {err}"));
     let output = Arc::new(Mutex::new(String::new()));
     for mut pipe in [
         Box::new(child.stdout.take().expect("stdout"))

@@ -3,6 +3,7 @@
 //! read at compile time.
 #![allow(dead_code)] // each test binary uses part of this
 
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -11,8 +12,10 @@ pub mod function;
 pub mod localstack;
 pub mod rng;
 pub mod runtime_api;
+pub mod streams;
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use aws_sdk_dynamodb::types::AttributeValue;
 use sequence_guard::runner::{BatchReport, Outcome};
 use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
 
@@ -251,4 +254,53 @@ pub fn run_local(exe: &str, endpoint: &str, args: &[&str]) -> (i32, String, Stri
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
+}
+
+/// The projection's items (entities and counters), attribute by attribute.
+pub async fn projection(endpoint: &str, table: &str) -> BTreeMap<(String, String), String> {
+    let client = connect(Some(endpoint)).await;
+    let mut items = BTreeMap::new();
+    let mut start = None;
+    loop {
+        let output = client
+            .scan()
+            .table_name(table)
+            .consistent_read(true)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .expect("scan");
+        for item in output.items.unwrap_or_default() {
+            let text = |name: &str| match item.get(name) {
+                Some(AttributeValue::S(text)) => text.clone(),
+                _ => String::new(),
+            };
+            let (pk, sk) = (text("pk"), text("sk"));
+            if ["ORDER#", "PRODUCT#", "SKU#"]
+                .iter()
+                .any(|kind| pk.starts_with(kind))
+            {
+                let mut attributes: Vec<String> = item
+                    .iter()
+                    .map(|(name, value)| format!("{name}={value:?}"))
+                    .collect();
+                attributes.sort();
+                items.insert((pk, sk), attributes.join(" "));
+            }
+        }
+        start = output.last_evaluated_key;
+        if start.is_none() {
+            return items;
+        }
+    }
+}
+
+/// The sum of metric `name` over the EMF documents in a function's output.
+pub fn metric_sum(output: &str, name: &str) -> f64 {
+    output
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|document| document.get("_aws").is_some())
+        .filter_map(|document| document.get(name).and_then(serde_json::Value::as_f64))
+        .sum()
 }

@@ -19,6 +19,8 @@ pub enum Answer {
 #[derive(Default)]
 struct State {
     queue: VecDeque<(String, String)>,
+    /// Invocations handed to the function, by id.
+    handed: Vec<String>,
     answers: Vec<(String, Answer)>,
     first_next: Option<Instant>,
     invocations: u64,
@@ -88,6 +90,25 @@ impl RuntimeApi {
             .expect("the function answered within 60 s")
     }
 
+    /// The function's process died: every invocation it was given and did
+    /// not answer fails, as Lambda reports `Runtime.ExitError`.
+    #[allow(dead_code)] // not every test binary uses it
+    pub fn crashed(&self) {
+        let mut state = self.state.lock().expect("state");
+        let unanswered: Vec<String> = state
+            .handed
+            .iter()
+            .filter(|id| !state.answers.iter().any(|(answered, _)| answered == *id))
+            .cloned()
+            .collect();
+        for id in unanswered {
+            let error = r#"{"errorType":"Runtime.ExitError","errorMessage":"the process exited"}"#;
+            state.answers.push((id, Answer::Error(error.to_owned())));
+        }
+        drop(state);
+        self.changed.notify_waiters();
+    }
+
     fn answer(&self, id: &str) -> Option<Answer> {
         let state = self.state.lock().expect("state");
         state
@@ -104,6 +125,7 @@ impl RuntimeApi {
                 let mut state = self.state.lock().expect("state");
                 state.first_next.get_or_insert_with(Instant::now);
                 if let Some(event) = state.queue.pop_front() {
+                    state.handed.push(event.0.clone());
                     return event;
                 }
             }
