@@ -10,7 +10,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use sequence_guard::dispatcher::{
-    Outgoing, Queue, Read, Refused, SendError, Settings, dispatch, read, valid_sqs_id,
+    Outgoing, Queue, Read, Refused, SendError, Settings, dispatch, read, sqs_body_char,
+    valid_sqs_id,
 };
 use sequence_guard::{Counter, Decision, Domain, Entity, Events, Handling, Sequenced};
 use serde::{Deserialize, Serialize};
@@ -184,6 +185,10 @@ impl Queue for TestQueue {
     }
 
     async fn report(&self, report: &str) -> Result<(), SendError> {
+        // As SQS: a character it does not carry refuses the message.
+        if report.chars().any(|c| !sqs_body_char(c)) {
+            return Err(SendError("InvalidMessageContents: injected".to_owned()));
+        }
         if self.fail_reports {
             return Err(SendError("AccessDenied: injected".to_owned()));
         }
@@ -394,8 +399,8 @@ async fn a_failed_request_is_sent_again_and_a_lasting_failure_names_its_first_re
     let records: Vec<Value> = (1..=3).map(|n| insert(n, "a", n)).collect();
     let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
     assert_eq!((outcome.dispatched, outcome.failure), (3, None));
-    // Two failed tries of a:1 to a:3, then a:1 alone (its stream was
-    // refused), then a:2 and a:3.
+    // a:1 to a:3 fail as a request; a:1 alone (its stream troubled) fails
+    // again; a:1 alone is taken; then a:2 and a:3.
     assert_eq!(outcome.requests, 4);
 
     let down = TestQueue {
@@ -494,14 +499,6 @@ fn corrupt_records() -> Vec<(Value, &'static str)> {
         record["dynamodb"]["NewImage"]["body"] = json!({ "N": "42" });
         record
     };
-    let no_image = {
-        let mut record = insert(9, "c", 9);
-        record["dynamodb"]
-            .as_object_mut()
-            .unwrap()
-            .remove("NewImage");
-        record
-    };
     let not_a_record = {
         let mut record = insert(10, "c", 10);
         record["dynamodb"]["SizeBytes"] = json!("big");
@@ -521,7 +518,6 @@ fn corrupt_records() -> Vec<(Value, &'static str)> {
         (bad_character, "U+FFFF"),
         (too_big, "more than an SQS message holds"),
         (body_not_text, "attributes"),
-        (no_image, "no NewImage"),
         (not_a_record, "not a DynamoDB stream record"),
         (key_and_sequence_disagree, "disagree"),
     ]
@@ -655,4 +651,94 @@ fn read_names_what_it_does_with_a_record() {
         read(&insert_with(3, "a", 1, "{}"), &domain()),
         Read::Corrupt(_)
     ));
+}
+
+#[tokio::test]
+async fn a_stream_without_new_images_sends_nothing_and_fails_the_batch() {
+    let mut keys_only = insert(2, "a", 2);
+    keys_only["dynamodb"]
+        .as_object_mut()
+        .unwrap()
+        .remove("NewImage");
+    keys_only["dynamodb"]["StreamViewType"] = json!("KEYS_ONLY");
+    let records = vec![insert(1, "a", 1), keys_only, insert(3, "a", 3)];
+    let queue = TestQueue::default();
+    let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
+    let reason = outcome.unusable.expect("the stream is set up wrong");
+    assert!(
+        reason.contains("NEW_IMAGE") && reason.contains("KeysOnly"),
+        "{reason}"
+    );
+    assert!(queue.requests.lock().unwrap().is_empty(), "nothing sent");
+    assert!(queue.reports.lock().unwrap().is_empty(), "nothing reported");
+}
+
+#[tokio::test]
+async fn a_sender_fault_that_may_pass_is_sent_again_not_reported() {
+    // KMS throttling carries SenderFault: the event is good, SQS is not ready.
+    let refuse: Rule = Box::new(|entry, times| {
+        (entry.deduplication_id == "a:1" && times < 2).then(|| Refused {
+            index: 0,
+            code: "KMS.ThrottlingException".to_owned(),
+            message: "injected".to_owned(),
+            sender_fault: true,
+        })
+    });
+    let queue = TestQueue {
+        refuse: Some(refuse),
+        ..TestQueue::default()
+    };
+    let records: Vec<Value> = (1..=2).map(|n| insert(n, "a", n)).collect();
+    let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
+    assert_eq!(outcome.failure, None);
+    assert!(queue.reports.lock().unwrap().is_empty());
+    assert!(of_stream(&taken(&queue), "a").contains(&1));
+}
+
+#[tokio::test]
+async fn a_refused_head_still_goes_alone_after_a_later_entry_is_reported() {
+    // a:1 throttled once, a:2 refused for good (reported), a:3 taken in the
+    // same request; a:4, in the next request, waits for a:1, which then
+    // goes alone.
+    let refuse: Rule = Box::new(|entry, times| match entry.deduplication_id.as_str() {
+        "a:1" if times < 1 => Some(throttled()),
+        "a:2" => Some(Refused {
+            index: 0,
+            code: "InvalidMessageContents".to_owned(),
+            message: "injected".to_owned(),
+            sender_fault: true,
+        }),
+        _ => None,
+    });
+    let queue = TestQueue {
+        refuse: Some(refuse),
+        ..TestQueue::default()
+    };
+    let mut records: Vec<Value> = (1..=7).map(|n| insert(n, "b", n)).collect();
+    records.extend((1..=4).map(|n| insert(7 + n, "a", n)));
+    let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
+    assert_eq!(outcome.failure, None);
+    assert_eq!(of_stream(&taken(&queue), "a"), vec![3, 1, 4]);
+    let requests = queue.requests.lock().unwrap();
+    let ids = |request: &Vec<Outgoing>| -> Vec<String> {
+        request.iter().map(|o| o.deduplication_id.clone()).collect()
+    };
+    assert_eq!(
+        ids(&requests[1]),
+        vec!["a:1"],
+        "a:1 alone, a:4 held behind it"
+    );
+    assert_eq!(ids(&requests[2]), vec!["a:4"]);
+    assert!(
+        requests.iter().skip(1).all(|request| {
+            let a: Vec<String> = ids(request)
+                .into_iter()
+                .filter(|id| id.starts_with("a:"))
+                .collect();
+            a.len() <= 1
+        }),
+        "after a:1's refusal, stream a goes one at a time until a:1 is taken: {:?}",
+        requests.iter().map(ids).collect::<Vec<_>>()
+    );
+    assert_eq!(queue.reports.lock().unwrap().len(), 1, "a:2 reported");
 }

@@ -324,6 +324,18 @@ async fn expected_sequences_and_bad_inputs_write_nothing() {
         invalid(Append::one("", created(1))).await,
         "field `stream` must not be empty"
     );
+    // U+FFFF passes JSON as it is, and SQS refuses it: never stored.
+    assert_eq!(
+        invalid(Append::one(
+            "order-1",
+            NewEvent::new(
+                "OrderUpdated",
+                json!({"customerName": "Ada\u{FFFF}", "email": "ada@example.com", "totalCents": 1})
+            )
+        ))
+        .await,
+        "field `data.customerName` holds U+FFFF, a character SQS does not carry"
+    );
     let too_many = Append {
         events: (0..100).map(updated).collect(),
         ..Append::one("order-1", updated(0))

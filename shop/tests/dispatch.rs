@@ -626,3 +626,31 @@ async fn the_producers_trace_rides_on_the_message() {
     p.assert_projection_is_the_fold().await;
     assert_eq!(p.projected("Applied"), 1.0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_sample_stream_batch_sends_its_one_event() {
+    let p = pipeline("sample", &Faults::default()).await;
+    // events/dispatcher/stream-batch.json: a head, an event, a request.
+    let sample = include_str!("../../events/dispatcher/stream-batch.json");
+    let answer = p.source.api.invoke(sample).await;
+    assert_eq!(
+        answer,
+        Answer::Response(r#"{"batchItemFailures":[]}"#.to_owned())
+    );
+    p.poller.drain(Duration::from_secs(30)).await;
+    let items = projection(&dynamodb_local().endpoint, &p.table).await;
+    let order = items
+        .get(&("ORDER#order-42".to_owned(), "STATE".to_owned()))
+        .expect("order-42 projected");
+    assert!(order.contains("totalCents=N(\"1250\")"), "{order}");
+    assert_eq!(
+        (
+            p.dispatched("Records"),
+            p.dispatched("Dispatched"),
+            p.dispatched("SendRequests")
+        ),
+        (3.0, 1.0, 1.0),
+        "{}",
+        p.dispatcher.output()
+    );
+}

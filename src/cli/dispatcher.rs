@@ -3,6 +3,7 @@
 //! to the FIFO queue (CONTRACT section 7).
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use lambda_runtime::{LambdaEvent, service_fn};
 
@@ -21,7 +22,7 @@ pub async fn dispatcher(domain: Domain) -> ExitCode {
         eprintln!(
             "{name} is a Lambda function: it runs under a Lambda runtime (AWS_LAMBDA_RUNTIME_API is not set), \
              on the event store's DynamoDB stream. Locally: `cargo lambda watch` then \
-             `cargo lambda invoke {name} --data-file events/stream-batch.json` (QUEUE_URL and FAILURE_QUEUE_URL set)"
+             `cargo lambda invoke {name} --data-file events/dispatcher/stream-batch.json` (QUEUE_URL and FAILURE_QUEUE_URL set)"
         );
         return ExitCode::from(2);
     }
@@ -43,7 +44,13 @@ pub async fn dispatcher(domain: Domain) -> ExitCode {
             None
         }
     };
-    let sdk = aws_config::load_from_env().await;
+    // A call that hangs must not outlast the invocation: the sending stops
+    // 4 s before the deadline (`Settings::margin`), more than one call takes.
+    let timeouts = aws_config::timeout::TimeoutConfig::builder()
+        .operation_attempt_timeout(Duration::from_secs(1))
+        .operation_timeout(Duration::from_secs(3))
+        .build();
+    let sdk = aws_config::from_env().timeout_config(timeouts).load().await;
     let queue = SqsQueue::new(
         aws_sdk_sqs::Client::new(&sdk),
         config.queue_url,

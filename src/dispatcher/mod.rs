@@ -44,10 +44,11 @@ use crate::metrics::Emf;
 
 pub use record::{
     Corrupt, MAX_SQS_ID, Outgoing, Read, deduplication_id, group_id, read, sqs_body_char,
-    valid_sqs_id,
+    valid_sqs_id, valid_trace_header,
 };
 pub use send::{
-    Dispatch, MAX_ENTRIES, MAX_REQUEST_BYTES, Queue, Refused, SendError, Settings, dispatch,
+    Dispatch, ENTRY_FAULTS, MAX_ENTRIES, MAX_REQUEST_BYTES, Queue, Refused, SendError, Settings,
+    dispatch,
 };
 pub use sqs::SqsQueue;
 
@@ -147,15 +148,25 @@ impl DispatcherConfig {
     }
 }
 
-/// An invocation that fails as a whole: the event is not a stream batch.
+/// An invocation that fails as a whole (Lambda retries the batch, bisected).
 #[derive(Debug, thiserror::Error)]
-#[error("unsupported event: expected a DynamoDB stream batch (`Records`): {0}")]
-pub struct Unsupported(String);
+pub enum InvocationError {
+    /// The event is not a stream batch.
+    #[error("unsupported event: expected a DynamoDB stream batch (`Records`): {0}")]
+    Unsupported(String),
+    /// The stream is set up wrong ([`Read::Unusable`]): nothing was sent.
+    #[error("{0}")]
+    Unusable(String),
+}
 
-impl From<Unsupported> for lambda_runtime::Diagnostic {
-    fn from(err: Unsupported) -> Self {
+impl From<InvocationError> for lambda_runtime::Diagnostic {
+    fn from(err: InvocationError) -> Self {
+        let error_type = match err {
+            InvocationError::Unsupported(_) => "SequenceGuard.UnsupportedEvent",
+            InvocationError::Unusable(_) => "SequenceGuard.StreamViewType",
+        };
         lambda_runtime::Diagnostic {
-            error_type: "SequenceGuard.UnsupportedEvent".to_owned(),
+            error_type: error_type.to_owned(),
             error_message: err.to_string(),
         }
     }
@@ -169,7 +180,7 @@ pub async fn handle<Q: Queue>(
     queue: &Q,
     emf: Option<&Emf>,
     event: LambdaEvent<Value>,
-) -> Result<Value, Unsupported> {
+) -> Result<Value, InvocationError> {
     let span = tracing::info_span!(
         "invocation",
         request_id = %event.context.request_id,
@@ -184,11 +195,17 @@ pub async fn handle<Q: Queue>(
             .as_object()
             .map(|object| object.keys().map(String::as_str).collect())
             .unwrap_or_default();
-        return Err(Unsupported(format!("fields {keys:?}")));
+        return Err(InvocationError::Unsupported(format!("fields {keys:?}")));
     };
     let outcome = dispatch(records, domain, queue, Settings::default(), Some(deadline))
         .instrument(span.clone())
         .await;
+    if let Some(reason) = &outcome.unusable {
+        span.in_scope(
+            || tracing::error!(reason = %reason, "the stream is set up wrong: nothing sent"),
+        );
+        return Err(InvocationError::Unusable(reason.clone()));
+    }
     span.in_scope(|| {
         if let Some(failure) = &outcome.failure {
             tracing::warn!(
@@ -211,7 +228,8 @@ pub async fn handle<Q: Queue>(
     if let Some(emf) = emf {
         emf.flush();
     }
-    serde_json::to_value(outcome.response()).map_err(|err| Unsupported(err.to_string()))
+    serde_json::to_value(outcome.response())
+        .map_err(|err| InvocationError::Unsupported(err.to_string()))
 }
 
 fn record_metrics(outcome: &Dispatch, started: Instant) {
@@ -242,4 +260,60 @@ pub fn describe_metrics() {
         Unit::Milliseconds,
         "time to send the batch"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<DispatcherConfig, ConfigError> {
+        DispatcherConfig::from_lookup(|name| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).to_owned())
+        })
+    }
+
+    const QUEUE: (&str, &str) = (
+        "QUEUE_URL",
+        "https://sqs.us-east-1.amazonaws.com/123456789012/events.fifo",
+    );
+    const FAILURES: (&str, &str) = (
+        "FAILURE_QUEUE_URL",
+        "https://sqs.us-east-1.amazonaws.com/123456789012/dispatch-failures",
+    );
+
+    #[test]
+    fn both_queues_are_required_and_named_when_missing() {
+        let missing = config(&[FAILURES]).unwrap_err();
+        assert_eq!(missing, ConfigError::Missing("QUEUE_URL"));
+        assert!(
+            missing.to_string().contains("the SQS FIFO queue"),
+            "{missing}"
+        );
+        let missing = config(&[QUEUE, ("FAILURE_QUEUE_URL", "  ")]).unwrap_err();
+        assert_eq!(missing, ConfigError::Missing("FAILURE_QUEUE_URL"));
+    }
+
+    #[test]
+    fn the_queue_must_be_a_fifo_queue_url() {
+        let standard = config(&[
+            ("QUEUE_URL", "https://sqs.us-east-1.amazonaws.com/1/events"),
+            FAILURES,
+        ])
+        .unwrap_err();
+        assert!(standard.to_string().contains(".fifo"), "{standard}");
+        let not_a_url = config(&[("QUEUE_URL", "events.fifo"), FAILURES]).unwrap_err();
+        assert!(not_a_url.to_string().contains("QUEUE_URL"), "{not_a_url}");
+    }
+
+    #[test]
+    fn defaults_and_powertools_names() {
+        let ok = config(&[QUEUE, FAILURES]).expect("valid");
+        assert_eq!(ok.metrics_namespace, "SequenceGuard");
+        assert_eq!(ok.metrics_service, "sequence-guard-dispatcher");
+        let named = config(&[QUEUE, FAILURES, ("POWERTOOLS_SERVICE_NAME", "orders")]).unwrap();
+        assert_eq!(named.metrics_service, "orders");
+    }
 }

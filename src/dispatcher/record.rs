@@ -52,6 +52,10 @@ pub enum Read {
     Skip(&'static str),
     /// An event item that cannot be sent: reported, never blocking.
     Corrupt(Corrupt),
+    /// A record that says the stream itself is set up wrong (it carries no
+    /// new images): every event item would be unusable, so the batch fails
+    /// as a whole and waits, rather than sending each to the failure queue.
+    Unusable(String),
 }
 
 /// The attributes of an event item the dispatcher reads.
@@ -122,11 +126,11 @@ pub fn read(record: &Value, domain: &Domain) -> Read {
         }
     }
     if parsed.change.new_image.is_empty() {
-        return corrupt(
-            Some(sequence_number),
-            "the record has no NewImage: the stream must be NEW_IMAGE or NEW_AND_OLD_IMAGES"
-                .to_owned(),
-        );
+        return Read::Unusable(format!(
+            "the stream record {sequence_number} has no NewImage: the event store's stream must be \
+             NEW_IMAGE or NEW_AND_OLD_IMAGES (StreamViewType {:?})",
+            parsed.change.stream_view_type
+        ));
     }
     let item: EventItem = match serde_dynamo::from_item(parsed.change.new_image) {
         Ok(item) => item,
@@ -196,7 +200,10 @@ fn outgoing(item: EventItem, sequence_number: String, domain: &Domain) -> Result
         deduplication_id: deduplication_id(&stream, event.sequence(), event.event_id()),
         stream,
         body,
-        trace_header: item.trace_header.filter(|header| !header.is_empty()),
+        // A header SQS would refuse is dropped: the event goes, untraced.
+        trace_header: item
+            .trace_header
+            .filter(|header| valid_trace_header(header)),
     })
 }
 
@@ -204,6 +211,29 @@ fn outgoing(item: EventItem, sequence_number: String, domain: &Domain) -> Result
 /// #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF`.
 pub fn sqs_body_char(c: char) -> bool {
     matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+}
+
+/// An X-Ray trace header as SQS takes it for `AWSTraceHeader`:
+/// `Root=1-<8 hex>-<24 hex>`, then `;key=value` parts (`Parent`,
+/// `Sampled`, ...), printable ASCII, at most 1,024 characters.
+pub fn valid_trace_header(header: &str) -> bool {
+    let well_formed = |part: &str| {
+        part.split_once('=').is_some_and(|(key, value)| {
+            !key.is_empty() && !value.is_empty() && part.bytes().all(|b| b.is_ascii_graphic())
+        })
+    };
+    let root_ok = |root: &str| {
+        let pieces: Vec<&str> = root.split('-').collect();
+        matches!(pieces.as_slice(), ["1", time, id]
+            if time.len() == 8 && id.len() == 24
+                && time.chars().chain(id.chars()).all(|c| c.is_ascii_hexdigit()))
+    };
+    header.len() <= 1024
+        && header.split(';').all(well_formed)
+        && header
+            .split(';')
+            .find_map(|part| part.strip_prefix("Root="))
+            .is_some_and(root_ok)
 }
 
 /// What SQS takes as a group or deduplication id: 1 to 128 of `a-z A-Z 0-9`
@@ -290,6 +320,27 @@ mod tests {
         assert!(group_id("order 42").starts_with("h-"));
         assert!(group_id("ordre-é").starts_with("h-"));
         assert!(deduplication_id("s", None, "id with space").starts_with("h-"));
+    }
+
+    #[test]
+    fn trace_headers_as_x_ray_writes_them() {
+        assert!(valid_trace_header(
+            "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+        ));
+        assert!(valid_trace_header(
+            "Root=1-5759e988-bd862e3fe1be46a994272793"
+        ));
+        for bad in [
+            "",
+            "Sampled=1",
+            "Root=1-5759e988-bd862e3fe1be46a99427279",
+            "Root=2-5759e988-bd862e3fe1be46a994272793",
+            "Root=1-5759e988-bd862e3fe1be46a994272793;Parent",
+            "Root=1-5759e988-bd862e3fe1be46a994272793; Sampled=1",
+            "Root=1-zzzzzzzz-bd862e3fe1be46a994272793",
+        ] {
+            assert!(!valid_trace_header(bad), "{bad}");
+        }
     }
 
     #[test]

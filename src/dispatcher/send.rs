@@ -18,6 +18,16 @@ pub const MAX_ENTRIES: usize = 10;
 /// a request's messages).
 pub const MAX_REQUEST_BYTES: usize = 256 * 1024;
 
+/// The codes of a refused entry that sending it again cannot cure: the
+/// message itself is wrong (with `SenderFault`). Any other refusal
+/// (throttling, a KMS key, an error on SQS's side) is sent again, and then
+/// named for redelivery.
+pub const ENTRY_FAULTS: [&str; 3] = [
+    "InvalidMessageContents",
+    "MessageTooLong",
+    "InvalidParameterValue",
+];
+
 /// An entry the queue did not take.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused {
@@ -67,7 +77,9 @@ impl Default for Settings {
         Settings {
             retries: 3,
             backoff: Duration::from_millis(50),
-            margin: Duration::from_millis(1_500),
+            // More than one SQS call may take (the function's client gives
+            // up on a call after 3 s).
+            margin: Duration::from_secs(4),
         }
     }
 }
@@ -93,6 +105,9 @@ pub struct Dispatch {
     pub failure: Option<String>,
     /// Why that record is not done.
     pub failure_reason: Option<String>,
+    /// The stream is set up wrong (see [`Read::Unusable`]): nothing was
+    /// sent, and the invocation fails as a whole.
+    pub unusable: Option<String>,
 }
 
 impl Dispatch {
@@ -141,15 +156,28 @@ pub async fn dispatch<Q: Queue>(
     let mut unfinished: Vec<Unfinished> = Vec::new();
     // (record index, message), in record order.
     let mut pending: Vec<(usize, Outgoing)> = Vec::new();
+    let mut corrupt: Vec<(usize, Corrupt)> = Vec::new();
     for (index, record) in records.iter().enumerate() {
         match read(record, domain) {
             Read::Send(outgoing) => pending.push((index, outgoing)),
             Read::Skip(_) => dispatch.skipped += 1,
-            Read::Corrupt(corrupt) => {
-                if let Err(reason) = report(queue, &corrupt, &mut dispatch).await {
-                    unfinished.push(Unfinished { index, reason });
-                }
+            Read::Corrupt(item) => corrupt.push((index, item)),
+            Read::Unusable(reason) => {
+                dispatch.unusable = Some(reason);
+                return dispatch;
             }
+        }
+    }
+    for (index, item) in corrupt {
+        if out_of_time(deadline, settings) {
+            unfinished.push(Unfinished {
+                index,
+                reason: "the invocation's deadline came before its report".to_owned(),
+            });
+            continue;
+        }
+        if let Err(reason) = report(queue, &item, &mut dispatch).await {
+            unfinished.push(Unfinished { index, reason });
         }
     }
     // Streams with an entry refused and not yet taken: their head goes
@@ -197,7 +225,17 @@ pub async fn dispatch<Q: Queue>(
             }
             let entries: Vec<Outgoing> = request.iter().map(|(_, o)| o.clone()).collect();
             dispatch.requests += 1;
-            match queue.send(&entries).await {
+            let answer = queue.send(&entries).await.and_then(|refused| {
+                match refused.iter().find(|r| r.index >= entries.len()) {
+                    Some(unknown) => Err(SendError(format!(
+                        "the queue refused entry {} of a request of {}",
+                        unknown.index,
+                        entries.len()
+                    ))),
+                    None => Ok(refused),
+                }
+            });
+            match answer {
                 Ok(refused) => {
                     for (position, (index, outgoing)) in request.into_iter().enumerate() {
                         let Some(refusal) = refused.iter().find(|r| r.index == position) else {
@@ -210,8 +248,10 @@ pub async fn dispatch<Q: Queue>(
                             continue;
                         };
                         dispatch.refused += 1;
-                        if refusal.sender_fault {
-                            troubled.remove(&outgoing.stream);
+                        if refusal.sender_fault && ENTRY_FAULTS.contains(&refusal.code.as_str()) {
+                            if !held.contains(&outgoing.stream) {
+                                troubled.remove(&outgoing.stream);
+                            }
                             let corrupt = Corrupt {
                                 sequence_number: Some(outgoing.sequence_number.clone()),
                                 reason: format!(
@@ -279,6 +319,21 @@ pub async fn dispatch<Q: Queue>(
     dispatch
 }
 
+/// A JSON document with the characters SQS refuses (U+FFFE, U+FFFF: JSON
+/// leaves them raw, and only strings hold them) written as `\u` escapes:
+/// the same document, as SQS carries it.
+fn sendable(json: &str) -> String {
+    json.chars()
+        .fold(String::with_capacity(json.len()), |mut out, c| {
+            if super::record::sqs_body_char(c) {
+                out.push(c);
+            } else {
+                out.push_str(&format!("\\u{:04x}", u32::from(c)));
+            }
+            out
+        })
+}
+
 /// Whether less than the margin is left before the deadline.
 fn out_of_time(deadline: Option<Instant>, settings: Settings) -> bool {
     deadline.is_some_and(|deadline| {
@@ -310,12 +365,12 @@ async fn report<Q: Queue>(
         "keys": { "pk": pk, "sk": sk },
         "record": corrupt.record,
     });
-    let mut text = document.to_string();
+    let mut text = sendable(&document.to_string());
     if text.len() > MAX_REQUEST_BYTES {
         // The item itself is too big for a message: its keys say where it is.
         document["record"] = Value::Null;
         document["recordOmitted"] = json!("larger than an SQS message");
-        text = document.to_string();
+        text = sendable(&document.to_string());
     }
     match queue.report(&text).await {
         Ok(()) => {

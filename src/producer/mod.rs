@@ -21,6 +21,7 @@ mod store;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::dispatcher::sqs_body_char;
 use crate::domain::Domain;
 use crate::envelope::InvalidMessage;
 use crate::store::StoreError;
@@ -285,6 +286,22 @@ pub(crate) fn check(domain: &Domain, append: &Append) -> Result<Vec<Checked>, Ap
                 ),
             }));
         }
+        // SQS refuses U+FFFE and U+FFFF (JSON does not escape them): an
+        // event holding one could be stored and never sent.
+        let unsendable = |text: &str| text.chars().find(|c| !sqs_body_char(*c));
+        let bad = unsendable(&append.stream_id)
+            .map(|c| ("stream".to_owned(), c))
+            .or_else(|| unsendable(&candidate.event_id).map(|c| ("eventId".to_owned(), c)))
+            .or_else(|| unsendable_field(&candidate.data, "data"));
+        if let Some((field, c)) = bad {
+            return Err(invalid(InvalidMessage::Invalid {
+                field,
+                problem: format!(
+                    "holds U+{:04X}, a character SQS does not carry",
+                    u32::from(c)
+                ),
+            }));
+        }
         let size = candidate.body(&append.stream_id, u64::MAX >> 1).len();
         if size > MAX_BODY {
             return Err(AppendError::Refused(format!(
@@ -300,6 +317,29 @@ pub(crate) fn check(domain: &Domain, append: &Append) -> Result<Vec<Checked>, Ap
         )));
     }
     Ok(checked)
+}
+
+/// The first string under `value` (its keys included) holding a character
+/// SQS does not carry, by its path, and that character.
+fn unsendable_field(value: &Value, path: &str) -> Option<(String, char)> {
+    match value {
+        Value::String(text) => text
+            .chars()
+            .find(|c| !sqs_body_char(*c))
+            .map(|c| (path.to_owned(), c)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(index, item)| unsendable_field(item, &format!("{path}[{index}]"))),
+        Value::Object(fields) => fields.iter().find_map(|(name, item)| {
+            let path = format!("{path}.{name}");
+            name.chars()
+                .find(|c| !sqs_body_char(*c))
+                .map(|c| (path.clone(), c))
+                .or_else(|| unsendable_field(item, &path))
+        }),
+        _ => None,
+    }
 }
 
 /// A random UUID (version 4), from the standard library's random hasher

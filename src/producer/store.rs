@@ -364,7 +364,7 @@ impl EventStore {
         // appends (and by X-Ray's SDKs elsewhere).
         let trace = std::env::var("_X_AMZN_TRACE_ID")
             .ok()
-            .filter(|trace| !trace.is_empty() && trace.len() <= 1024);
+            .filter(|trace| crate::dispatcher::valid_trace_header(trace));
         let build = |err| AppendError::Store(build_error("TransactWriteItems", err));
         let head = Update::builder()
             .table_name(&self.table)
