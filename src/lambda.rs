@@ -41,16 +41,22 @@ pub async fn dispatch<S: Store>(
     emf: Option<&Emf>,
     event: LambdaEvent<Value>,
 ) -> Result<Value, InvocationError> {
-    let span = tracing::info_span!(
-        "invocation",
-        request_id = %event.context.request_id,
-        xray_trace_id = event.context.xray_trace_id.as_deref(),
-    );
+    let span = invocation_span(&event.context);
     metrics::record_cold_start();
     // Boxed: one allocation per invocation keeps the caller's future (the
     // binary's `main`) shallow enough for the compiler's layout limit, which
     // a release build reaches without it.
     Box::pin(route(runner, emf, event)).instrument(span).await
+}
+
+/// The span of one invocation: every log line in it carries the request id
+/// and the X-Ray trace id.
+pub(crate) fn invocation_span(context: &lambda_runtime::Context) -> tracing::Span {
+    tracing::info_span!(
+        "invocation",
+        request_id = %context.request_id,
+        xray_trace_id = context.xray_trace_id.as_deref(),
+    )
 }
 
 async fn route<S: Store>(

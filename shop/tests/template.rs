@@ -31,6 +31,18 @@ fn intrinsic(value: &Value) -> String {
     }
 }
 
+/// A function's environment variables, and their names.
+fn environment<'a>(template: &'a Value, function: &str) -> (&'a Value, Vec<&'a str>) {
+    let variables = &resource(template, function)["Properties"]["Environment"]["Variables"];
+    let names = variables
+        .as_mapping()
+        .expect("variables")
+        .keys()
+        .filter_map(Value::as_str)
+        .collect();
+    (variables, names)
+}
+
 fn resource<'a>(template: &'a Value, name: &str) -> &'a Value {
     let resource = &template["Resources"][name];
     assert!(!resource.is_null(), "no resource {name}");
@@ -75,14 +87,7 @@ fn the_function_is_the_projector_binary_on_al2023_arm64() {
 #[test]
 fn the_environment_is_what_the_code_reads() {
     let template = template();
-    let variables =
-        &resource(&template, "ProjectorFunction")["Properties"]["Environment"]["Variables"];
-    let names: Vec<&str> = variables
-        .as_mapping()
-        .expect("variables")
-        .keys()
-        .filter_map(Value::as_str)
-        .collect();
+    let (variables, names) = environment(&template, "ProjectorFunction");
     for name in &names {
         assert!(
             VARIABLES.contains(name),
@@ -631,14 +636,7 @@ fn the_dispatcher_is_the_dispatcher_binary_on_al2023_arm64() {
 #[test]
 fn the_dispatcher_environment_is_what_the_code_reads() {
     let template = template();
-    let variables =
-        &resource(&template, "DispatcherFunction")["Properties"]["Environment"]["Variables"];
-    let names: Vec<&str> = variables
-        .as_mapping()
-        .expect("variables")
-        .keys()
-        .filter_map(Value::as_str)
-        .collect();
+    let (variables, names) = environment(&template, "DispatcherFunction");
     for name in &names {
         assert!(
             dispatcher::VARIABLES.contains(name),
@@ -969,16 +967,11 @@ fn the_dispatcher_alarms_and_dashboard_watch_metrics_it_emits() {
             );
         }
     }
-    for metric in [
-        "Records",
-        "Dispatched",
-        "SendRequests",
-        "Refused",
-        "Corrupt",
-        "BatchItemFailures",
-        "BatchDuration",
-    ] {
-        assert!(shown.contains(metric), "the dashboard shows {metric}");
+    for metric in dispatcher::METRICS
+        .iter()
+        .filter(|metric| **metric != "ColdStart")
+    {
+        assert!(shown.contains(*metric), "the dashboard shows {metric}");
     }
     let aws: BTreeSet<(String, String)> = dashboard_metrics(&template, true)
         .into_iter()

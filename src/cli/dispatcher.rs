@@ -17,14 +17,12 @@ use crate::metrics::Emf;
 /// not a message of the domain is reported, not sent.
 #[tokio::main]
 pub async fn dispatcher(domain: Domain) -> ExitCode {
-    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_none() {
-        let name = super::program("dispatcher");
-        eprintln!(
-            "{name} is a Lambda function: it runs under a Lambda runtime (AWS_LAMBDA_RUNTIME_API is not set), \
-             on the event store's DynamoDB stream. Locally: `cargo lambda watch` then \
-             `cargo lambda invoke {name} --data-file events/dispatcher/stream-batch.json` (QUEUE_URL and FAILURE_QUEUE_URL set)"
-        );
-        return ExitCode::from(2);
+    if let Some(code) = super::outside_lambda(
+        "dispatcher",
+        "It reads the event store's DynamoDB stream. Locally: `cargo lambda watch` then \
+         `cargo lambda invoke {name} --data-file events/dispatcher/stream-batch.json` (QUEUE_URL and FAILURE_QUEUE_URL set)",
+    ) {
+        return code;
     }
     crate::logging::init();
     let config = match DispatcherConfig::from_env() {
@@ -56,15 +54,10 @@ pub async fn dispatcher(domain: Domain) -> ExitCode {
         config.queue_url,
         config.failure_queue_url,
     );
-    let served = lambda_runtime::run(service_fn(|event: LambdaEvent<serde_json::Value>| {
-        handle(&domain, &queue, emf.as_ref(), event)
-    }))
-    .await;
-    match served {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            tracing::error!(error = %err, "the runtime stopped");
-            ExitCode::FAILURE
-        }
-    }
+    super::served(
+        lambda_runtime::run(service_fn(|event: LambdaEvent<serde_json::Value>| {
+            handle(&domain, &queue, emf.as_ref(), event)
+        }))
+        .await,
+    )
 }

@@ -71,3 +71,29 @@ fn program(default: &str) -> String {
         .filter(|name| !name.is_empty())
         .unwrap_or_else(|| default.to_owned())
 }
+
+/// Whether the process runs under a Lambda runtime; when it does not, says
+/// so under the binary's name (`default`) with `how` (a line on running it
+/// locally, `{name}` standing for that name) and answers exit code 2.
+fn outside_lambda(default: &str, how: &str) -> Option<std::process::ExitCode> {
+    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
+        return None;
+    }
+    let name = program(default);
+    eprintln!(
+        "{name} is a Lambda function: it runs under a Lambda runtime (AWS_LAMBDA_RUNTIME_API is not set). {}",
+        how.replace("{name}", &name)
+    );
+    Some(std::process::ExitCode::from(2))
+}
+
+/// The exit code of a Lambda function whose runtime stopped.
+fn served(result: Result<(), lambda_runtime::Error>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!(error = %err, "the runtime stopped");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

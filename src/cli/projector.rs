@@ -17,14 +17,12 @@ use crate::store::dynamodb::DynamoStore;
 /// `fn main() -> ExitCode { cli::projector(my_domain()) }`.
 #[tokio::main]
 pub async fn projector(domain: Domain) -> ExitCode {
-    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_none() {
-        let name = super::program("projector");
-        eprintln!(
-            "{name} is a Lambda function: it runs under a Lambda runtime (AWS_LAMBDA_RUNTIME_API is not set). \
-             Locally: `cargo lambda watch` then `cargo lambda invoke {name} --data-file <an SQS event>.json`, \
-             or without a runtime the domain's replay binary (`cargo run --bin replay -- events/*.json` for the worked example)"
-        );
-        return ExitCode::from(2);
+    if let Some(code) = super::outside_lambda(
+        "projector",
+        "Locally: `cargo lambda watch` then `cargo lambda invoke {name} --data-file <an SQS event>.json`, \
+         or without a runtime the domain's replay binary (`cargo run --bin replay -- events/*.json` for the worked example)",
+    ) {
+        return code;
     }
     // Plain text, or JSON when AWS_LAMBDA_LOG_FORMAT=JSON; never event data.
     crate::logging::init();
@@ -45,15 +43,10 @@ pub async fn projector(domain: Domain) -> ExitCode {
     let sdk = aws_config::load_from_env().await;
     let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), config.table_name);
     let runner = Runner::new(domain, store, config.runner);
-    let served = lambda_runtime::run(service_fn(|event: LambdaEvent<serde_json::Value>| {
-        dispatch(&runner, emf.as_ref(), event)
-    }))
-    .await;
-    match served {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            tracing::error!(error = %err, "the runtime stopped");
-            ExitCode::FAILURE
-        }
-    }
+    super::served(
+        lambda_runtime::run(service_fn(|event: LambdaEvent<serde_json::Value>| {
+            dispatch(&runner, emf.as_ref(), event)
+        }))
+        .await,
+    )
 }

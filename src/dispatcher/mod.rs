@@ -181,11 +181,7 @@ pub async fn handle<Q: Queue>(
     emf: Option<&Emf>,
     event: LambdaEvent<Value>,
 ) -> Result<Value, InvocationError> {
-    let span = tracing::info_span!(
-        "invocation",
-        request_id = %event.context.request_id,
-        xray_trace_id = event.context.xray_trace_id.as_deref(),
-    );
+    let span = crate::lambda::invocation_span(&event.context);
     crate::metrics::record_cold_start();
     let started = Instant::now();
     let deadline = crate::lambda::deadline(event.context.deadline);
