@@ -133,15 +133,17 @@ struct Unfinished {
 /// order) to `queue`.
 ///
 /// Every event item's `INSERT` becomes one message; a stream's messages go
-/// in stream order, up to ten per request. An entry refused for a reason
-/// that may pass (throttling, an error on SQS's side) is sent again, first
-/// of its stream, up to `settings.retries` rounds; meanwhile the later
-/// messages of its stream wait. A corrupt event item, or an entry SQS blames
-/// on itself, is reported to the failure queue (and logged) and the batch
-/// goes on. What is still unsent at the end names the first such record as
-/// the batch's failure: Lambda delivers it and everything after it again,
-/// and the messages sent after it come back as duplicates that SQS
-/// deduplication (five minutes) and the consumer's guard absorb.
+/// in stream order, up to ten per request. A refused entry, or the entries
+/// of a failed request, are sent again, first of their stream and alone of
+/// it in a request, up to `settings.retries` rounds; meanwhile the later
+/// messages of their stream wait. A corrupt event item, or an entry SQS
+/// refuses for good ([`ENTRY_FAULTS`]), is reported to the failure queue
+/// (and logged) and the batch goes on. What is still unsent at the end names
+/// the first such record as the batch's failure: Lambda delivers it and
+/// everything after it again, and the messages sent after it come back as
+/// duplicates that SQS deduplication (five minutes) and the consumer's guard
+/// absorb. A record that shows the stream set up wrong stops everything
+/// ([`Dispatch::unusable`]).
 pub async fn dispatch<Q: Queue>(
     records: &[Value],
     domain: &Domain,
