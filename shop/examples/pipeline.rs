@@ -394,23 +394,24 @@ async fn consumer(
                 .send()
                 .await;
         }
-        let appended = shared
-            .appended
-            .lock()
-            .map(|map| map.clone())
-            .unwrap_or_default();
-        let mut latencies = Vec::new();
-        for message in &done {
-            let body: Value =
-                serde_json::from_str(message.body.as_deref().unwrap_or("{}")).unwrap_or_default();
-            let key = (
-                body["aggregateId"].as_str().unwrap_or_default().to_owned(),
-                body["sequence"].as_u64().unwrap_or(0),
-            );
-            if let Some(at) = appended.get(&key) {
-                latencies.push(now.duration_since(*at));
-            }
-        }
+        let keys: Vec<(String, u64)> = done
+            .iter()
+            .map(|message| {
+                let body: Value = serde_json::from_str(message.body.as_deref().unwrap_or("{}"))
+                    .unwrap_or_default();
+                (
+                    body["aggregateId"].as_str().unwrap_or_default().to_owned(),
+                    body["sequence"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect();
+        let latencies: Vec<Duration> = match shared.appended.lock() {
+            Ok(appended) => keys
+                .iter()
+                .filter_map(|key| appended.get(key).map(|at| now.duration_since(*at)))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
         if let Ok(mut all) = shared.latencies.lock() {
             all.extend(latencies);
         }

@@ -89,7 +89,7 @@ pub fn read(record: &Value, domain: &Domain) -> Read {
         .pointer("/dynamodb/SequenceNumber")
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let parsed: EventRecord = match serde_json::from_value(record.clone()) {
+    let parsed = match EventRecord::deserialize(record) {
         Ok(parsed) => parsed,
         Err(err) => {
             return corrupt(
@@ -102,7 +102,7 @@ pub fn read(record: &Value, domain: &Domain) -> Read {
         return corrupt(None, "the record has no SequenceNumber".to_owned());
     };
     let keys: Keys =
-        serde_dynamo::from_item(parsed.change.keys.clone()).unwrap_or(Keys { pk: None, sk: None });
+        serde_dynamo::from_item(parsed.change.keys).unwrap_or(Keys { pk: None, sk: None });
     let is_event = keys
         .pk
         .as_deref()

@@ -225,7 +225,7 @@ pub async fn dispatch<Q: Queue>(
             if request.is_empty() {
                 continue;
             }
-            let entries: Vec<Outgoing> = request.iter().map(|(_, o)| o.clone()).collect();
+            let (indexes, entries): (Vec<usize>, Vec<Outgoing>) = request.into_iter().unzip();
             dispatch.requests += 1;
             let answer = queue.send(&entries).await.and_then(|refused| {
                 match refused.iter().find(|r| r.index >= entries.len()) {
@@ -239,7 +239,8 @@ pub async fn dispatch<Q: Queue>(
             });
             match answer {
                 Ok(refused) => {
-                    for (position, (index, outgoing)) in request.into_iter().enumerate() {
+                    let sent = indexes.into_iter().zip(entries);
+                    for (position, (index, outgoing)) in sent.enumerate() {
                         let Some(refusal) = refused.iter().find(|r| r.index == position) else {
                             dispatch.dispatched += 1;
                             // Taken behind nothing refused of its stream:
@@ -281,8 +282,8 @@ pub async fn dispatch<Q: Queue>(
                 }
                 Err(err) => {
                     dispatch.refused += 1;
-                    tracing::warn!(error = %err, entries = request.len(), "SendMessageBatch failed");
-                    for (index, outgoing) in request {
+                    tracing::warn!(error = %err, entries = entries.len(), "SendMessageBatch failed");
+                    for (index, outgoing) in indexes.into_iter().zip(entries) {
                         held.insert(outgoing.stream.clone());
                         troubled.insert(outgoing.stream.clone());
                         again.push((index, outgoing));
