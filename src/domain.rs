@@ -86,7 +86,7 @@ use serde::de::DeserializeOwned;
 use serde::de::value::MapDeserializer;
 use serde_json::Value;
 
-use crate::entity::{Entity, EntityKey, Kind};
+use crate::entity::{ENGINE_ATTRIBUTES, Entity, EntityKey, Kind};
 use crate::envelope::{self, Event, InvalidMessage};
 use crate::handling::{Counter, Handling};
 
@@ -108,6 +108,21 @@ pub struct Domain {
     types: &'static [&'static str],
     kinds: Vec<&'static Kind>,
     counters: Vec<&'static Counter>,
+    /// Mistakes in the declarations, found as they were registered.
+    problems: Vec<String>,
+}
+
+/// A domain whose declarations cannot work, with what is wrong and how to
+/// fix it (one line per mistake). Every binary refuses to start with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the domain's declarations cannot work: {}", .0.join("; "))]
+pub struct DeclarationError(Vec<String>);
+
+impl DeclarationError {
+    /// Each mistake, with its fix.
+    pub fn problems(&self) -> &[String] {
+        &self.0
+    }
 }
 
 impl Domain {
@@ -118,6 +133,20 @@ impl Domain {
             types: type_names::<E>(),
             kinds: Vec::new(),
             counters: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    /// Whether the declarations can work: `Err` names every mistake found
+    /// as they were registered (an entity or counter that would write one
+    /// of the engine's attributes, an entity without `sequence`). The
+    /// binaries call it before anything else, and [`crate::runner::Runner::new`]
+    /// refuses such a domain.
+    pub fn check(&self) -> Result<(), DeclarationError> {
+        if self.problems.is_empty() {
+            Ok(())
+        } else {
+            Err(DeclarationError(self.problems.clone()))
         }
     }
 
@@ -126,6 +155,7 @@ impl Domain {
     pub fn entity<T: Entity>(mut self) -> Self {
         let kind = Kind::of::<T>();
         if !self.kinds.contains(&kind) {
+            self.problems.extend(kind.problems());
             self.kinds.push(kind);
         }
         self
@@ -134,6 +164,13 @@ impl Domain {
     /// Registers a counter that deduplicated effects add to.
     pub fn counter(mut self, counter: &'static Counter) -> Self {
         if !self.counters.contains(&counter) {
+            if ENGINE_ATTRIBUTES.contains(&counter.attribute) {
+                self.problems.push(format!(
+                    "the counter {} keeps its number in `{}`, an attribute of the engine's own: choose another attribute",
+                    counter.label(),
+                    counter.attribute
+                ));
+            }
             self.counters.push(counter);
         }
         self

@@ -27,9 +27,11 @@ pub type Item = HashMap<String, AttributeValue>;
 /// and `skip_serializing_if = "Option::is_none"` for optional ones). The id
 /// is the item's key, not a field. The sequence must be written as the
 /// attribute `sequence` (the guard's conditional write reads it there: a
-/// write of an entity that does not is refused); `pk`, `sk`, `parked` and
-/// `parkedSince` are the engine's. `MESSAGE` and `PARKED` are not kinds
-/// (the dedup records' and the parked index's keys).
+/// domain whose entity does not is refused when it is registered). The
+/// attributes of [`ENGINE_ATTRIBUTES`] are the engine's: an entity with a
+/// field of one of those names is refused when it is registered
+/// ([`crate::Domain::check`]). `MESSAGE` and `PARKED` are not kinds (the
+/// dedup records' and the parked index's keys).
 ///
 /// ```
 /// use serde::{Deserialize, Serialize};
@@ -81,11 +83,23 @@ pub trait Entity:
     }
 }
 
+/// The attributes of an entity's item that are the engine's, not the
+/// entity's: its keys, the parked events it records, and the table's TTL
+/// attribute (an entity that wrote `expiresAt` would have DynamoDB delete
+/// its item, and the guard's `sequence` with it, when that time passes).
+pub const ENGINE_ATTRIBUTES: [&str; 5] = ["pk", "sk", "parked", "parkedSince", "expiresAt"];
+
 /// A kind of entity: its name and how its item is read.
 pub struct Kind {
     /// [`Entity::KIND`].
     pub name: &'static str,
     decode: fn(Item) -> Result<AnyEntity, serde_dynamo::Error>,
+    /// The attribute names serde's derive declares for the struct (its
+    /// fields as renamed); `None` when it cannot tell (a flattened struct,
+    /// a hand-written `Deserialize`).
+    fields: fn() -> Option<&'static [&'static str]>,
+    /// The struct's Rust name, for errors.
+    type_name: fn() -> &'static str,
 }
 
 impl Kind {
@@ -103,6 +117,91 @@ impl Kind {
     pub fn label(&self) -> String {
         self.name.to_ascii_lowercase()
     }
+
+    /// What is wrong with the kind's declaration, each with its fix: a
+    /// field serialized as one of the [`ENGINE_ATTRIBUTES`], or no field
+    /// serialized as `sequence`. Empty when nothing is, or when serde's
+    /// derive does not list the fields (those are checked at each write).
+    pub(crate) fn problems(&self) -> Vec<String> {
+        let type_name = (self.type_name)();
+        let Some(fields) = (self.fields)() else {
+            return Vec::new();
+        };
+        let mut problems: Vec<String> = fields
+            .iter()
+            .filter(|field| ENGINE_ATTRIBUTES.contains(field))
+            .map(|field| {
+                format!(
+                    "the entity {type_name} (kind {}) has a field serialized as `{field}`, an attribute of the engine's own{}: rename it (#[serde(rename = \"...\")])",
+                    self.name,
+                    if *field == "expiresAt" {
+                        " (the table's TTL attribute: DynamoDB would delete the entity when that time passes)"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect();
+        if !fields.contains(&"sequence") {
+            problems.push(format!(
+                "the entity {type_name} (kind {}) has no field serialized as `sequence`: the guard's conditional write reads the sequence there (name the field `sequence`, or #[serde(rename = \"sequence\")])",
+                self.name
+            ));
+        }
+        problems
+    }
+}
+
+/// The field names serde's derive declares for `T`: a derived struct asks
+/// its deserializer for a struct with these fields, and this one answers
+/// with them as its error.
+fn declared_fields<T: DeserializeOwned>() -> Option<&'static [&'static str]> {
+    match T::deserialize(FieldNames) {
+        Err(Fields(fields)) => fields,
+        Ok(_) => None,
+    }
+}
+
+struct FieldNames;
+
+#[derive(Debug)]
+struct Fields(Option<&'static [&'static str]>);
+
+impl fmt::Display for Fields {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("not a struct")
+    }
+}
+
+impl std::error::Error for Fields {}
+
+impl serde::de::Error for Fields {
+    fn custom<T: fmt::Display>(_: T) -> Self {
+        Fields(None)
+    }
+}
+
+impl<'de> serde::Deserializer<'de> for FieldNames {
+    type Error = Fields;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Fields> {
+        Err(Fields(None))
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Fields> {
+        Err(Fields(Some(fields)))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map enum identifier ignored_any
+    }
 }
 
 struct KindOf<T>(std::marker::PhantomData<T>);
@@ -111,6 +210,8 @@ impl<T: Entity> KindOf<T> {
     const KIND: &'static Kind = &Kind {
         name: T::KIND,
         decode: decode::<T>,
+        fields: declared_fields::<T>,
+        type_name: std::any::type_name::<T>,
     };
 }
 

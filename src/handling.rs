@@ -8,9 +8,10 @@
 //! answer must leave it unchanged. A handler that breaks this gets a
 //! [`HandlerFault`] for that message, never a write.
 
-use std::any::type_name;
+use std::any::{Any, type_name};
 use std::fmt;
 use std::marker::PhantomData;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::entity::{AnyEntity, Entity, Kind};
 
@@ -186,6 +187,21 @@ pub struct HandlerFault {
     pub problem: String,
 }
 
+/// Runs a user's handler; a panic becomes a [`HandlerFault`] of this event
+/// alone, so that one bad handler never fails a whole batch. The panic's
+/// message is not kept (it may quote the event's data): the panic hook has
+/// logged it, with where it happened.
+fn unwound<R>(handler: &'static str, call: impl FnOnce() -> R) -> Result<R, HandlerFault> {
+    catch_unwind(AssertUnwindSafe(call)).map_err(|payload: Box<dyn Any + Send>| {
+        drop(payload);
+        HandlerFault {
+            handler,
+            problem: "panicked (the log line before this one says where): nothing written"
+                .to_owned(),
+        }
+    })
+}
+
 fn unbound<D>(data: D) -> Sequenced<D> {
     Sequenced {
         event_id: String::new(),
@@ -289,7 +305,7 @@ where
 {
     fn apply(&self, slot: &mut Option<AnyEntity>) -> Result<Decision, HandlerFault> {
         let mut entity: Option<T> = typed(slot, self.handler())?;
-        let decision = (self.handler)(&mut entity, &self.event);
+        let decision = unwound(self.handler(), || (self.handler)(&mut entity, &self.event))?;
         let before = slot.as_ref().and_then(AnyEntity::get::<T>);
         let problem = match decision {
             Decision::Applied => match &entity {
@@ -339,9 +355,13 @@ where
 
     fn apply_unchecked(&self, slot: &mut Option<AnyEntity>) -> Option<Decision> {
         let mut entity: Option<T> = AnyEntity::take(slot).ok()?;
-        let decision = (self.handler)(&mut entity, &self.event);
-        *slot = entity.map(AnyEntity::new);
-        Some(decision)
+        let decision = unwound(self.handler(), || (self.handler)(&mut entity, &self.event));
+        // After a panic the entity may be half changed: the slot is left empty.
+        *slot = decision
+            .is_ok()
+            .then(|| entity.map(AnyEntity::new))
+            .flatten();
+        decision.ok()
     }
 }
 
@@ -364,7 +384,7 @@ where
         {
             return Ok(Decision::Duplicate);
         }
-        let snapshot = (self.handler)(&self.event);
+        let snapshot = unwound(self.handler(), || (self.handler)(&self.event))?;
         if snapshot.sequence() != self.event.sequence {
             return Err(HandlerFault {
                 handler: self.handler(),

@@ -83,6 +83,8 @@ pub fn record(report: &BatchReport, elapsed: Duration) {
         let count = match outcome {
             // Parked events found to conflict count too.
             Outcome::Conflict => report.conflicts(),
+            // And parked events whose handler faulted while drained.
+            Outcome::HandlerError => report.handler_errors(),
             other => report.count(other),
         };
         metrics::counter!(metric_name(outcome)).increment(count as u64);
@@ -123,6 +125,9 @@ pub fn record_sweep(report: &SweepReport) {
         .map(|parking| parking.drained.len())
         .sum();
     metrics::counter!("Drained").increment(drained as u64);
+    // A parked event whose handler faults keeps its alarm on at every sweep.
+    metrics::counter!("HandlerError")
+        .increment(crate::runner::stuck_handler_errors(&report.drained) as u64);
 }
 
 /// The process's EMF collector (the `metrics` recorder), installed once by

@@ -46,6 +46,10 @@ enum TallyEvent {
     CountedBlindly(Nothing),
     /// Moves the sequence, forgets the last event id.
     CountedQuietly(Nothing),
+    /// Panics, whatever comes.
+    CountedPanicking(Nothing),
+    /// Holds the guard, and panics when it would apply.
+    CountedPanickingWhenNext(Nothing),
 }
 
 fn on_started(tally: &mut Option<Tally>, event: &Sequenced<Nothing>) -> Decision {
@@ -113,6 +117,28 @@ fn on_counted_quietly(tally: &mut Option<Tally>, event: &Sequenced<Nothing>) -> 
     Decision::Applied
 }
 
+fn on_counted_panicking(_: &mut Option<Tally>, event: &Sequenced<Nothing>) -> Decision {
+    panic!("a bug in the handler, at event {}", event.sequence)
+}
+
+fn on_counted_panicking_when_next(
+    tally: &mut Option<Tally>,
+    event: &Sequenced<Nothing>,
+) -> Decision {
+    let Some(tally) = tally else {
+        return Decision::NotCreated;
+    };
+    if tally.sequence != event.sequence - 1 {
+        return if tally.sequence >= event.sequence {
+            Decision::Duplicate
+        } else {
+            Decision::Gap
+        };
+    }
+    tally.count += 1; // changed before the panic: none of it may be written
+    panic!("a bug in the handler")
+}
+
 fn reset(event: &Sequenced<Nothing>) -> Tally {
     Tally {
         sequence: event.sequence + 1,
@@ -131,6 +157,10 @@ impl Events for TallyEvent {
             TallyEvent::Reset(data) => Handling::snapshot(data, reset),
             TallyEvent::CountedBlindly(data) => Handling::sequenced(data, on_counted_blindly),
             TallyEvent::CountedQuietly(data) => Handling::sequenced(data, on_counted_quietly),
+            TallyEvent::CountedPanicking(data) => Handling::sequenced(data, on_counted_panicking),
+            TallyEvent::CountedPanickingWhenNext(data) => {
+                Handling::sequenced(data, on_counted_panicking_when_next)
+            }
         }
     }
 }
@@ -140,15 +170,33 @@ fn domain() -> Domain {
 }
 
 fn batch(events: &[(&str, u64)]) -> SqsEvent {
+    let events: Vec<(&str, &str, u64)> = events
+        .iter()
+        .map(|(event_type, sequence)| ("t", *event_type, *sequence))
+        .collect();
+    batch_of(&events, 1)
+}
+
+/// Events of several aggregates (`(aggregateId, type, sequence)`), each
+/// delivered for the `receives`th time.
+fn batch_of(events: &[(&str, &str, u64)], receives: u32) -> SqsEvent {
     let mut batch = SqsEvent::default();
-    for (index, (event_type, sequence)) in events.iter().enumerate() {
+    for (index, (aggregate, event_type, sequence)) in events.iter().enumerate() {
         let mut message = SqsMessage::default();
         message.message_id = Some(format!("m{index}-{sequence}"));
+        message
+            .attributes
+            .insert("ApproximateReceiveCount".to_owned(), receives.to_string());
+        let prefix = if *aggregate == "t" {
+            String::new()
+        } else {
+            format!("{aggregate}-")
+        };
         message.body = Some(
             serde_json::json!({
-                "eventId": format!("t-{sequence}-{event_type}"),
+                "eventId": format!("{prefix}t-{sequence}-{event_type}"),
                 "type": event_type,
-                "aggregateId": "t",
+                "aggregateId": aggregate,
                 "sequence": sequence,
                 "data": {}
             })
@@ -160,11 +208,15 @@ fn batch(events: &[(&str, u64)]) -> SqsEvent {
 }
 
 async fn run(runner: &Runner<&MemoryStore>, events: &[(&str, u64)]) -> BatchReport {
+    run_batch(runner, &batch(events)).await
+}
+
+async fn run_batch(runner: &Runner<&MemoryStore>, batch: &SqsEvent) -> BatchReport {
     let invocation = Invocation {
         deadline: None,
         now: 1_764_489_600,
     };
-    runner.run(&batch(events), invocation).await.expect("run")
+    runner.run(batch, invocation).await.expect("run")
 }
 
 fn outcomes(report: &BatchReport) -> Vec<Outcome> {
@@ -293,6 +345,112 @@ async fn applied_must_move_forward_and_record_the_event() {
     assert_eq!(outcomes(&report), [Outcome::Applied], "next in line: fine");
 }
 
+/// A panic in a handler is a handler error of its message alone: its
+/// stream's later messages are skipped, other streams go on, the batch is
+/// answered, and nothing the handler changed before panicking is written.
+#[tokio::test]
+async fn a_panicking_handler_fails_its_message_alone() {
+    let store = MemoryStore::new();
+    let runner = Runner::new(domain(), &store, RunnerConfig::default());
+    let report = run_batch(
+        &runner,
+        &batch_of(
+            &[
+                ("t", "Started", 1),
+                ("t", "Counted", 2),
+                ("t", "CountedPanicking", 3),
+                ("t", "Counted", 3),
+                ("u", "Started", 1),
+                ("u", "Counted", 2),
+            ],
+            1,
+        ),
+    )
+    .await;
+    assert_eq!(
+        outcomes(&report),
+        [
+            Outcome::Applied,
+            Outcome::Applied,
+            Outcome::HandlerError,
+            Outcome::Skipped,
+            Outcome::Applied,
+            Outcome::Applied
+        ]
+    );
+    let reason = report.messages[2].reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains("on_counted_panicking") && reason.contains("panicked"),
+        "{reason}"
+    );
+    assert!(
+        !reason.contains("a bug in the handler"),
+        "the panic's message (it may quote data) stays in the panic hook's line: {reason}"
+    );
+    assert_eq!(report.handler_errors(), 1);
+    assert_eq!(stored(&store), Some(tally(2, 1, "t-2-Counted")));
+    // The same entity takes the next good event.
+    let report = run(&runner, &[("Counted", 3)]).await;
+    assert_eq!(outcomes(&report), [Outcome::Applied]);
+}
+
+/// A panic while draining a parked event: the message that closed the gap
+/// is applied, the parked event stays parked, and the fault is named and
+/// counted as a handler error, at every try.
+#[tokio::test]
+async fn a_panicking_handler_on_a_parked_event_keeps_it_parked_and_is_counted() {
+    let store = MemoryStore::new();
+    let runner = Runner::new(domain(), &store, RunnerConfig::default());
+    run(&runner, &[("Started", 1)]).await;
+    // Its third delivery: parked.
+    let report = run_batch(
+        &runner,
+        &batch_of(&[("t", "CountedPanickingWhenNext", 3)], 3),
+    )
+    .await;
+    assert_eq!(outcomes(&report), [Outcome::Parked]);
+    let report = run(&runner, &[("Counted", 2)]).await;
+    assert_eq!(outcomes(&report), [Outcome::Applied]);
+    assert_eq!(report.drained(), 0);
+    assert_eq!(report.handler_errors(), 1, "{report:?}");
+    let stuck = report
+        .parking
+        .iter()
+        .find_map(|parking| parking.stuck.clone())
+        .expect("the stuck event is reported");
+    assert_eq!(stuck.sequence, 3);
+    assert!(stuck.handler_error);
+    assert!(
+        stuck.reason.contains("on_counted_panicking_when_next")
+            && stuck.reason.contains("panicked"),
+        "{}",
+        stuck.reason
+    );
+    assert_eq!(stored(&store), Some(tally(2, 1, "t-2-Counted")));
+    let parked: Vec<u64> = store
+        .parking()
+        .into_iter()
+        .flat_map(|(_, inspection)| inspection.stored.parking.sequences)
+        .collect();
+    assert_eq!(parked, [3], "still parked");
+    // The sweep's drain tries it again, and counts it again.
+    let invocation = Invocation {
+        deadline: None,
+        now: 1_764_489_600,
+    };
+    let drained = runner
+        .drain(&EntityKey::of::<Tally>("t"), &invocation)
+        .await
+        .expect("drain");
+    assert!(
+        drained.iter().any(|parking| parking
+            .stuck
+            .as_ref()
+            .is_some_and(|stuck| stuck.handler_error)),
+        "{drained:?}"
+    );
+}
+
 #[test]
 fn the_domain_knows_its_types_and_kinds_from_the_declarations() {
     let domain = domain();
@@ -305,7 +463,9 @@ fn the_domain_knows_its_types_and_kinds_from_the_declarations() {
             "CountedSneaky",
             "Reset",
             "CountedBlindly",
-            "CountedQuietly"
+            "CountedQuietly",
+            "CountedPanicking",
+            "CountedPanickingWhenNext"
         ]
     );
     assert_eq!(domain.kind("tally").map(|kind| kind.name), Some("TALLY"));
@@ -324,4 +484,92 @@ fn the_domain_knows_its_types_and_kinds_from_the_declarations() {
         .parse(r#"{"eventId":"e","type":"Counting","aggregateId":"t","sequence":2,"data":{}}"#)
         .expect_err("unknown");
     assert_eq!(err.to_string(), "unknown event type `Counting`");
+}
+
+/// An entity with a field the table uses as its TTL: DynamoDB would delete
+/// its item, its guard with it, when that time passed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Subscription {
+    sequence: u64,
+    last_event_id: String,
+    expires_at: u64,
+}
+
+impl Entity for Subscription {
+    const KIND: &'static str = "SUBSCRIPTION";
+    fn sequence(&self) -> u64 {
+        self.sequence
+    }
+    fn last_event_id(&self) -> &str {
+        &self.last_event_id
+    }
+}
+
+/// An entity whose sequence is serialized under another name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Misnamed {
+    seq: u64,
+    last_event_id: String,
+}
+
+impl Entity for Misnamed {
+    const KIND: &'static str = "MISNAMED";
+    fn sequence(&self) -> u64 {
+        self.seq
+    }
+    fn last_event_id(&self) -> &str {
+        &self.last_event_id
+    }
+}
+
+static IN_PK: sequence_guard::Counter = sequence_guard::Counter {
+    kind: "BIN",
+    sort_key: "COUNT",
+    attribute: "pk",
+};
+
+#[test]
+fn a_domain_that_would_write_the_engines_attributes_is_refused_when_registered() {
+    assert_eq!(domain().check(), Ok(()));
+    let err = domain()
+        .entity::<Subscription>()
+        .check()
+        .expect_err("expiresAt is the table's TTL attribute");
+    let text = err.to_string();
+    assert!(
+        text.contains("handlers::Subscription")
+            && text.contains("SUBSCRIPTION")
+            && text.contains("`expiresAt`")
+            && text.contains("TTL")
+            && text.contains("rename"),
+        "{text}"
+    );
+    let err = domain()
+        .entity::<Misnamed>()
+        .counter(&IN_PK)
+        .check()
+        .expect_err("two mistakes");
+    assert_eq!(err.problems().len(), 2, "{err}");
+    assert!(
+        err.problems()[0].contains("handlers::Misnamed")
+            && err.problems()[0].contains("no field serialized as `sequence`"),
+        "{err}"
+    );
+    assert!(
+        err.problems()[1].contains("counter count") && err.problems()[1].contains("`pk`"),
+        "{err}"
+    );
+}
+
+#[test]
+#[should_panic(expected = "`expiresAt`")]
+fn a_runner_refuses_a_domain_whose_declarations_cannot_work() {
+    let store = MemoryStore::new();
+    let _runner = Runner::new(
+        domain().entity::<Subscription>(),
+        &store,
+        RunnerConfig::default(),
+    );
 }

@@ -67,6 +67,9 @@ struct Args {
 /// The `append` binary of a domain: `fn main() -> ExitCode { cli::append(my_domain()) }`.
 #[tokio::main]
 pub async fn append(domain: Domain) -> ExitCode {
+    if let Some(code) = super::refused("append", &domain) {
+        return code;
+    }
     let (name, args) = arguments::<Args>("append");
     let Some(table) = events_table(&name, args.table, "--table") else {
         return ExitCode::from(2);

@@ -17,6 +17,9 @@ use crate::metrics::Emf;
 /// not a message of the domain is reported, not sent.
 #[tokio::main]
 pub async fn dispatcher(domain: Domain) -> ExitCode {
+    if let Some(code) = super::refused("dispatcher", &domain) {
+        return code;
+    }
     if let Some(code) = super::outside_lambda(
         "dispatcher",
         "It reads the event store's DynamoDB stream. Locally: `cargo lambda watch` then \

@@ -68,6 +68,9 @@ enum Target {
 /// The `inspect` binary of a domain: `fn main() -> ExitCode { cli::inspect(my_domain()) }`.
 #[tokio::main]
 pub async fn inspect(domain: Domain) -> ExitCode {
+    if let Some(code) = super::refused("inspect", &domain) {
+        return code;
+    }
     let name = program("inspect");
     let kinds: Vec<String> = domain
         .kinds()

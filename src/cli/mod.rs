@@ -87,6 +87,15 @@ fn outside_lambda(default: &str, how: &str) -> Option<std::process::ExitCode> {
     Some(std::process::ExitCode::from(2))
 }
 
+/// Exit code 2, after saying what is wrong, when the domain's declarations
+/// cannot work ([`crate::Domain::check`]): every binary refuses to start.
+fn refused(default: &str, domain: &crate::Domain) -> Option<std::process::ExitCode> {
+    let err = domain.check().err()?;
+    let name = program(default);
+    eprintln!("{name}: cannot start: {err}");
+    Some(std::process::ExitCode::from(2))
+}
+
 /// The exit code of a Lambda function whose runtime stopped.
 fn served(result: Result<(), lambda_runtime::Error>) -> std::process::ExitCode {
     match result {

@@ -17,6 +17,9 @@ use crate::store::dynamodb::DynamoStore;
 /// `fn main() -> ExitCode { cli::projector(my_domain()) }`.
 #[tokio::main]
 pub async fn projector(domain: Domain) -> ExitCode {
+    if let Some(code) = super::refused("projector", &domain) {
+        return code;
+    }
     if let Some(code) = super::outside_lambda(
         "projector",
         "Locally: `cargo lambda watch` then `cargo lambda invoke {name} --data-file <an SQS event>.json`, \

@@ -48,15 +48,21 @@ struct Args {
 
 /// What a rebuild did.
 #[derive(Debug, Default)]
-struct Rebuilt {
-    streams: u64,
-    events: u64,
-    not_done: u64,
+pub(super) struct Rebuilt {
+    /// Streams read.
+    pub(super) streams: u64,
+    /// Events run through the runner.
+    pub(super) events: u64,
+    /// Events the runner did not complete (each named on stderr).
+    pub(super) not_done: u64,
 }
 
 /// The `rebuild` binary of a domain: `fn main() -> ExitCode { cli::rebuild(my_domain()) }`.
 #[tokio::main]
 pub async fn rebuild(domain: Domain) -> ExitCode {
+    if let Some(code) = super::refused("rebuild", &domain) {
+        return code;
+    }
     let (name, args) = arguments::<Args>("rebuild");
     let Some(events_table) = events_table(&name, args.events_table, "--events-table") else {
         return ExitCode::from(2);
@@ -86,11 +92,11 @@ pub async fn rebuild(domain: Domain) -> ExitCode {
                 return ExitCode::FAILURE;
             }
             let runner = Runner::new(domain, DynamoStore::new(client, table.clone()), config);
-            project(&name, &events, &runner).await
+            project(&name, &events, &runner, &[]).await
         }
         None => {
             let runner = Runner::new(domain, MemoryStore::new(), config);
-            let done = project(&name, &events, &runner).await;
+            let done = project(&name, &events, &runner, &[]).await;
             if done.is_ok() {
                 let mut out = io::stdout().lock();
                 if let Err(err) = super::replay::print_state(&mut out, runner.store()) {
@@ -122,79 +128,100 @@ pub async fn rebuild(domain: Domain) -> ExitCode {
     }
 }
 
-/// Every stream of the store, in order, through the runner: batches of up to
-/// ten of a stream's events, as SQS would deliver them.
-async fn project<S: Store>(
+/// Every stream of the store (or only those of `only`, when it names any),
+/// in order, through the runner: batches of up to ten of a stream's events,
+/// as SQS would deliver them. `verify` folds the same way, into memory.
+pub(super) async fn project<S: Store>(
     name: &str,
     events: &EventStore,
     runner: &Runner<S>,
+    only: &[String],
 ) -> Result<Rebuilt, crate::store::StoreError> {
     let progress = io::stderr().is_terminal();
     let mut rebuilt = Rebuilt::default();
-    let mut page = None;
-    loop {
-        let (streams, next) = events.streams(page.take()).await?;
-        for (stream, _) in streams {
-            rebuilt.streams += 1;
-            let mut after = 0;
-            loop {
-                let stored = events.read(&stream, after, 100).await?;
-                let Some(last) = stored.last() else { break };
-                after = last.sequence;
-                for chunk in stored.chunks(10) {
-                    let mut batch = SqsEvent::default();
-                    for event in chunk {
-                        let mut message = SqsMessage::default();
-                        message.message_id = Some(format!("{stream}:{}", event.sequence));
-                        message.body = Some(event.body.clone());
-                        message
-                            .attributes
-                            .insert("MessageGroupId".to_owned(), stream.clone());
-                        batch.records.push(message);
-                    }
-                    let invocation = Invocation {
-                        deadline: None,
-                        now: epoch_seconds(),
-                    };
-                    let report = match runner.run(&batch, invocation).await {
-                        Ok(report) => report,
-                        Err(err) => {
-                            eprintln!("{name}: {stream}: {err}");
-                            rebuilt.not_done += chunk.len() as u64;
-                            continue;
-                        }
-                    };
-                    rebuilt.events += chunk.len() as u64;
-                    for message in report
-                        .messages
-                        .iter()
-                        .filter(|message| message.outcome.is_failure())
-                    {
-                        rebuilt.not_done += 1;
-                        eprintln!(
-                            "{name}: {} not done: {} ({})",
-                            message.message_id,
-                            message.outcome.as_str(),
-                            message.reason.as_deref().unwrap_or("")
-                        );
-                    }
-                }
-                if progress {
-                    eprint!(
-                        "\r{name}: {} streams, {} events",
-                        rebuilt.streams, rebuilt.events
-                    );
-                    let _ = io::stderr().flush();
-                }
+    if only.is_empty() {
+        let mut page = None;
+        loop {
+            let (streams, next) = events.streams(page.take()).await?;
+            for (stream, _) in streams {
+                project_stream(name, events, runner, &stream, &mut rebuilt, progress).await?;
+            }
+            match next {
+                Some(next) => page = Some(next),
+                None => break,
             }
         }
-        match next {
-            Some(next) => page = Some(next),
-            None => break,
+    } else {
+        for stream in only {
+            project_stream(name, events, runner, stream, &mut rebuilt, progress).await?;
         }
     }
     if progress {
         eprintln!();
     }
     Ok(rebuilt)
+}
+
+/// One stream's events, in order, through the runner, a page at a time.
+async fn project_stream<S: Store>(
+    name: &str,
+    events: &EventStore,
+    runner: &Runner<S>,
+    stream: &str,
+    rebuilt: &mut Rebuilt,
+    progress: bool,
+) -> Result<(), crate::store::StoreError> {
+    rebuilt.streams += 1;
+    let mut after = 0;
+    loop {
+        let stored = events.read(stream, after, 100).await?;
+        let Some(last) = stored.last() else { break };
+        after = last.sequence;
+        for chunk in stored.chunks(10) {
+            let mut batch = SqsEvent::default();
+            for event in chunk {
+                let mut message = SqsMessage::default();
+                message.message_id = Some(format!("{stream}:{}", event.sequence));
+                message.body = Some(event.body.clone());
+                message
+                    .attributes
+                    .insert("MessageGroupId".to_owned(), stream.to_owned());
+                batch.records.push(message);
+            }
+            let invocation = Invocation {
+                deadline: None,
+                now: epoch_seconds(),
+            };
+            let report = match runner.run(&batch, invocation).await {
+                Ok(report) => report,
+                Err(err) => {
+                    eprintln!("{name}: {stream}: {err}");
+                    rebuilt.not_done += chunk.len() as u64;
+                    continue;
+                }
+            };
+            rebuilt.events += chunk.len() as u64;
+            for message in report
+                .messages
+                .iter()
+                .filter(|message| message.outcome.is_failure())
+            {
+                rebuilt.not_done += 1;
+                eprintln!(
+                    "{name}: {} not done: {} ({})",
+                    message.message_id,
+                    message.outcome.as_str(),
+                    message.reason.as_deref().unwrap_or("")
+                );
+            }
+        }
+        if progress {
+            eprint!(
+                "\r{name}: {} streams, {} events",
+                rebuilt.streams, rebuilt.events
+            );
+            let _ = io::stderr().flush();
+        }
+    }
+    Ok(())
 }

@@ -72,6 +72,9 @@ enum Input {
 /// The `replay` binary of a domain: `fn main() -> ExitCode { cli::replay(my_domain()) }`.
 #[tokio::main]
 pub async fn replay(domain: Domain) -> ExitCode {
+    if let Some(code) = super::refused("replay", &domain) {
+        return code;
+    }
     let (name, args) = arguments::<Args>("replay");
     // The same variables as the function (GAP_POLICY, PARK_AFTER_RECEIVES, ...).
     let config = match crate::config::runner_from_env() {

@@ -41,13 +41,35 @@ pub(super) struct Step {
     /// The step stopped at the size of a transaction: plan the rest after
     /// committing it.
     pub more: bool,
-    /// A parked sequence that follows the entity but cannot be applied (its
-    /// item is missing or unreadable): it stays parked.
-    pub stuck: Option<u64>,
+    /// A parked event that follows the entity but cannot be applied: it
+    /// stays parked.
+    pub stuck: Option<Stuck>,
     /// Parked sequences the entity got past another way: cleared.
     pub cleared: Vec<u64>,
     /// Of those, the ones recorded as conflicts.
     pub parked_conflicts: Vec<u64>,
+}
+
+/// A parked event that follows the entity and cannot be applied, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Stuck {
+    /// Its sequence.
+    pub sequence: u64,
+    /// Why it cannot be applied.
+    pub why: StuckWhy,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StuckWhy {
+    /// Its item is in the entity's set but not in the table.
+    Missing,
+    /// Its body cannot be read now (the reason), or is another entity's or
+    /// sequence's event.
+    Unreadable(String),
+    /// Its handler answered something other than applied.
+    Refused(Decision),
+    /// Its handler broke its rule, or panicked.
+    Fault(HandlerFault),
 }
 
 pub(super) enum Planned {
@@ -116,7 +138,7 @@ struct Planner<'a> {
     conflicts: Vec<ConflictRecord>,
     verdicts: Vec<Verdict>,
     more: bool,
-    stuck: Option<u64>,
+    stuck: Option<Stuck>,
 }
 
 /// `Err`: the parked events to read before planning again.
@@ -428,28 +450,43 @@ impl Planner<'_> {
                     return Err(wanted);
                 }
                 Some(None) => {
-                    self.stuck = Some(next);
+                    self.stuck = Some(Stuck {
+                        sequence: next,
+                        why: StuckWhy::Missing,
+                    });
                     return Ok(());
                 }
                 Some(Some(parked)) => parked,
             };
-            let applied = match self.domain.parse(&parked.body) {
-                Ok(event)
-                    if event.entity_key().as_ref() == Some(self.key)
-                        && event.sequence() == Some(next) =>
-                {
-                    event.decide(&mut self.slot) == Ok(Decision::Applied)
-                }
-                _ => false,
-            };
-            if !applied {
-                self.stuck = Some(next);
+            if let Err(why) = self.apply_parked(parked, next) {
+                self.stuck = Some(Stuck {
+                    sequence: next,
+                    why,
+                });
                 return Ok(());
             }
             self.parked.remove(&next);
             self.drained.push(parked.clone());
         }
         Ok(())
+    }
+
+    /// Applies a stored parked event (at `sequence`) to the slot.
+    fn apply_parked(&mut self, parked: &ParkedEvent, sequence: u64) -> Result<(), StuckWhy> {
+        let event = self
+            .domain
+            .parse(&parked.body)
+            .map_err(|err| StuckWhy::Unreadable(err.to_string()))?;
+        if event.entity_key().as_ref() != Some(self.key) || event.sequence() != Some(sequence) {
+            return Err(StuckWhy::Unreadable(format!(
+                "its body is not the event at sequence {sequence} of this entity"
+            )));
+        }
+        match event.decide(&mut self.slot) {
+            Ok(Decision::Applied) => Ok(()),
+            Ok(other) => Err(StuckWhy::Refused(other)),
+            Err(fault) => Err(StuckWhy::Fault(fault)),
+        }
     }
 
     fn finish(self) -> Step {

@@ -45,7 +45,8 @@ use crate::store::{DedupKey, Loaded, Store};
 pub use additions::addition;
 use additions::dedup_key;
 pub(crate) use deadline::CallError;
-pub use report::{BatchReport, DrainedEvent, MessageReport, Outcome, ParkingReport};
+pub(crate) use report::stuck_handler_errors;
+pub use report::{BatchReport, DrainedEvent, MessageReport, Outcome, ParkingReport, StuckEvent};
 
 /// What a gap that keeps coming back becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,7 +138,15 @@ pub struct Runner<S> {
 
 impl<S: Store> Runner<S> {
     /// A runner of `domain`'s messages over `store`, configured by `config`.
+    ///
+    /// # Panics
+    ///
+    /// When the domain's declarations cannot work ([`Domain::check`]): the
+    /// binaries check first and refuse to start with the same message.
     pub fn new(domain: Domain, store: S, config: RunnerConfig) -> Self {
+        if let Err(err) = domain.check() {
+            panic!("{err}");
+        }
         Runner {
             domain,
             store,
@@ -248,7 +257,7 @@ fn log_summary(report: &BatchReport) {
         drained = report.drained(),
         gap = count(Outcome::Gap),
         not_created = count(Outcome::NotCreated),
-        handler_error = count(Outcome::HandlerError),
+        handler_error = report.handler_errors(),
         invalid = count(Outcome::Invalid),
         skipped = count(Outcome::Skipped),
         storage_error = count(Outcome::StorageError),

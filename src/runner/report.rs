@@ -150,6 +150,37 @@ pub struct ParkingReport {
     /// Of those, the ones that were another event than the one applied at
     /// their sequence: recorded as conflicts.
     pub conflicts: Vec<u64>,
+    /// The parked event that follows the entity and could not be applied
+    /// (it stays parked), if any.
+    pub stuck: Option<StuckEvent>,
+}
+
+/// A parked event that follows its entity and could not be applied: it
+/// stays parked, and is tried again by the next event of its stream or the
+/// next sweep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StuckEvent {
+    /// Its sequence.
+    pub sequence: u64,
+    /// Why, in one line, without data values.
+    pub reason: String,
+    /// Whether its handler broke its rule or panicked (counted as
+    /// `HandlerError`).
+    pub handler_error: bool,
+}
+
+/// Parked events whose handler broke its rule (or panicked) while being
+/// drained.
+pub(crate) fn stuck_handler_errors(parking: &[ParkingReport]) -> usize {
+    parking
+        .iter()
+        .filter(|parking| {
+            parking
+                .stuck
+                .as_ref()
+                .is_some_and(|stuck| stuck.handler_error)
+        })
+        .count()
 }
 
 /// A parked event that was applied: what identifies it, not its body.
@@ -232,6 +263,12 @@ impl BatchReport {
                 .iter()
                 .map(|parking| parking.conflicts.len())
                 .sum::<usize>()
+    }
+
+    /// Handler errors: messages whose handler broke its rule (or panicked),
+    /// and parked events whose handler did so while being drained.
+    pub fn handler_errors(&self) -> usize {
+        self.count(Outcome::HandlerError) + stuck_handler_errors(&self.parking)
     }
 
     /// Gaps not parked because their entity had no room left.

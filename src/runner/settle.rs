@@ -5,9 +5,9 @@
 use tracing::{debug, error, info, warn};
 
 use super::deadline::CallError;
-use super::entity::{self, Fetched, Planned};
+use super::entity::{self, Fetched, Planned, Stuck, StuckWhy};
 use super::verdict::{Verdict, fail_from, skipped, skipped_one};
-use super::{DrainedEvent, Invocation, Outcome, ParkingReport, Runner};
+use super::{DrainedEvent, Invocation, Outcome, ParkingReport, Runner, StuckEvent};
 use crate::entity::{AnyEntity, EntityKey};
 use crate::envelope::Record;
 use crate::store::{Committed, Store, StoreError, Stored};
@@ -73,13 +73,17 @@ impl<S: Store> Runner<S> {
                 }
                 Planned::Step(step) => step,
             };
-            if let Some(sequence) = step.stuck {
-                error!(
-                    sequence,
-                    "a parked event that follows the entity cannot be applied (missing or unreadable item): it stays parked"
-                );
-            }
+            let stuck = step.stuck.as_ref().map(|stuck| stuck_event(stream, stuck));
             if step.commit.items() == 0 {
+                if let Some(stuck) = stuck {
+                    parking.push(parking_report(
+                        stream,
+                        key,
+                        &step,
+                        invocation.now,
+                        Some(stuck),
+                    ));
+                }
                 verdicts.extend(step.verdicts);
                 break; // nothing to write
             }
@@ -94,9 +98,11 @@ impl<S: Store> Runner<S> {
                 .await
             {
                 Ok(Committed::Written) => {
-                    if step.commit.changes_parking() {
-                        let report = parking_report(stream, key, &step, invocation.now);
-                        log_parking(&report);
+                    if step.commit.changes_parking() || stuck.is_some() {
+                        let report = parking_report(stream, key, &step, invocation.now, stuck);
+                        if step.commit.changes_parking() {
+                            log_parking(&report);
+                        }
                         parking.push(report);
                     }
                     verdicts.extend(step.verdicts);
@@ -187,8 +193,48 @@ impl<S: Store> Runner<S> {
     }
 }
 
+/// A parked event that cannot be applied, logged with why: it stays parked
+/// (the next event of its stream, or the next sweep, tries it again).
+fn stuck_event(stream: &str, stuck: &Stuck) -> StuckEvent {
+    let sequence = stuck.sequence;
+    let (reason, handler_error) = match &stuck.why {
+        StuckWhy::Missing => ("its item is not in the table".to_owned(), false),
+        StuckWhy::Unreadable(reason) => (format!("its body cannot be read: {reason}"), false),
+        StuckWhy::Refused(decision) => {
+            (format!("its handler answered {}", decision.as_str()), false)
+        }
+        StuckWhy::Fault(fault) => (fault.to_string(), true),
+    };
+    if handler_error {
+        error!(
+            stream,
+            sequence,
+            reason = %reason,
+            "a handler broke its rule on a parked event that follows the entity: nothing written, it stays parked"
+        );
+    } else {
+        error!(
+            stream,
+            sequence,
+            reason = %reason,
+            "a parked event that follows the entity cannot be applied: it stays parked"
+        );
+    }
+    StuckEvent {
+        sequence,
+        reason,
+        handler_error,
+    }
+}
+
 /// What a written step parked and drained.
-fn parking_report(stream: &str, key: &EntityKey, step: &entity::Step, now: u64) -> ParkingReport {
+fn parking_report(
+    stream: &str,
+    key: &EntityKey,
+    step: &entity::Step,
+    now: u64,
+    stuck: Option<StuckEvent>,
+) -> ParkingReport {
     let parking = &step.after.parking;
     let oldest = step
         .drained
@@ -216,6 +262,7 @@ fn parking_report(stream: &str, key: &EntityKey, step: &entity::Step, now: u64) 
         oldest_parked_age_seconds: oldest.map(|at| now.saturating_sub(at)),
         cleared: step.cleared.clone(),
         conflicts: step.parked_conflicts.clone(),
+        stuck,
     }
 }
 

@@ -42,7 +42,7 @@ pub(super) fn item_key(pk: String, sk: String) -> Item {
 
 /// Attributes of an entity's item that are not the entity's: an entity
 /// struct must not have fields of these names.
-pub(super) const RESERVED: [&str; 4] = ["pk", "sk", PARKED, PARKED_SINCE];
+pub(super) use crate::entity::ENGINE_ATTRIBUTES as RESERVED;
 
 pub(super) fn entity_pk(key: &EntityKey) -> String {
     key.pk()
@@ -119,10 +119,20 @@ pub(super) struct DedupItem {
 
 /// An entity's attributes, the keys and the parking attributes aside.
 pub(super) fn entity_attributes(entity: &AnyEntity) -> Result<Item, StoreError> {
-    let mut item = entity
+    let item = entity
         .to_item()
         .map_err(|err| build_error("serialize entity", err))?;
-    item.retain(|name, _| !RESERVED.contains(&name.as_str()));
+    // Registration refuses such a field where serde's derive lists the
+    // fields; a flattened or hand-written struct is caught here.
+    if let Some(name) = RESERVED.iter().find(|name| item.contains_key(**name)) {
+        return Err(StoreError::Rejected {
+            operation: "serialize entity",
+            message: format!(
+                "a {} entity writes the attribute `{name}`, which is the engine's own: rename its field",
+                entity.kind().name
+            ),
+        });
+    }
     // The guard's condition reads the sequence from this attribute.
     let sequence = AttributeValue::N(entity.sequence().to_string());
     if item.get("sequence") != Some(&sequence) {
@@ -267,5 +277,55 @@ pub(super) fn counter_of(
             ))
         }),
         Some(_) => Err(corrupt(format!("{} is not a number", counter.attribute))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::{Deserialize, Serialize};
+
+    use super::*;
+    use crate::entity::Entity;
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct Window {
+        #[serde(rename = "expiresAt")]
+        until: u64,
+    }
+
+    /// Flattened: serde's derive does not list its fields, so registration
+    /// cannot see `expiresAt`; the write does.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct Cart {
+        sequence: u64,
+        #[serde(rename = "lastEventId")]
+        last_event_id: String,
+        #[serde(flatten)]
+        window: Window,
+    }
+
+    impl Entity for Cart {
+        const KIND: &'static str = "CART";
+        fn sequence(&self) -> u64 {
+            self.sequence
+        }
+        fn last_event_id(&self) -> &str {
+            &self.last_event_id
+        }
+    }
+
+    #[test]
+    fn an_entity_that_writes_an_engine_attribute_is_refused_not_written_without_it() {
+        let cart = AnyEntity::new(Cart {
+            sequence: 1,
+            last_event_id: "e1".to_owned(),
+            window: Window { until: 1 },
+        });
+        match entity_attributes(&cart) {
+            Err(StoreError::Rejected { message, .. }) => {
+                assert!(message.contains("`expiresAt`"), "{message}");
+            }
+            other => panic!("refused, not {other:?}"),
+        }
     }
 }
