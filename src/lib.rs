@@ -53,6 +53,7 @@
 
 pub mod cli;
 pub mod config;
+mod digest;
 pub mod dispatcher;
 pub mod domain;
 pub mod entity;

@@ -5,6 +5,7 @@ use aws_lambda_events::event::dynamodb::EventRecord;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::digest::digest;
 use crate::domain::Domain;
 use crate::producer::MAX_BODY;
 
@@ -242,43 +243,53 @@ pub fn valid_sqs_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= MAX_SQS_ID && id.bytes().all(|b| b.is_ascii_graphic())
 }
 
+/// The prefix of a digested id. An id of this shape is never sent as it
+/// is: a stream literally named `h-<hex>` is digested too, so that no two
+/// streams, however named, share a group or a deduplication id.
+const DIGESTED: &str = "h-";
+
 /// The `MessageGroupId` of a stream: the stream id, or, for one SQS does
 /// not take (longer than 128 characters, or other characters than letters,
-/// digits and punctuation), `h-` and a 128-bit digest of it: stable, so the
-/// stream keeps one group.
+/// digits and punctuation) or that starts with `h-`, `h-` and a 128-bit
+/// digest of it: stable, so the stream keeps one group.
 pub fn group_id(stream: &str) -> String {
-    if valid_sqs_id(stream) {
+    if literal(stream) {
         stream.to_owned()
     } else {
-        format!("h-{:032x}", fnv1a_128(stream.as_bytes()))
+        format!("{DIGESTED}{}", digest(stream))
     }
 }
 
 /// The `MessageDeduplicationId` of an event: `<aggregateId>:<sequence>` for
-/// a sequenced event, the `eventId` otherwise (CONTRACT section 7); where
-/// SQS would not take that, the group id's digest form with the sequence,
-/// or a digest of the `eventId`.
+/// a sequenced event, the `eventId` otherwise (CONTRACT section 7). Where
+/// that would not be unique to its stream, or SQS would not take it, a
+/// digest: `h-<digest of the stream>:<sequence>`, or `h-<digest of the
+/// eventId>` for an `eventId` that holds a `:` (it could read as another
+/// stream's `<aggregateId>:<sequence>`) or starts with `h-`.
+///
+/// No two events of different streams share one: a sequenced id is split
+/// at its last `:` into one stream and one sequence; an unsequenced one
+/// has no `:` unless digested, and a digested one has no `:` unless
+/// sequenced; a literal one never starts with `h-`.
 pub fn deduplication_id(stream: &str, sequence: Option<u64>, event_id: &str) -> String {
-    let id = match sequence {
-        Some(sequence) => format!("{stream}:{sequence}"),
-        None => event_id.to_owned(),
-    };
-    if valid_sqs_id(&id) {
-        return id;
-    }
     match sequence {
-        Some(sequence) => format!("h-{:032x}:{sequence}", fnv1a_128(stream.as_bytes())),
-        None => format!("h-{:032x}", fnv1a_128(event_id.as_bytes())),
+        Some(sequence) => {
+            let id = format!("{stream}:{sequence}");
+            if literal(stream) && valid_sqs_id(&id) {
+                id
+            } else {
+                format!("{DIGESTED}{}:{sequence}", digest(stream))
+            }
+        }
+        None if literal(event_id) && !event_id.contains(':') => event_id.to_owned(),
+        None => format!("{DIGESTED}{}", digest(event_id)),
     }
 }
 
-/// FNV-1a, 128 bits: a stable digest (the same in every build).
-fn fnv1a_128(bytes: &[u8]) -> u128 {
-    const OFFSET: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
-    const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
-    bytes.iter().fold(OFFSET, |hash, byte| {
-        (hash ^ u128::from(*byte)).wrapping_mul(PRIME)
-    })
+/// Whether an id is sent as it is: SQS takes it, and it cannot be taken for
+/// a digest.
+fn literal(id: &str) -> bool {
+    valid_sqs_id(id) && !id.starts_with(DIGESTED)
 }
 
 /// The keys of a record, for logs and reports: `(pk, sk)`.
@@ -320,6 +331,39 @@ mod tests {
         assert!(group_id("order 42").starts_with("h-"));
         assert!(group_id("ordre-é").starts_with("h-"));
         assert!(deduplication_id("s", None, "id with space").starts_with("h-"));
+    }
+
+    /// SQS drops, for five minutes, a message whose deduplication id it has
+    /// seen: two streams sharing one would lose an event silently.
+    #[test]
+    fn no_two_streams_share_a_group_or_a_deduplication_id() {
+        let long = "a".repeat(200);
+        let digested = group_id(&long);
+        assert_ne!(group_id(&digested), digested, "a stream named like a digest");
+        assert_ne!(
+            deduplication_id(&digested, Some(1), "e"),
+            deduplication_id(&long, Some(1), "e")
+        );
+        // An unsequenced event whose id reads as another stream's event.
+        assert_ne!(
+            deduplication_id("SKU-1", None, "order-1:5"),
+            deduplication_id("order-1", Some(5), "e")
+        );
+        let digest_of_event = deduplication_id("SKU-1", None, &"x".repeat(129));
+        assert!(!digest_of_event.contains(':'), "{digest_of_event}");
+        assert_ne!(deduplication_id("SKU-1", None, &digest_of_event), digest_of_event);
+        // Streams holding `:` split at the last one.
+        assert_ne!(
+            deduplication_id("a:1", Some(2), "e"),
+            deduplication_id("a", Some(12), "e")
+        );
+        for id in [
+            group_id(&digested),
+            deduplication_id(&digested, Some(9), "e"),
+            deduplication_id("SKU-1", None, "order-1:5"),
+        ] {
+            assert!(valid_sqs_id(&id), "{id}");
+        }
     }
 
     #[test]
