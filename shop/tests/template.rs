@@ -255,6 +255,146 @@ fn the_alarms_watch_metrics_the_code_emits() {
     );
 }
 
+/// The alarms' names, as the key and topic policies match them: every alarm
+/// of the stack is named `<stack>-...`.
+const ALARM_ARNS: &str =
+    "arn:${AWS::Partition}:cloudwatch:${AWS::Region}:${AWS::AccountId}:alarm:${AWS::StackName}-*";
+
+/// CloudWatch publishes an alarm's notification itself, as the service
+/// `cloudwatch.amazonaws.com`: to an encrypted topic only if the topic's key
+/// lets it make and read data keys. The AWS-managed `alias/aws/sns` cannot
+/// (its key policy is AWS's), and every notification fails silently, seen
+/// only in the alarm's history.
+#[test]
+fn cloudwatch_may_publish_to_the_alarm_topic_and_use_its_key() {
+    let template = template();
+    let topic = &resource(&template, "AlarmTopic")["Properties"];
+    let key = &topic["KmsMasterKeyId"];
+    let key = match function(key) {
+        Some((function, Value::String(target))) if function == "Ref" || function == "GetAtt" => {
+            target.split('.').next().unwrap_or(target).to_owned()
+        }
+        _ => panic!("the alarm topic's key is not a key of the template: {key:?}"),
+    };
+    let key = resource(&template, &key);
+    assert_eq!(key["Type"], "AWS::KMS::Key");
+    let key = &key["Properties"];
+    assert_eq!(key["EnableKeyRotation"], true);
+    assert!(
+        key["KeySpec"].is_null() || key["KeySpec"] == "SYMMETRIC_DEFAULT",
+        "SNS takes symmetric keys only"
+    );
+
+    // The key policy: the account administers the key (without it no one
+    // could change or delete it); CloudWatch makes and reads data keys, for
+    // this stack's alarms only; nobody else.
+    let account = "Sub arn:${AWS::Partition}:iam::${AWS::AccountId}:root".to_owned();
+    let statements = one_or_many(&key["KeyPolicy"]["Statement"]);
+    let mut administered = false;
+    let mut cloudwatch = false;
+    for statement in &statements {
+        assert_eq!(statement["Effect"], "Allow");
+        let actions: BTreeSet<&str> = one_or_many(&statement["Action"])
+            .into_iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let principal = &statement["Principal"];
+        if intrinsic(&principal["AWS"]) == account {
+            assert_eq!(actions, BTreeSet::from(["kms:*"]));
+            administered = true;
+        } else if principal["Service"] == "cloudwatch.amazonaws.com" {
+            assert_eq!(
+                actions,
+                BTreeSet::from(["kms:Decrypt", "kms:GenerateDataKey*"]),
+                "what SNS asks of a publisher to an encrypted topic, and no more"
+            );
+            assert_eq!(statement["Resource"], "*", "in a key policy: this key");
+            assert_from_this_stacks_alarms(&statement["Condition"]);
+            cloudwatch = true;
+        } else {
+            panic!("the key policy grants {principal:?}");
+        }
+    }
+    assert!(administered, "the account administers the key");
+    assert!(cloudwatch, "CloudWatch may use the key");
+
+    // The topic policy: CloudWatch publishes, for this stack's alarms only.
+    let resources = template["Resources"].as_mapping().expect("resources");
+    let policies: Vec<&Value> = resources
+        .values()
+        .filter(|item| {
+            item["Type"] == "AWS::SNS::TopicPolicy"
+                && one_or_many(&item["Properties"]["Topics"])
+                    .iter()
+                    .any(|topic| intrinsic(topic) == "Ref AlarmTopic")
+        })
+        .collect();
+    assert_eq!(policies.len(), 1, "one policy of the alarm topic");
+    let statements = one_or_many(&policies[0]["Properties"]["PolicyDocument"]["Statement"]);
+    let publish = statements
+        .iter()
+        .find(|statement| statement["Principal"]["Service"] == "cloudwatch.amazonaws.com")
+        .expect("CloudWatch may publish to the alarm topic");
+    assert_eq!(publish["Effect"], "Allow");
+    let actions: Vec<&str> = one_or_many(&publish["Action"])
+        .into_iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(actions, ["sns:Publish"]);
+    assert_eq!(intrinsic(&publish["Resource"]), "Ref AlarmTopic");
+    assert_from_this_stacks_alarms(&publish["Condition"]);
+    for statement in &statements {
+        assert_eq!(statement["Effect"], "Allow");
+        assert!(
+            statement["Principal"]["AWS"] != "*" && statement["Principal"] != "*",
+            "nobody else publishes"
+        );
+    }
+
+    // Every alarm that notifies the topic is one of the names the policies allow.
+    let prefix = ALARM_ARNS.rsplit_once(":alarm:").expect("alarm").1;
+    let prefix = prefix.trim_end_matches('*');
+    let mut notifying = 0;
+    for (name, alarm) in resources {
+        if alarm["Type"] != "AWS::CloudWatch::Alarm" {
+            continue;
+        }
+        let properties = &alarm["Properties"];
+        let notifies = ["AlarmActions", "OKActions", "InsufficientDataActions"]
+            .iter()
+            .flat_map(|actions| one_or_many(&properties[*actions]))
+            .any(|action| intrinsic(action) == "Ref AlarmTopic");
+        if !notifies {
+            continue;
+        }
+        notifying += 1;
+        let alarm_name = intrinsic(&properties["AlarmName"]);
+        assert!(
+            alarm_name
+                .strip_prefix("Sub ")
+                .is_some_and(|alarm_name| alarm_name.starts_with(prefix)),
+            "{name:?} is named {alarm_name}, outside {ALARM_ARNS}: its notifications would be refused"
+        );
+    }
+    assert!(notifying > 0, "no alarm notifies the topic");
+}
+
+/// The conditions that keep a grant to CloudWatch to this account's (and
+/// this stack's) alarms: no other account's alarm can use the key or the
+/// topic through CloudWatch (the confused deputy).
+fn assert_from_this_stacks_alarms(condition: &Value) {
+    assert_eq!(
+        intrinsic(&condition["StringEquals"]["aws:SourceAccount"]),
+        "Ref AWS::AccountId",
+        "{condition:?}"
+    );
+    assert_eq!(
+        intrinsic(&condition["ArnLike"]["aws:SourceArn"]),
+        format!("Sub {ALARM_ARNS}"),
+        "{condition:?}"
+    );
+}
+
 /// Runs every sample through the runner on DynamoDB Local and compares the
 /// IAM actions of the operations it called with the policy's.
 #[tokio::test]
