@@ -878,31 +878,129 @@ fn the_event_store_streams_new_images_to_the_dispatcher() {
     );
     assert_eq!(properties["DestinationConfig"]["OnFailure"]["Type"], "SQS");
 
-    // The batch size, bounded retries and record age: parameters whose every
-    // allowed value the mapping takes, and none of them -1 (for ever).
-    for (property, parameter, range, default) in [
-        ("BatchSize", "DispatcherBatchSize", 1..=10_000, 100),
-        (
-            "MaximumRetryAttempts",
-            "DispatcherMaximumRetryAttempts",
-            0..=10_000,
-            10,
-        ),
-        (
-            "MaximumRecordAgeInSeconds",
-            "DispatcherMaximumRecordAgeSeconds",
-            60..=604_800,
-            21_600,
-        ),
+    // The batch size: a parameter whose every allowed value the mapping takes.
+    assert_eq!(
+        intrinsic(&properties["BatchSize"]),
+        "Ref DispatcherBatchSize"
+    );
+    let min = parameter_number(&template, "DispatcherBatchSize", "MinValue");
+    let max = parameter_number(&template, "DispatcherBatchSize", "MaxValue");
+    assert!(
+        (1..=10_000).contains(&min) && (1..=10_000).contains(&max),
+        "DispatcherBatchSize allows {min}..={max}"
+    );
+    assert_eq!(
+        parameter_number(&template, "DispatcherBatchSize", "Default"),
+        100
+    );
+}
+
+/// How long a DynamoDB stream keeps a record.
+const STREAM_RETENTION_SECONDS: i64 = 24 * 60 * 60;
+
+/// A record the mapping gives up on is a hole: the consumer parks every later
+/// event of its stream behind it until someone resends it. So, by default,
+/// the mapping retries a failing batch for as long as the stream keeps it
+/// (-1, -1: the stream's 24 hours bound it), and the iterator-age alarm
+/// calls someone long before the stream trims it.
+#[test]
+fn the_dispatcher_mapping_retries_until_the_stream_trims_and_the_alarm_calls_first() {
+    let template = template();
+    let properties =
+        &resource(&template, "DispatcherFunction")["Properties"]["Events"]["Stream"]["Properties"];
+    // -1 is for ever; a bounded value is within what the API takes (it
+    // refuses a record age of 0 to 59 s).
+    for (property, bounded) in [
+        ("MaximumRetryAttempts", 0..=10_000),
+        ("MaximumRecordAgeInSeconds", 60..=604_800),
     ] {
-        assert_eq!(intrinsic(&properties[property]), format!("Ref {parameter}"));
-        let min = parameter_number(&template, parameter, "MinValue");
-        let max = parameter_number(&template, parameter, "MaxValue");
-        assert!(
-            range.contains(&min) && range.contains(&max),
-            "{parameter} allows {min}..={max}, outside {range:?}"
+        let value = &properties[property];
+        assert_eq!(
+            number_by_default(&template, value),
+            -1,
+            "{property}: by default the mapping never gives up on a record"
         );
-        assert_eq!(parameter_number(&template, parameter, "Default"), default);
+        for allowed in allowed_numbers(&template, value) {
+            assert!(
+                allowed == -1 || bounded.contains(&allowed),
+                "{property} may be {allowed}, which the mapping refuses"
+            );
+        }
+    }
+    // Still the on-failure destination: it receives nothing by default, but a
+    // bounded value set for an incident sends what it skips there.
+    assert_eq!(
+        intrinsic(&properties["DestinationConfig"]["OnFailure"]["Destination"]),
+        "GetAtt DispatchFailureQueue.Arn"
+    );
+
+    // The guard: the alarm on the oldest unsent record fires, and notifies,
+    // while most of the stream's 24 hours are left to act in.
+    let alarm = &resource(&template, "DispatcherIteratorAgeAlarm")["Properties"];
+    assert_eq!(alarm["Namespace"], "AWS/Lambda");
+    assert_eq!(alarm["MetricName"], "IteratorAge");
+    assert_eq!(alarm["Statistic"], "Maximum");
+    assert_eq!(alarm["ComparisonOperator"], "GreaterThanThreshold");
+    assert_eq!(
+        intrinsic(&alarm["Dimensions"][0]["Value"]),
+        "Ref DispatcherFunction"
+    );
+    assert!(
+        one_or_many(&alarm["AlarmActions"])
+            .iter()
+            .any(|action| intrinsic(action) == "Ref AlarmTopic"),
+        "the alarm notifies"
+    );
+    let window = alarm["Period"].as_i64().expect("a period")
+        * alarm["EvaluationPeriods"]
+            .as_i64()
+            .expect("evaluation periods");
+    let threshold = &alarm["Threshold"];
+    let default_ms = number_by_default(&template, threshold);
+    assert!(
+        default_ms / 1000 + window <= 60 * 60,
+        "by default the alarm fires within the hour (threshold {default_ms} ms, window {window} s)"
+    );
+    let highest_ms = allowed_numbers(&template, threshold)
+        .into_iter()
+        .max()
+        .expect("a threshold");
+    assert!(
+        highest_ms / 1000 + window <= STREAM_RETENTION_SECONDS / 2,
+        "the alarm may wait {highest_ms} ms + {window} s: less than half the stream's retention left to act"
+    );
+}
+
+/// A number of the template as deployed by default: the number itself, or
+/// the default of the parameter it refers to.
+fn number_by_default(template: &Value, value: &Value) -> i64 {
+    match function(value) {
+        Some((function, Value::String(parameter))) if function == "Ref" => {
+            parameter_number(template, parameter, "Default")
+        }
+        _ => value
+            .as_i64()
+            .unwrap_or_else(|| panic!("not a number nor a parameter: {value:?}")),
+    }
+}
+
+/// Every value a number of the template may take: the number, or its
+/// parameter's allowed values, or the ends of the parameter's range (which
+/// it must have).
+fn allowed_numbers(template: &Value, value: &Value) -> Vec<i64> {
+    let Some((_, Value::String(parameter))) = function(value).filter(|(f, _)| f == "Ref") else {
+        return vec![value.as_i64().expect("a number")];
+    };
+    let declared = &template["Parameters"][parameter.as_str()];
+    match declared["AllowedValues"].as_sequence() {
+        Some(values) => values
+            .iter()
+            .map(|value| value.as_i64().expect("a number"))
+            .collect(),
+        None => vec![
+            parameter_number(template, parameter, "MinValue"),
+            parameter_number(template, parameter, "MaxValue"),
+        ],
     }
 }
 
