@@ -8,7 +8,10 @@ use sha2::{Digest, Sha256};
 /// practice whatever the ids are (no one can craft two ids with one digest).
 pub(crate) fn digest(text: &str) -> String {
     let hash = Sha256::digest(text.as_bytes());
-    hash[..16].iter().map(|byte| format!("{byte:02x}")).collect()
+    hash[..16]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 #[cfg(test)]

@@ -658,6 +658,36 @@ mod suite {
         );
     }
 
+    /// The longest id the contract allows (256 characters of four bytes
+    /// each) parks, is found by the sweep and drains: its entry in the
+    /// index of parked entities fits DynamoDB's 1,024-byte sort key.
+    pub async fn the_longest_ids_park_and_are_swept<S: Store>(store: S) {
+        let runner = Runner::new(shop::domain(), store, RunnerConfig::default());
+        let store = runner.store();
+        let long = "😀".repeat(256);
+        let event =
+            |sequence, received| other_event(&long, sequence, &format!("l-{sequence}"), received);
+        run(&runner, vec![event(1, 1)]).await;
+        let report = run(&runner, vec![event(3, 3), event(4, 3)]).await;
+        assert_eq!(outcomes(&report), [Outcome::Parked, Outcome::Parked]);
+        let swept = sequence_guard::sweep::sweep(&runner, at(now()))
+            .await
+            .expect("sweep");
+        assert_eq!(swept.entities, 1);
+        assert_eq!(
+            swept.longest[0].key,
+            EntityKey::of::<shop::Order>(long.clone())
+        );
+        let report = run(&runner, vec![event(2, 1)]).await;
+        assert_eq!(outcomes(&report), [Outcome::Applied]);
+        assert_eq!(report.drained(), 2);
+        assert_eq!(sequence(store, &long).await, Some(4));
+        let swept = sequence_guard::sweep::sweep(&runner, at(now()))
+            .await
+            .expect("sweep");
+        assert_eq!(swept.entities, 0, "out of the index once drained");
+    }
+
     /// A drain cut short (the deadline, an error) leaves the entity's next
     /// sequence parked; nothing in the stream may come to finish it, so the
     /// sweep drains it.
@@ -846,6 +876,11 @@ macro_rules! parking_suite {
             async fn the_sweep_finds_every_entity_with_events_parked() {
                 suite::the_sweep_finds_every_entity_with_events_parked($store).await
             }
+            #[tokio::test]
+            async fn the_longest_ids_park_and_are_swept() {
+                suite::the_longest_ids_park_and_are_swept($store).await;
+            }
+
             #[tokio::test]
             async fn the_sweep_finishes_a_drain_cut_short() {
                 suite::the_sweep_finishes_a_drain_cut_short($store).await

@@ -339,7 +339,11 @@ mod tests {
     fn no_two_streams_share_a_group_or_a_deduplication_id() {
         let long = "a".repeat(200);
         let digested = group_id(&long);
-        assert_ne!(group_id(&digested), digested, "a stream named like a digest");
+        assert_ne!(
+            group_id(&digested),
+            digested,
+            "a stream named like a digest"
+        );
         assert_ne!(
             deduplication_id(&digested, Some(1), "e"),
             deduplication_id(&long, Some(1), "e")
@@ -351,7 +355,10 @@ mod tests {
         );
         let digest_of_event = deduplication_id("SKU-1", None, &"x".repeat(129));
         assert!(!digest_of_event.contains(':'), "{digest_of_event}");
-        assert_ne!(deduplication_id("SKU-1", None, &digest_of_event), digest_of_event);
+        assert_ne!(
+            deduplication_id("SKU-1", None, &digest_of_event),
+            digest_of_event
+        );
         // Streams holding `:` split at the last one.
         assert_ne!(
             deduplication_id("a:1", Some(2), "e"),

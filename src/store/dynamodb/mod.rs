@@ -446,7 +446,7 @@ impl Store for DynamoStore {
         }
         if commit.changes_parking() {
             // The entity's entry in the index of parked entities.
-            let key = item_key(PARKED_INDEX.to_owned(), pk.clone());
+            let (key, long_pk) = parked_index_key(&pk);
             let item = if commit.parked_after().is_empty() {
                 let delete = Delete::builder()
                     .table_name(&self.table)
@@ -457,6 +457,9 @@ impl Store for DynamoStore {
             } else {
                 let mut expression = Expression::default();
                 expression.set_if_absent(PARKED_SINCE, AttributeValue::N(commit.now.to_string()));
+                if let Some(long_pk) = long_pk {
+                    expression.set(INDEXED_PK, long_pk);
+                }
                 self.update(key, &expression)?
             };
             items.push(item);
@@ -542,9 +545,8 @@ impl Store for DynamoStore {
         let (items, next) = self.query_page(PARKED_INDEX, start, Some(limit)).await?;
         let mut page = ParkedPage::default();
         for item in items {
-            let entity_pk = match item.get("sk") {
-                Some(AttributeValue::S(sk)) => sk.clone(),
-                _ => continue,
+            let Some(entity_pk) = indexed_pk(&item) else {
+                continue;
             };
             let since = match item.get(PARKED_SINCE) {
                 Some(AttributeValue::N(number)) => number.parse().ok(),
