@@ -427,25 +427,213 @@ async fn the_policy_names_exactly_the_dynamodb_actions_the_code_calls() {
         .collect();
 
     let template = template();
-    let policies = resource(&template, "ProjectorFunction")["Properties"]["Policies"]
-        .as_sequence()
-        .expect("policies");
-    assert_eq!(policies.len(), 1, "one inline policy, no managed ones");
-    let statements = policies[0]["Statement"].as_sequence().expect("statements");
-    let mut allowed = BTreeSet::new();
-    for statement in statements {
-        assert_eq!(statement["Effect"], "Allow");
-        assert_eq!(
-            intrinsic(&statement["Resource"]),
-            "GetAtt ProjectionTable.Arn",
-            "only the table"
+    let grants = lambda_role_grants(&template, "ProjectorRole");
+    assert_eq!(
+        granted_on(&grants, "dynamodb:"),
+        BTreeSet::from(["GetAtt ProjectionTable.Arn".to_owned()]),
+        "only the table"
+    );
+    let allowed: BTreeSet<String> = granted(&grants, "dynamodb:")
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(allowed, called);
+}
+
+/// The projector's own role: without one SAM attaches, for the queue event,
+/// `AWSLambdaSQSQueueExecutionRole` (receive and delete on every queue of the
+/// account, every log group) and, for active tracing, X-Ray's write policy.
+#[test]
+fn the_projector_role_grants_only_what_it_uses() {
+    let template = template();
+    let properties = &resource(&template, "ProjectorFunction")["Properties"];
+    assert_eq!(intrinsic(&properties["Role"]), "GetAtt ProjectorRole.Arn");
+    assert!(
+        properties["Policies"].is_null(),
+        "SAM ignores Policies with a Role"
+    );
+    let grants = lambda_role_grants(&template, "ProjectorRole");
+    for (action, _) in &grants {
+        assert!(
+            ["sqs:", "dynamodb:", "logs:", "xray:"]
+                .iter()
+                .any(|service| action.starts_with(service)),
+            "{action}: the projector calls no such service"
         );
-        for action in strings(&statement["Action"]) {
-            assert!(!action.contains('*'), "no wildcards: {action}");
-            allowed.insert(action);
+    }
+
+    // SQS: what the event source mapping polls the queue with, on the
+    // projector's queue only. The code changes no visibility timeout (a
+    // failed message is retried after the queue's own), so no
+    // sqs:ChangeMessageVisibility.
+    assert_eq!(
+        granted(&grants, "sqs:"),
+        BTreeSet::from([
+            "sqs:DeleteMessage",
+            "sqs:GetQueueAttributes",
+            "sqs:ReceiveMessage",
+        ])
+    );
+    assert_eq!(
+        granted_on(&grants, "sqs:"),
+        BTreeSet::from(["GetAtt EventsQueue.Arn".to_owned()]),
+        "its own queue only, not its dead-letter queue nor any other"
+    );
+
+    // DynamoDB: the table (the actions are compared with the code's calls above).
+    assert_eq!(
+        granted_on(&grants, "dynamodb:"),
+        BTreeSet::from(["GetAtt ProjectionTable.Arn".to_owned()])
+    );
+
+    // Logs: its own log group; X-Ray: the two write actions of active tracing.
+    assert_eq!(
+        granted(&grants, "logs:"),
+        BTreeSet::from(["logs:CreateLogStream", "logs:PutLogEvents"])
+    );
+    assert_eq!(
+        granted_on(&grants, "logs:"),
+        BTreeSet::from(["GetAtt ProjectorLogGroup.Arn".to_owned()])
+    );
+    assert_eq!(
+        intrinsic(&properties["LoggingConfig"]["LogGroup"]),
+        "Ref ProjectorLogGroup"
+    );
+    assert_eq!(properties["Tracing"], "Active");
+    assert_eq!(
+        granted(&grants, "xray:"),
+        BTreeSet::from(["xray:PutTelemetryRecords", "xray:PutTraceSegments"])
+    );
+}
+
+/// The actions AWS authorises on `*` only: X-Ray has no resource-level
+/// permissions. (The code calls no `cloudwatch:PutMetricData`: its metrics
+/// go out as embedded metric format in the logs.)
+const ONLY_ON_EVERY_RESOURCE: [&str; 2] = ["xray:PutTelemetryRecords", "xray:PutTraceSegments"];
+
+/// Every function runs under a role of the template, its own; no role, nor
+/// any other policy of the template, grants on `*` (or on a hand-written
+/// ARN) what AWS would let it grant on a resource of the stack; and none
+/// takes a managed policy.
+#[test]
+fn every_function_has_its_own_role_and_no_policy_grants_on_every_resource() {
+    let template = template();
+    let resources = template["Resources"].as_mapping().expect("resources");
+    let names: BTreeSet<&str> = resources.keys().filter_map(Value::as_str).collect();
+    assert!(
+        template["Globals"]["Function"]["Policies"].is_null()
+            && template["Globals"]["Function"]["Role"].is_null(),
+        "no role or policies for every function at once"
+    );
+
+    let mut roles_used = BTreeSet::new();
+    let mut roles = BTreeSet::new();
+    for (name, item) in resources {
+        let name = name.as_str().expect("a name");
+        match item["Type"].as_str().unwrap_or("") {
+            "AWS::Serverless::Function" | "AWS::Lambda::Function" => {
+                let properties = &item["Properties"];
+                assert!(
+                    properties["Policies"].is_null(),
+                    "{name}: Policies (SAM adds its managed policies with them); grant in its role"
+                );
+                let role = intrinsic(&properties["Role"]);
+                let role = role
+                    .strip_prefix("GetAtt ")
+                    .and_then(|role| role.strip_suffix(".Arn"))
+                    .unwrap_or_else(|| {
+                        panic!("{name} has no Role of the template (SAM would make one with managed policies): {role}")
+                    });
+                assert_eq!(
+                    resource(&template, role)["Type"],
+                    "AWS::IAM::Role",
+                    "{name}"
+                );
+                assert!(
+                    roles_used.insert(role.to_owned()),
+                    "{name} shares the role {role}"
+                );
+            }
+            "AWS::IAM::Role" => {
+                roles.insert(name.to_owned());
+                assert!(
+                    item["Properties"]["ManagedPolicyArns"].is_null(),
+                    "{name}: no managed policies (AWS's Lambda policies grant on every resource)"
+                );
+                for policy in one_or_many(&item["Properties"]["Policies"]) {
+                    check_statements(name, &policy["PolicyDocument"], &names);
+                }
+            }
+            "AWS::IAM::Policy" | "AWS::IAM::ManagedPolicy" | "AWS::IAM::RolePolicy" => {
+                check_statements(name, &item["Properties"]["PolicyDocument"], &names);
+            }
+            "AWS::Serverless::Connector" => panic!("{name}: grant in the role instead"),
+            _ => {}
         }
     }
-    assert_eq!(allowed, called);
+    assert!(!roles_used.is_empty(), "no function found");
+    assert_eq!(
+        roles_used, roles,
+        "every role is a function's, and every function's role is its own"
+    );
+}
+
+/// Each Allow of a policy document names its actions and, but for
+/// [`ONLY_ON_EVERY_RESOURCE`] on `*`, only resources of the stack.
+fn check_statements(policy: &str, document: &Value, resources: &BTreeSet<&str>) {
+    for statement in one_or_many(&document["Statement"]) {
+        assert!(
+            statement["NotAction"].is_null() && statement["NotResource"].is_null(),
+            "{policy}: NotAction or NotResource grants everything but what it names"
+        );
+        if statement["Effect"] != "Allow" {
+            continue;
+        }
+        let actions: Vec<&str> = one_or_many(&statement["Action"])
+            .into_iter()
+            .map(|action| action.as_str().expect("an action"))
+            .collect();
+        for action in &actions {
+            assert!(!action.contains('*'), "{policy}: no wildcards: {action}");
+        }
+        for target in one_or_many(&statement["Resource"]) {
+            match target {
+                Value::String(target) if target == "*" => {
+                    for action in &actions {
+                        assert!(
+                            ONLY_ON_EVERY_RESOURCE.contains(action),
+                            "{policy}: {action} on *; AWS lets it be granted on a resource of the stack"
+                        );
+                    }
+                }
+                other => assert!(
+                    names_a_resource(other, resources),
+                    "{policy}: {actions:?} on {other:?}, not a resource of the stack"
+                ),
+            }
+        }
+    }
+}
+
+/// Whether `target` is a `Ref`, `GetAtt` or `Sub` of a resource of the
+/// template, any `*` in it coming after that resource's name.
+fn names_a_resource(target: &Value, resources: &BTreeSet<&str>) -> bool {
+    let named = |name: &str| resources.contains(name.split('.').next().unwrap_or(name));
+    match function(target) {
+        Some((function, Value::String(argument))) => match function.as_str() {
+            "Ref" | "GetAtt" => named(argument),
+            "Sub" => {
+                let first = argument.find("${").unwrap_or(argument.len());
+                let star = argument.find('*').unwrap_or(argument.len());
+                sub_names(argument).first().is_some_and(|name| named(name)) && first < star
+            }
+            _ => false,
+        },
+        Some((function, Value::Sequence(parts))) if function == "GetAtt" => {
+            parts.first().and_then(Value::as_str).is_some_and(named)
+        }
+        _ => false,
+    }
 }
 
 /// How long a redrive from the dead-letter queue may wait after a message
@@ -727,6 +915,67 @@ fn dashboard_metrics(template: &Value, producer: bool) -> Vec<[String; 4]> {
         }
     }
     found
+}
+
+/// What a role's inline policies allow: one (action, resources) per action,
+/// each resource as written (`*`, or an intrinsic as `GetAtt X.Arn`).
+/// Checks on the way that the role is a Lambda function's, has no managed
+/// policies, and that every statement is a plain Allow of named actions.
+fn lambda_role_grants(template: &Value, role: &str) -> Vec<(String, Vec<String>)> {
+    let role = resource(template, role);
+    assert_eq!(role["Type"], "AWS::IAM::Role");
+    let role = &role["Properties"];
+    assert!(
+        role["ManagedPolicyArns"].is_null(),
+        "no managed policies: AWS's Lambda policies grant on every resource"
+    );
+    let trust = &role["AssumeRolePolicyDocument"]["Statement"];
+    assert_eq!(trust.as_sequence().map(Vec::len), Some(1));
+    assert_eq!(trust[0]["Principal"]["Service"], "lambda.amazonaws.com");
+    assert_eq!(trust[0]["Action"], "sts:AssumeRole");
+
+    let mut grants = Vec::new();
+    for policy in role["Policies"].as_sequence().expect("policies") {
+        for statement in policy["PolicyDocument"]["Statement"]
+            .as_sequence()
+            .expect("statements")
+        {
+            assert_eq!(statement["Effect"], "Allow");
+            assert!(statement["NotAction"].is_null() && statement["NotResource"].is_null());
+            let resources: Vec<String> = one_or_many(&statement["Resource"])
+                .into_iter()
+                .map(|resource| match resource {
+                    Value::String(resource) => resource.clone(),
+                    other => intrinsic(other),
+                })
+                .collect();
+            assert!(!resources.is_empty(), "a statement names its resources");
+            for action in one_or_many(&statement["Action"]) {
+                let action = action.as_str().expect("an action").to_owned();
+                assert!(!action.contains('*'), "no wildcards: {action}");
+                grants.push((action, resources.clone()));
+            }
+        }
+    }
+    grants
+}
+
+/// The actions of `grants` of one service (`"sqs:"`).
+fn granted<'a>(grants: &'a [(String, Vec<String>)], service: &str) -> BTreeSet<&'a str> {
+    grants
+        .iter()
+        .filter(|(action, _)| action.starts_with(service))
+        .map(|(action, _)| action.as_str())
+        .collect()
+}
+
+/// The resources `grants` of one service (`"sqs:"`) are on.
+fn granted_on(grants: &[(String, Vec<String>)], service: &str) -> BTreeSet<String> {
+    grants
+        .iter()
+        .filter(|(action, _)| action.starts_with(service))
+        .flat_map(|(_, resources)| resources.iter().cloned())
+        .collect()
 }
 
 fn parameter_number(template: &Value, parameter: &str, field: &str) -> i64 {
@@ -1015,42 +1264,8 @@ fn the_dispatcher_role_grants_only_what_it_calls() {
         "SAM ignores Policies with a Role"
     );
 
-    let role = &resource(&template, "DispatcherRole")["Properties"];
-    assert!(role["ManagedPolicyArns"].is_null(), "no managed policies");
-    let trust = &role["AssumeRolePolicyDocument"]["Statement"];
-    assert_eq!(trust.as_sequence().map(Vec::len), Some(1));
-    assert_eq!(trust[0]["Principal"]["Service"], "lambda.amazonaws.com");
-    assert_eq!(trust[0]["Action"], "sts:AssumeRole");
-
-    let mut grants: Vec<(String, Vec<String>)> = Vec::new();
-    for policy in role["Policies"].as_sequence().expect("policies") {
-        for statement in policy["PolicyDocument"]["Statement"]
-            .as_sequence()
-            .expect("statements")
-        {
-            assert_eq!(statement["Effect"], "Allow");
-            assert!(statement["NotAction"].is_null() && statement["NotResource"].is_null());
-            let resources: Vec<String> = one_or_many(&statement["Resource"])
-                .into_iter()
-                .map(|resource| match resource {
-                    Value::String(resource) => resource.clone(),
-                    other => intrinsic(other),
-                })
-                .collect();
-            for action in one_or_many(&statement["Action"]) {
-                let action = action.as_str().expect("an action").to_owned();
-                assert!(!action.contains('*'), "no wildcards: {action}");
-                grants.push((action, resources.clone()));
-            }
-        }
-    }
-    let granted = |service: &str| -> BTreeSet<&str> {
-        grants
-            .iter()
-            .filter(|(action, _)| action.starts_with(service))
-            .map(|(action, _)| action.as_str())
-            .collect()
-    };
+    let grants = lambda_role_grants(&template, "DispatcherRole");
+    let granted = |service: &str| granted(&grants, service);
     for (action, _) in &grants {
         assert!(
             ["sqs:", "dynamodb:", "logs:", "xray:"]
@@ -1066,13 +1281,11 @@ fn the_dispatcher_role_grants_only_what_it_calls() {
         "GetAtt EventsQueue.Arn".to_owned(),
         "GetAtt DispatchFailureQueue.Arn".to_owned(),
     ]);
-    let mut sent_to = BTreeSet::new();
-    for (action, resources) in &grants {
-        if action.starts_with("sqs:") {
-            sent_to.extend(resources.iter().cloned());
-        }
-    }
-    assert_eq!(sent_to, queues, "sqs:SendMessage on the two queues only");
+    assert_eq!(
+        granted_on(&grants, "sqs:"),
+        queues,
+        "sqs:SendMessage on the two queues only"
+    );
 
     // DynamoDB: what the event source mapping reads the stream with, on the
     // event store's stream only; nothing that writes.
