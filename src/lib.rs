@@ -43,7 +43,7 @@
 //!   event store's DynamoDB stream to the FIFO queue, in stream order.
 //! - [`cli`]: the binaries of any domain, each a one-line `main`: the
 //!   two Lambda functions (`projector`, `dispatcher`), `replay`, `inspect`,
-//!   `append` and `rebuild`.
+//!   `append`, `rebuild`, and `verify` and `resend` (find and mend a hole).
 //! - [`testkit`]: given an entity, when an event, then a decision and a
 //!   state: a domain's handlers tested without a store.
 //! - `testing` (the `test-support` feature): what the engine's own tests

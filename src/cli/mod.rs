@@ -18,6 +18,11 @@
 //!   sending appended events to the queue.
 //! - [`rebuild`]: the event store projected into a table through the same
 //!   runner, stream by stream.
+//! - [`verify`]: the fold of the event store, in memory, compared with the
+//!   projection table item by item: what differs, by attribute name (finds
+//!   a hole).
+//! - [`resend`]: a stream's stored events, or a range of them, sent to the
+//!   queue again exactly as the dispatcher sent them (mends a hole).
 
 mod append;
 mod dispatcher;
@@ -25,6 +30,10 @@ mod inspect;
 mod projector;
 mod rebuild;
 mod replay;
+mod resend;
+#[cfg(test)]
+mod test_domain;
+mod verify;
 
 pub use append::append;
 pub use dispatcher::dispatcher;
@@ -32,6 +41,8 @@ pub use inspect::inspect;
 pub use projector::projector;
 pub use rebuild::rebuild;
 pub use replay::replay;
+pub use resend::resend;
+pub use verify::verify;
 
 /// The binary's name (as started, or `default`) and its arguments, parsed;
 /// help, version and bad arguments end the process as clap does (exit 0 or

@@ -1,0 +1,244 @@
+//! `verify`: finds a hole. Folds the event store through the domain, as
+//! `rebuild` does but in memory, and compares every entity and counter with
+//! the projection table.
+//!
+//! ```text
+//! verify [--events-table NAME] [--table NAME] [--stream ID]... [--endpoint-url URL]
+//! ```
+//!
+//! One JSON line per item that differs, then a summary:
+//!
+//! ```text
+//! {"pk":"ORDER#order-7","sk":"STATE","expectedSequence":5,"foundSequence":3,"attributes":["lastEventId","sequence","totalCents"]}
+//! {"checked":9,"differ":1}
+//! ```
+//!
+//! A sequence is `null` where that side has no item, and for a counter;
+//! `attributes` names (never shows) the attributes whose values differ or
+//! that one side only has. The engine's `pk`, `sk`, `parked` and
+//! `parkedSince` are not compared; an item that holds only parked events is
+//! no item. Without `--stream`, every stream of the event store is folded
+//! and the table is read whole (one `Scan`), so an entity or counter that
+//! no stream explains is reported too (`expectedSequence` null). With
+//! `--stream`, only those streams, and in the table only their items (an
+//! entity of each kind and each counter under the stream's id).
+//!
+//! Exit status: 0 when all agree; 1 when any differs, or a table cannot be
+//! read; 2 for bad arguments or a missing variable. The caller needs
+//! `dynamodb:DescribeTable`, `dynamodb:Scan` and `dynamodb:Query` on the
+//! event store, and `dynamodb:DescribeTable`, `dynamodb:Scan` (or
+//! `dynamodb:GetItem`, with `--stream`) on the projection.
+
+mod compare;
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::AttributeValue;
+use clap::Parser;
+use clap::builder::NonEmptyStringValueParser;
+
+use super::rebuild::project;
+use super::{arguments, events_table};
+use crate::domain::Domain;
+use crate::producer::EventStore;
+use crate::runner::Runner;
+use crate::store::StoreError;
+use crate::store::dynamodb::errors::request_error;
+use crate::store::dynamodb::{check_table, connect};
+use crate::store::memory::MemoryStore;
+use compare::{ItemKey, Side};
+
+const EXAMPLES: &str = "\
+Examples:
+  verify --events-table shop-events --table sequence-guard
+  verify --stream order-42 --stream SKU-LAMP
+  verify --endpoint-url http://localhost:8000 --events-table events --table projection
+
+Exit status: 0 when all agree; 1 when any differs (or a table cannot be read);
+2 for bad arguments or a missing variable.";
+
+/// Compares the projection table with the fold of the event store, item by
+/// item; prints what differs by attribute name, never by value.
+#[derive(Debug, Parser)]
+#[command(name = "verify", version, after_help = EXAMPLES)]
+struct Args {
+    /// The event store's table (default: EVENTS_TABLE).
+    #[arg(long, value_name = "NAME", env = "EVENTS_TABLE")]
+    events_table: Option<String>,
+    /// The projection's table (default: TABLE_NAME).
+    #[arg(long, value_name = "NAME", env = "TABLE_NAME")]
+    table: Option<String>,
+    /// Only this stream (repeat for more); without it, every stream of the
+    /// event store, and the whole table.
+    #[arg(long = "stream", value_name = "ID", value_parser = NonEmptyStringValueParser::new())]
+    streams: Vec<String>,
+    /// The DynamoDB endpoint, e.g. http://localhost:8000 for DynamoDB Local.
+    #[arg(long, value_name = "URL")]
+    endpoint_url: Option<String>,
+}
+
+/// The `verify` binary of a domain: `fn main() -> ExitCode { cli::verify(my_domain()) }`.
+#[tokio::main]
+pub async fn verify(domain: Domain) -> ExitCode {
+    if let Some(code) = super::refused("verify", &domain) {
+        return code;
+    }
+    let (name, args) = arguments::<Args>("verify");
+    let Some(events_table) = events_table(&name, args.events_table, "--events-table") else {
+        return ExitCode::from(2);
+    };
+    let Some(table) = args.table.filter(|table| !table.is_empty()) else {
+        eprintln!("{name}: TABLE_NAME is not set: name the projection's table (or give --table)");
+        return ExitCode::from(2);
+    };
+    let config = match crate::config::runner_from_env() {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("{name}: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut streams = args.streams;
+    streams.sort();
+    streams.dedup();
+    let client = connect(args.endpoint_url.as_deref()).await;
+    for table in [&events_table, &table] {
+        if let Err(err) = check_table(&client, table).await {
+            eprintln!("{name}: {err}");
+            return ExitCode::FAILURE;
+        }
+    }
+
+    // Fold: the store's streams through the projector's runner, in memory.
+    let events = EventStore::new(client.clone(), events_table.clone(), domain.clone());
+    let runner = Runner::new(domain.clone(), MemoryStore::new(), config);
+    let folded = match project(&name, &events, &runner, &streams).await {
+        Ok(folded) => folded,
+        Err(err) => {
+            eprintln!("{name}: cannot read the event store {events_table}: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if folded.not_done > 0 {
+        eprintln!(
+            "{name}: {} stored events were not done in the fold (named above): the projector cannot do them either",
+            folded.not_done
+        );
+    }
+    let expected = match compare::expected(runner.store()) {
+        Ok(expected) => expected,
+        Err(err) => {
+            eprintln!("{name}: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+
+    // Read: the whole table, or the streams' items.
+    let found = if streams.is_empty() {
+        scan(&client, &table, &domain).await
+    } else {
+        // The streams' items, and whatever else the fold holds.
+        let mut keys = compare::candidates(&domain, &streams);
+        keys.extend(expected.keys().cloned());
+        keys.sort();
+        keys.dedup();
+        get(&client, &table, &domain, keys).await
+    };
+    let found = match found {
+        Ok(found) => found,
+        Err(err) => {
+            eprintln!("{name}: cannot read table {table}: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+
+    // Compare and report.
+    let (checked, differences) = compare::compare(&expected, &found);
+    match report(&mut io::stdout().lock(), checked, &differences) {
+        Ok(()) => {}
+        Err(err) if err.kind() == io::ErrorKind::BrokenPipe => {}
+        Err(err) => {
+            eprintln!("{name}: cannot write the output: {err}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if differences.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// One line per difference, then the summary.
+fn report(
+    out: &mut impl Write,
+    checked: u64,
+    differences: &[compare::Difference],
+) -> io::Result<()> {
+    for difference in differences {
+        writeln!(out, "{}", serde_json::to_string(difference)?)?;
+    }
+    writeln!(
+        out,
+        "{}",
+        serde_json::json!({"checked": checked, "differ": differences.len()})
+    )
+}
+
+/// Every entity and counter item of the table (one strongly consistent
+/// `Scan`, page by page).
+async fn scan(
+    client: &Client,
+    table: &str,
+    domain: &Domain,
+) -> Result<BTreeMap<ItemKey, Side>, StoreError> {
+    let mut found = BTreeMap::new();
+    let mut start = None;
+    loop {
+        let output = client
+            .scan()
+            .table_name(table)
+            .consistent_read(true)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(|err| request_error("Scan", &err))?;
+        found.extend(
+            output
+                .items
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|item| compare::found(domain, item)),
+        );
+        start = output.last_evaluated_key.filter(|key| !key.is_empty());
+        if start.is_none() {
+            return Ok(found);
+        }
+    }
+}
+
+/// The items of these keys that the table holds (strongly consistent).
+async fn get(
+    client: &Client,
+    table: &str,
+    domain: &Domain,
+    keys: Vec<ItemKey>,
+) -> Result<BTreeMap<ItemKey, Side>, StoreError> {
+    let mut found = BTreeMap::new();
+    for (pk, sk) in keys {
+        let output = client
+            .get_item()
+            .table_name(table)
+            .key("pk", AttributeValue::S(pk))
+            .key("sk", AttributeValue::S(sk))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|err| request_error("GetItem", &err))?;
+        found.extend(output.item.and_then(|item| compare::found(domain, item)));
+    }
+    Ok(found)
+}
