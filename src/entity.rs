@@ -93,7 +93,7 @@ pub const ENGINE_ATTRIBUTES: [&str; 5] = ["pk", "sk", "parked", "parkedSince", "
 pub struct Kind {
     /// [`Entity::KIND`].
     pub name: &'static str,
-    decode: fn(Item) -> Result<AnyEntity, serde_dynamo::Error>,
+    decode: fn(Item) -> Result<AnyEntity, String>,
     /// The attribute names serde's derive declares for the struct (its
     /// fields as renamed); `None` when it cannot tell (a flattened struct,
     /// a hand-written `Deserialize`).
@@ -108,8 +108,10 @@ impl Kind {
         KindOf::<T>::KIND
     }
 
-    /// Reads an entity item of this kind.
-    pub fn decode(&self, item: Item) -> Result<AnyEntity, serde_dynamo::Error> {
+    /// Reads an entity item of this kind; `Err` says which attribute is
+    /// wrong and how, never its value (the reason is logged, and a stored
+    /// value may be personal data).
+    pub fn decode(&self, item: Item) -> Result<AnyEntity, String> {
         (self.decode)(item)
     }
 
@@ -215,9 +217,23 @@ impl<T: Entity> KindOf<T> {
     };
 }
 
-fn decode<T: Entity>(item: Item) -> Result<AnyEntity, serde_dynamo::Error> {
-    let entity: T = serde_dynamo::aws_sdk_dynamodb_1::from_item(item)?;
-    Ok(AnyEntity::new(entity))
+fn decode<T: Entity>(item: Item) -> Result<AnyEntity, String> {
+    let item = serde_dynamo::Item::from(item);
+    let input = serde_dynamo::Deserializer::from_attribute_value(serde_dynamo::AttributeValue::M(
+        item.into(),
+    ));
+    match serde_path_to_error::deserialize::<_, T>(input) {
+        Ok(entity) => Ok(AnyEntity::new(entity)),
+        Err(err) => {
+            let path = crate::reason::path_from("", err.path());
+            let refusal = crate::reason::without_value(&err.into_inner().to_string());
+            Err(if path.is_empty() {
+                refusal.naming("the item")
+            } else {
+                refusal.naming(&format!("attribute `{path}`"))
+            })
+        }
+    }
 }
 
 impl fmt::Debug for Kind {

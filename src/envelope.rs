@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use crate::domain::{Domain, Events};
 use crate::entity::EntityKey;
 use crate::handling::{Decision, Deduplicated, HandlerFault, Handling, How};
+use crate::reason::{Refusal, key_segment, path_from, without_value};
 
 /// Largest `sequence` the contract allows: 2^63-1.
 pub const MAX_SEQUENCE: u64 = i64::MAX as u64;
@@ -343,7 +344,7 @@ pub(crate) fn payload<E: Events>(
     // path, to name the field.
     let events = E::deserialize(fields()).or_else(|_| {
         serde_path_to_error::deserialize::<_, E>(fields()).map_err(|err| {
-            let path = err.path().to_string();
+            let path = path_from("", err.path());
             let message = err.into_inner().to_string();
             refusal(event_type.as_str().unwrap_or_default(), &path, &message)
         })
@@ -357,37 +358,11 @@ fn refusal(event_type: &str, path: &str, message: &str) -> InvalidMessage {
     if path == "type" {
         return InvalidMessage::UnknownType(event_type.chars().take(64).collect());
     }
-    if let Some(name) = message
-        .strip_prefix("missing field `")
-        .and_then(|rest| rest.split('`').next())
-    {
-        return missing(&format!("{path}.{name}"));
+    match without_value(message) {
+        Refusal::Missing => missing(path),
+        Refusal::MissingField(name) => missing(&format!("{path}.{name}")),
+        Refusal::Problem(problem) => invalid(path, problem),
     }
-    if let Some(rest) = message.strip_prefix("invalid type: ") {
-        // serde's own "expected ..." ends the message; a quoted value may
-        // hold the same words, so split at the last one.
-        let (unexpected, expected) = rest.rsplit_once(", expected ").unwrap_or((rest, "?"));
-        let got = match unexpected.split([' ', '`']).next().unwrap_or_default() {
-            "null" | "unit" => return missing(path),
-            "string" | "char" => "a string",
-            "integer" | "floating" => "a number",
-            "boolean" => "a boolean",
-            "map" => "an object",
-            "sequence" => "an array",
-            other => other,
-        };
-        return invalid(path, format!("must be {expected}, got {got}"));
-    }
-    if message.starts_with("must be") {
-        return invalid(path, message);
-    }
-    // Any other refusal of serde's, without the value it may quote.
-    let expected = message
-        .rsplit_once(", expected ")
-        .map_or(String::new(), |(_, expected)| {
-            format!(": expected {expected}")
-        });
-    invalid(path, format!("is not valid{expected}"))
 }
 
 fn missing(field: &str) -> InvalidMessage {
@@ -421,7 +396,7 @@ fn check_strings(data: &Map<String, Value>) -> Result<(), InvalidMessage> {
                     return Some(vec![" (a key in it over the limit)".to_owned()]);
                 }
                 let mut path = too_long(value)?;
-                path.push(format!(".{key}"));
+                path.push(key_segment(key));
                 Some(path)
             }),
             Value::Array(items) => items.iter().enumerate().find_map(|(index, value)| {
@@ -441,7 +416,7 @@ fn check_strings(data: &Map<String, Value>) -> Result<(), InvalidMessage> {
             ));
         }
         if let Some(inner) = too_long(value) {
-            let mut field = format!("data.{key}");
+            let mut field = format!("data{}", key_segment(key));
             for segment in inner.iter().rev() {
                 field.push_str(segment);
             }
@@ -516,6 +491,22 @@ fn kind(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A key in `data` may be data itself (an email as a map key): a path
+    /// names it only when it reads as a field name.
+    #[test]
+    fn paths_do_not_name_keys_that_are_data() {
+        let data = serde_json::json!({
+            "notes": { "ada@example.com": "x".repeat(MAX_DATA_STRING + 1) }
+        });
+        let Value::Object(fields) = data else {
+            unreachable!()
+        };
+        match check_strings(&fields) {
+            Err(InvalidMessage::TooLong { field, .. }) => assert_eq!(field, "data.notes.<key>"),
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn the_producers_trace_root_is_read_from_aws_trace_header() {

@@ -64,6 +64,7 @@ pub mod limits;
 pub mod logging;
 pub mod metrics;
 pub mod producer;
+mod reason;
 pub mod runner;
 pub mod store;
 pub mod sweep;

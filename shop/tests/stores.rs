@@ -941,3 +941,54 @@ async fn an_entity_without_a_sequence_attribute_is_refused() {
         other => panic!("{other:?}"),
     }
 }
+
+/// An entity item that cannot be read is named by its key and attribute,
+/// never by the value stored there: the reason is logged, and a stored
+/// value may be personal data.
+#[tokio::test]
+async fn an_unreadable_entity_is_told_without_its_values() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+
+    let store = fresh_table().await;
+    let runner = Runner::new(shop::domain(), store.clone(), RunnerConfig::default());
+    store
+        .client()
+        .put_item()
+        .table_name(store.table())
+        .item("pk", AttributeValue::S("ORDER#o-1".into()))
+        .item("sk", AttributeValue::S("STATE".into()))
+        .item("sequence", AttributeValue::N("1".into()))
+        .item("lastEventId", AttributeValue::S("e1".into()))
+        .item("customerName", AttributeValue::S("Ada Lovelace".into()))
+        .item("email", AttributeValue::S("ada@example.com".into()))
+        .item("totalCents", AttributeValue::S("ada@example.com".into()))
+        .item("status", AttributeValue::S("OPEN".into()))
+        .send()
+        .await
+        .expect("PutItem");
+    let loaded = store
+        .load(&[EntityKey::of::<Order>("o-1")], &[])
+        .await
+        .expect("load");
+    let message = match loaded.entities.get(&EntityKey::of::<Order>("o-1")) {
+        Some(Err(err)) => err.to_string(),
+        other => panic!("unreadable, not {other:?}"),
+    };
+    assert!(
+        message.contains("ORDER#o-1") && message.contains("`totalCents`"),
+        "{message}"
+    );
+    assert!(!message.contains("ada@example.com"), "{message}");
+    let batch = support::batch(vec![support::message(
+        "m2",
+        "o-1",
+        &support::order_event("OrderUpdated", "o-1", 2, "e2"),
+    )]);
+    let report = runner.run(&batch, invocation()).await.expect("run");
+    let reason = report.messages[0].reason.clone().unwrap_or_default();
+    assert!(reason.contains("`totalCents`"), "{reason}");
+    assert!(
+        !reason.contains("ada@example.com") && !reason.contains("1815"),
+        "{reason}"
+    );
+}

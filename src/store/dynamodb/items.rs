@@ -192,10 +192,7 @@ pub(super) fn entity_from_item(
     item.retain(|name, _| !RESERVED.contains(&name.as_str()));
     kind.decode(item)
         .map(Some)
-        .map_err(|err| StoreError::Corrupt {
-            key: pk,
-            message: err.to_string(),
-        })
+        .map_err(|message| StoreError::Corrupt { key: pk, message })
 }
 
 /// Reads what an entity item records of parked events.
@@ -243,7 +240,7 @@ pub(super) fn stored_from_item(kind: &'static Kind, item: Item) -> Result<Stored
 pub(super) fn parked_from_item(item: Item) -> Result<ParkedEvent, StoreError> {
     let parked: ParkedItem = from_item(item).map_err(|err| StoreError::Corrupt {
         key: "a parked event".to_owned(),
-        message: err.to_string(),
+        message: unreadable(&err),
     })?;
     let sequence = parked
         .sk
@@ -266,7 +263,7 @@ pub(super) fn parked_from_item(item: Item) -> Result<ParkedEvent, StoreError> {
 pub(super) fn conflict_from_item(item: Item) -> Result<ConflictRecord, StoreError> {
     let conflict: ConflictItem = from_item(item).map_err(|err| StoreError::Corrupt {
         key: "a conflict record".to_owned(),
-        message: err.to_string(),
+        message: unreadable(&err),
     })?;
     let parsed = conflict
         .sk
@@ -285,6 +282,12 @@ pub(super) fn conflict_from_item(item: Item) -> Result<ConflictRecord, StoreErro
         body: conflict.body,
         seen_at: conflict.seen_at,
     })
+}
+
+/// serde_dynamo's error on an engine's item, without the value it quotes
+/// (a body is data).
+fn unreadable(err: &serde_dynamo::Error) -> String {
+    crate::reason::without_value(&err.to_string()).naming("the item")
 }
 
 /// A counter's value on its item (`None`: no item, or nothing added yet).
