@@ -607,3 +607,50 @@ fn append_binary(endpoint: &str, table: &str, args: &[&str]) -> (i32, String, St
     all.extend_from_slice(args);
     run_local(env!("CARGO_BIN_EXE_append"), endpoint, &all)
 }
+
+/// `append` with a known sequence is one request: the table is looked at
+/// only when the append fails (and then a missing table is named).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_of_a_known_sequence_is_one_request() {
+    use std::sync::atomic::Ordering;
+
+    let local = dynamodb_local();
+    let upstream = local.endpoint.trim_start_matches("http://").to_owned();
+    let proxy = FaultProxy::start(upstream, 1, 0, vec![]).await;
+    let table = fresh_store(&local.endpoint).await.table().to_owned();
+    let data = r#"{"customerName":"Ada","email":"ada@example.com","totalCents":1}"#;
+    let forwarded = || proxy.counts.forwarded.load(Ordering::Relaxed);
+    let before = forwarded();
+    let (code, stdout, stderr) = append_binary(
+        &proxy.endpoint,
+        &table,
+        &[
+            "--stream",
+            "o-1",
+            "--type",
+            "OrderCreated",
+            "--data",
+            data,
+            "--expected-sequence",
+            "0",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains(r#""sequence":1"#), "{stdout}");
+    assert_eq!(
+        forwarded() - before,
+        1,
+        "one TransactWriteItems, no DescribeTable"
+    );
+
+    let (code, _, stderr) = append_binary(
+        &proxy.endpoint,
+        "no-such-table",
+        &["--stream", "o-1", "--type", "OrderCreated", "--data", data],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("table `no-such-table` does not exist"),
+        "{stderr}"
+    );
+}

@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::{arguments, events_table};
 use crate::domain::Domain;
 use crate::producer::{Append, AppendError, EventStore, ExpectedSequence, NewEvent};
-use crate::store::dynamodb::{check_table, connect, ensure_events_table};
+use crate::store::dynamodb::{TableError, check_table, connect, ensure_events_table};
 
 const EXAMPLES: &str = "\
 Examples (the worked example's types):
@@ -64,6 +64,10 @@ struct Args {
     create_table: bool,
 }
 
+/// What a storage error leaves: the caller runs the command again.
+const MAYBE: &str =
+    "nothing or all of it appended: run again with the same --request-id to be sure";
+
 /// The `append` binary of a domain: `fn main() -> ExitCode { cli::append(my_domain()) }`.
 #[tokio::main]
 pub async fn append(domain: Domain) -> ExitCode {
@@ -86,16 +90,15 @@ pub async fn append(domain: Domain) -> ExitCode {
         }
     };
     let client = connect(args.endpoint_url.as_deref()).await;
-    let ready = if args.create_table {
-        ensure_events_table(&client, &table).await.map(|_| ())
-    } else {
-        check_table(&client, &table).await
-    };
-    if let Err(err) = ready {
-        eprintln!("{name}: {err}");
-        return ExitCode::FAILURE;
+    // Only --create-table asks about the table first: an append of a known
+    // sequence is one request, and the table is looked at when it fails.
+    if args.create_table {
+        if let Err(err) = ensure_events_table(&client, &table).await {
+            eprintln!("{name}: {err}");
+            return ExitCode::FAILURE;
+        }
     }
-    let store = EventStore::new(client, table, domain);
+    let store = EventStore::new(client.clone(), table.clone(), domain);
     let append = Append {
         stream_id: args.stream,
         events: vec![NewEvent::new(args.event_type, data)],
@@ -125,10 +128,23 @@ pub async fn append(domain: Domain) -> ExitCode {
             eprintln!("{name}: {err}; nothing appended");
             ExitCode::from(2)
         }
-        Err(err @ (AppendError::Contention { .. } | AppendError::Store(_))) => {
-            eprintln!(
-                "{name}: {err}; nothing or all of it appended: run again with the same --request-id to be sure"
-            );
+        Err(err @ AppendError::Store(_)) => {
+            // When the table is why (missing, not active), that is the answer.
+            match check_table(&client, &table).await {
+                Err(
+                    table_err @ (TableError::Missing { .. }
+                    | TableError::NotReady { .. }
+                    | TableError::Unreachable { .. }
+                    | TableError::NoCredentials),
+                ) => {
+                    eprintln!("{name}: {table_err}; nothing appended");
+                }
+                _ => eprintln!("{name}: {err}; {MAYBE}"),
+            }
+            ExitCode::FAILURE
+        }
+        Err(err @ AppendError::Contention { .. }) => {
+            eprintln!("{name}: {err}; {MAYBE}");
             ExitCode::FAILURE
         }
     }
