@@ -27,7 +27,7 @@
 //! or a missing variable. The caller needs `dynamodb:DescribeTable` and
 //! `dynamodb:Query` on the event store and `sqs:SendMessage` on the queue.
 
-use std::future::Future;
+use std::collections::HashMap;
 use std::process::ExitCode;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -109,6 +109,20 @@ struct Sent {
     requests: u64,
 }
 
+/// The line a resend prints.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Summary<'a> {
+    stream_id: &'a str,
+    from: u64,
+    /// `null` when the range is open.
+    to: Option<u64>,
+    /// Messages the queue took.
+    sent: u64,
+    /// `SendMessageBatch` requests.
+    requests: u64,
+}
+
 /// The `resend` binary of a domain: `fn main() -> ExitCode { cli::resend(my_domain()) }`.
 #[tokio::main]
 pub async fn resend(domain: Domain) -> ExitCode {
@@ -143,16 +157,17 @@ pub async fn resend(domain: Domain) -> ExitCode {
     let stream = args.stream;
     let mut sent = Sent::default();
     let outcome = send_range(&events, &domain, &queue, &stream, from..=to, &mut sent).await;
-    println!(
-        "{}",
-        json!({
-            "streamId": stream,
-            "from": from,
-            "to": args.to,
-            "sent": sent.events,
-            "requests": sent.requests,
-        })
-    );
+    let summary = Summary {
+        stream_id: &stream,
+        from,
+        to: args.to,
+        sent: sent.events,
+        requests: sent.requests,
+    };
+    match serde_json::to_string(&summary) {
+        Ok(line) => println!("{line}"),
+        Err(err) => eprintln!("{name}: cannot write the summary: {err}"),
+    }
     match outcome {
         Ok(()) if sent.events == 0 => {
             let upto = args.to.map_or_else(String::new, |to| format!(" to {to}"));
@@ -291,10 +306,7 @@ async fn send_events<Q: Queue>(
         }
         if let Some(failure) = outcome.failure {
             let sequence = failure.parse().unwrap_or(events[0].sequence);
-            let reason = queue
-                .refusal(&failure)
-                .or(outcome.failure_reason)
-                .unwrap_or_default();
+            let reason = queue.why(&failure, outcome.failure_reason);
             return Err(NotTaken { sequence, reason });
         }
     }
@@ -336,40 +348,67 @@ fn stream_record(stream: &str, event: &StoredEvent) -> Value {
 }
 
 /// The dispatcher's queue, for a resend: sends as it does, and reports
-/// nothing (a resend has no failure queue). An entry the queue refuses for
-/// good, which the dispatcher would report, is kept with the reason its
-/// report gives, and is not taken.
+/// nothing (a resend has no failure queue). It keeps, for each record, the
+/// queue's last answer that did not take it, so that the event not taken is
+/// named with its cause; an entry refused for good, which the dispatcher
+/// would report, is kept with the reason its report gives, and not taken.
 struct Resending<Q> {
     queue: Q,
-    /// (`SequenceNumber`, reason) of each refusal for good.
-    refused: Mutex<Vec<(String, String)>>,
+    /// By `SequenceNumber`: the last refusal, or the failed request's error.
+    answers: Mutex<HashMap<String, String>>,
+    /// By `SequenceNumber`: the reason of each refusal for good.
+    refused: Mutex<HashMap<String, String>>,
 }
 
 impl<Q: Queue> Resending<Q> {
     fn new(queue: Q) -> Self {
         Resending {
             queue,
-            refused: Mutex::new(Vec::new()),
+            answers: Mutex::default(),
+            refused: Mutex::default(),
         }
     }
 
-    /// Why the queue refused the record `sequence_number` for good, if it did.
-    fn refusal(&self, sequence_number: &str) -> Option<String> {
-        self.refused
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .find(|(number, _)| number == sequence_number)
-            .map(|(_, reason)| reason.clone())
+    /// Why the record `sequence_number` was not taken: its refusal for
+    /// good, else `reason` (the dispatcher's) and the queue's last answer.
+    fn why(&self, sequence_number: &str, reason: Option<String>) -> String {
+        if let Some(refused) = lock(&self.refused).get(sequence_number) {
+            return refused.clone();
+        }
+        let reason = reason.unwrap_or_else(|| "not sent".to_owned());
+        match lock(&self.answers).get(sequence_number) {
+            Some(answer) => format!("{reason} (the last answer: {answer})"),
+            None => reason,
+        }
     }
 }
 
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl<Q: Queue> Queue for Resending<Q> {
-    fn send(
-        &self,
-        entries: &[Outgoing],
-    ) -> impl Future<Output = Result<Vec<Refused>, SendError>> + Send {
-        self.queue.send(entries)
+    async fn send(&self, entries: &[Outgoing]) -> Result<Vec<Refused>, SendError> {
+        let answer = self.queue.send(entries).await;
+        let mut answers = lock(&self.answers);
+        match &answer {
+            Ok(refused) => {
+                for refusal in refused {
+                    if let Some(entry) = entries.get(refusal.index) {
+                        answers.insert(
+                            entry.sequence_number.clone(),
+                            format!("{}: {}", refusal.code, refusal.message),
+                        );
+                    }
+                }
+            }
+            Err(err) => {
+                for entry in entries {
+                    answers.insert(entry.sequence_number.clone(), err.to_string());
+                }
+            }
+        }
+        answer
     }
 
     async fn report(&self, report: &str) -> Result<(), SendError> {
@@ -382,10 +421,7 @@ impl<Q: Queue> Queue for Resending<Q> {
                 .map(str::to_owned)
         };
         let reason = field("reason").unwrap_or_else(|| "refused by the queue".to_owned());
-        self.refused
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((field("sequenceNumber").unwrap_or_default(), reason));
+        lock(&self.refused).insert(field("sequenceNumber").unwrap_or_default(), reason);
         Err(SendError("a resend reports to no failure queue".to_owned()))
     }
 }
@@ -551,6 +587,11 @@ mod tests {
             .expect_err("not taken");
         assert_eq!(first.sequence, 14);
         assert!(first.reason.contains("did not take"), "{}", first.reason);
+        assert!(
+            first.reason.contains("ThrottlingException: no"),
+            "{}",
+            first.reason
+        );
         // As the dispatcher: 15 to 20 went in 14's request, and SQS took
         // them; 14 was sent again, alone, and nothing after it.
         let requests = queue.queue.requests.lock().unwrap().clone();
