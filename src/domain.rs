@@ -128,12 +128,13 @@ impl DeclarationError {
 impl Domain {
     /// A domain of the events `E`.
     pub fn new<E: Events>() -> Self {
+        let types = type_names::<E>();
         Domain {
             read: envelope::payload::<E>,
-            types: type_names::<E>(),
+            types,
             kinds: Vec::new(),
             counters: Vec::new(),
-            problems: Vec::new(),
+            problems: type_problems(std::any::type_name::<E>(), types),
         }
     }
 
@@ -154,9 +155,20 @@ impl Domain {
     /// know its items).
     pub fn entity<T: Entity>(mut self) -> Self {
         let kind = Kind::of::<T>();
-        if !self.kinds.contains(&kind) {
-            self.problems.extend(kind.problems());
-            self.kinds.push(kind);
+        match self.kinds.iter().find(|known| known.name == kind.name) {
+            None => {
+                self.problems.extend(kind.problems());
+                self.kinds.push(kind);
+            }
+            Some(known) if known.type_name() != kind.type_name() => {
+                self.problems.push(format!(
+                    "the entities {} and {} share the kind {}: a kind is the prefix of an entity's key, so each entity type needs its own (change one's Entity::KIND)",
+                    known.type_name(),
+                    kind.type_name(),
+                    kind.name
+                ));
+            }
+            Some(_) => {} // the same type, registered again
         }
         self
     }
@@ -178,7 +190,40 @@ impl Domain {
 
     /// Reads one message body.
     pub fn parse(&self, body: &str) -> Result<Event, InvalidMessage> {
-        envelope::parse_body(self.read, self.types, body)
+        let event = envelope::parse_body(self.read, self.types, body)?;
+        self.check_declared(&event)?;
+        Ok(event)
+    }
+
+    /// Whether the domain registers the entity kind or the counter the
+    /// event's handling writes: an unregistered one would be missed by the
+    /// sweep (its parked events never alarm) and by `inspect`.
+    fn check_declared(&self, event: &Event) -> Result<(), InvalidMessage> {
+        if let Some(kind) = event.kind() {
+            let registered = self
+                .kinds
+                .iter()
+                .any(|known| known.name == kind.name && known.type_name() == kind.type_name());
+            if !registered {
+                return Err(InvalidMessage::Undeclared(format!(
+                    "{} writes a {} entity ({}), and the domain does not register it: add .entity::<{}>() to the domain",
+                    event.handler(),
+                    kind.name,
+                    kind.type_name(),
+                    short_name(kind.type_name())
+                )));
+            }
+        }
+        if let Some(effect) = event.deduplicated() {
+            if !self.counters.contains(&effect.counter) {
+                return Err(InvalidMessage::Undeclared(format!(
+                    "{} adds to the counter {}, and the domain does not register it: add .counter(&...) with that counter to the domain",
+                    event.handler(),
+                    effect.counter.label()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The event type names, in the order the events enum declares them.
@@ -229,6 +274,31 @@ impl Domain {
             .copied()
             .find(|counter| self.counter_name(counter) == name || counter.label() == name)
     }
+}
+
+/// What is wrong with the events enum's type names: none (not tagged as
+/// the envelope is), or one name on two variants.
+fn type_problems(enum_name: &str, types: &[&str]) -> Vec<String> {
+    if types.is_empty() {
+        return vec![format!(
+            "the events enum {enum_name} has no event types serde can read from the envelope: declare it #[serde(tag = \"type\", content = \"data\")]"
+        )];
+    }
+    let mut problems = Vec::new();
+    for (index, name) in types.iter().enumerate() {
+        // Said once, at its second variant.
+        if types[..index].iter().filter(|seen| *seen == name).count() == 1 {
+            problems.push(format!(
+                "two variants of the events enum {enum_name} are both named `{name}` (a serde rename?): the second is never read; give each its own name"
+            ));
+        }
+    }
+    problems
+}
+
+/// The last segment of a type's path (`Shipment` for `parcels::Shipment`).
+fn short_name(type_name: &str) -> &str {
+    type_name.rsplit("::").next().unwrap_or(type_name)
 }
 
 /// The names of `E`'s variants, as serde's derive lists them: asked for a

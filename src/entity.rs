@@ -115,6 +115,11 @@ impl Kind {
         (self.decode)(item)
     }
 
+    /// The entity struct's Rust name (`shop::order::Order`).
+    pub fn type_name(&self) -> &'static str {
+        (self.type_name)()
+    }
+
     /// How people name it (`order` for `ORDER`): in `replay` and `inspect`.
     pub fn label(&self) -> String {
         self.name.to_ascii_lowercase()

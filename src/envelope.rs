@@ -46,6 +46,11 @@ pub enum InvalidMessage {
         /// name (`must be a string, got a number`).
         problem: String,
     },
+    /// The event's handling writes an entity kind or a counter the domain
+    /// does not register (what to add to the domain): the domain is to be
+    /// fixed, and the message retried.
+    #[error("{0}")]
+    Undeclared(String),
     /// The `type` names none of the domain's event types (its first 64
     /// characters).
     #[error("unknown event type `{0}`")]
@@ -180,6 +185,15 @@ impl Event {
     pub fn sequence(&self) -> Option<u64> {
         match &self.handling {
             How::Sequenced(apply) | How::Snapshot(apply) => Some(apply.sequence()),
+            How::Deduplicated(_) => None,
+        }
+    }
+
+    /// The kind of entity the event is projected onto; `None` for a
+    /// deduplicated effect.
+    pub fn kind(&self) -> Option<&'static crate::entity::Kind> {
+        match &self.handling {
+            How::Sequenced(apply) | How::Snapshot(apply) => Some(apply.kind()),
             How::Deduplicated(_) => None,
         }
     }

@@ -1,0 +1,198 @@
+//! Mistakes in a domain's declarations, caught when the domain is built
+//! (`Domain::check`: every binary refuses to start, `Runner::new` panics) or
+//! at the latest at the first message they affect, naming the fix.
+
+// One type name on two variants is the mistake under test: serde's derive
+// then has a pattern that can never match.
+#![allow(unreachable_patterns)]
+
+use sequence_guard::envelope::InvalidMessage;
+use sequence_guard::{Counter, Decision, Domain, Entity, Events, Handling, Sequenced};
+use serde::{Deserialize, Serialize};
+
+macro_rules! entity {
+    ($name:ident, $kind:literal) => {
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct $name {
+            sequence: u64,
+            last_event_id: String,
+        }
+
+        impl Entity for $name {
+            const KIND: &'static str = $kind;
+            fn sequence(&self) -> u64 {
+                self.sequence
+            }
+            fn last_event_id(&self) -> &str {
+                &self.last_event_id
+            }
+        }
+    };
+}
+
+entity!(Shipment, "SHIPMENT");
+entity!(Parcel, "SHIPMENT");
+entity!(Carrier, "CARRIER");
+
+static DELIVERED: Counter = Counter {
+    kind: "CARRIER",
+    sort_key: "DELIVERED",
+    attribute: "count",
+};
+
+#[derive(Debug, Deserialize)]
+struct Nothing {}
+
+#[derive(Debug, Deserialize)]
+struct Delivery {
+    carrier: String,
+}
+
+fn create<T: Entity>(
+    make: fn(u64, String) -> T,
+) -> impl Fn(&mut Option<T>, &Sequenced<Nothing>) -> Decision {
+    move |entity, event| {
+        if entity.is_some() {
+            return Decision::Duplicate;
+        }
+        *entity = Some(make(event.sequence, event.event_id.clone()));
+        Decision::Applied
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", content = "data")]
+enum ShipmentEvent {
+    ShipmentCreated(Nothing),
+    /// Writes a Carrier, which the domain below forgets to register.
+    CarrierCreated(Nothing),
+    /// Adds to a counter the domain below forgets to register.
+    ShipmentDelivered(Delivery),
+    #[serde(rename = "ShipmentCreated")]
+    ShipmentCreatedAgain(Nothing),
+}
+
+impl Events for ShipmentEvent {
+    fn handling(self) -> Handling {
+        match self {
+            ShipmentEvent::ShipmentCreated(data) | ShipmentEvent::ShipmentCreatedAgain(data) => {
+                Handling::sequenced(
+                    data,
+                    create(|sequence, last_event_id| Shipment {
+                        sequence,
+                        last_event_id,
+                    }),
+                )
+            }
+            ShipmentEvent::CarrierCreated(data) => Handling::sequenced(
+                data,
+                create(|sequence, last_event_id| Carrier {
+                    sequence,
+                    last_event_id,
+                }),
+            ),
+            ShipmentEvent::ShipmentDelivered(data) => {
+                Handling::add("deliveries", &DELIVERED, data.carrier, 1)
+            }
+        }
+    }
+}
+
+/// The envelope's `type` as the events enum's own tag, not serde's
+/// adjacent tagging the envelope needs.
+#[derive(Debug, Deserialize)]
+enum Untagged {
+    ShipmentCreated(Nothing),
+}
+
+impl Events for Untagged {
+    fn handling(self) -> Handling {
+        match self {
+            Untagged::ShipmentCreated(data) => Handling::sequenced(
+                data,
+                create(|sequence, last_event_id| Shipment {
+                    sequence,
+                    last_event_id,
+                }),
+            ),
+        }
+    }
+}
+
+fn problems(domain: &Domain) -> Vec<String> {
+    domain
+        .check()
+        .err()
+        .map(|err| err.problems().to_vec())
+        .unwrap_or_default()
+}
+
+#[test]
+fn two_entity_types_with_one_kind_are_refused() {
+    let domain = Domain::new::<ShipmentEvent>()
+        .entity::<Shipment>()
+        .entity::<Parcel>();
+    let found = problems(&domain);
+    assert!(
+        found
+            .iter()
+            .any(|problem| problem.contains("declarations::Shipment")
+                && problem.contains("declarations::Parcel")
+                && problem.contains("share the kind SHIPMENT")),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn one_type_name_on_two_variants_is_refused() {
+    let found = problems(&Domain::new::<ShipmentEvent>());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("both named `ShipmentCreated`") && found[0].contains("serde rename"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn an_events_enum_not_tagged_as_the_envelope_is_refused() {
+    let found = problems(&Domain::new::<Untagged>().entity::<Shipment>());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("declarations::Untagged")
+            && found[0].contains(r#"#[serde(tag = "type", content = "data")]"#),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn an_entity_or_counter_used_but_not_registered_is_named_at_its_first_message() {
+    let domain = Domain::new::<ShipmentEvent>().entity::<Shipment>();
+    let err = domain
+        .parse(r#"{"eventId":"e1","type":"CarrierCreated","aggregateId":"c-1","sequence":1,"data":{}}"#)
+        .expect_err("Carrier is not registered");
+    let InvalidMessage::Undeclared(reason) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        reason.contains("CARRIER") && reason.contains(".entity::<Carrier>()"),
+        "{reason}"
+    );
+    let err = domain
+        .parse(r#"{"eventId":"e2","type":"ShipmentDelivered","data":{"carrier":"post"}}"#)
+        .expect_err("the counter is not registered");
+    assert!(
+        matches!(&err, InvalidMessage::Undeclared(reason) if reason.contains("counter delivered")),
+        "{err:?}"
+    );
+    // Registered, both read.
+    let domain = domain.entity::<Carrier>().counter(&DELIVERED);
+    assert!(domain
+        .parse(r#"{"eventId":"e1","type":"CarrierCreated","aggregateId":"c-1","sequence":1,"data":{}}"#)
+        .is_ok());
+    assert!(
+        domain
+            .parse(r#"{"eventId":"e2","type":"ShipmentDelivered","data":{"carrier":"post"}}"#)
+            .is_ok()
+    );
+}
