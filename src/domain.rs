@@ -89,6 +89,7 @@ use serde_json::Value;
 use crate::entity::{ENGINE_ATTRIBUTES, Entity, EntityKey, Kind};
 use crate::envelope::{self, Event, InvalidMessage};
 use crate::handling::{Counter, Handling};
+use crate::versions::{Table, Versions};
 
 /// A domain's events: a serde enum tagged by the envelope's `type`, with the
 /// event's `data` as content (`#[serde(tag = "type", content = "data")]`),
@@ -97,6 +98,12 @@ pub trait Events: DeserializeOwned + 'static {
     /// How this event is handled: [`Handling::sequenced`] with its handler,
     /// [`Handling::snapshot`], or [`Handling::add`]. One arm per event type.
     fn handling(self) -> Handling;
+
+    /// Each type's current version and the upcast from each older one
+    /// ([`Versions`]); by default every type is at version 1.
+    fn versions() -> Versions {
+        Versions::none()
+    }
 }
 
 /// A registered domain: how messages are read, and which entity kinds and
@@ -110,6 +117,8 @@ pub struct Domain {
     counters: Vec<&'static Counter>,
     /// Mistakes in the declarations, found as they were registered.
     problems: Vec<String>,
+    /// Each type's current version and upcasts ([`Events::versions`]).
+    versions: Table,
 }
 
 /// A domain whose declarations cannot work, with what is wrong and how to
@@ -135,7 +144,18 @@ impl Domain {
             kinds: Vec::new(),
             counters: Vec::new(),
             problems: type_problems(std::any::type_name::<E>(), types),
+            versions: Table::default(),
         }
+        .versions_of::<E>()
+    }
+
+    /// The versions `E` declares, resolved; their mistakes among the
+    /// problems [`Domain::check`] reports.
+    fn versions_of<E: Events>(mut self) -> Self {
+        let (table, problems) = Table::new(&E::versions(), self.types);
+        self.versions = table;
+        self.problems.extend(problems);
+        self
     }
 
     /// Whether the declarations can work: `Err` names every mistake found
@@ -190,7 +210,7 @@ impl Domain {
 
     /// Reads one message body.
     pub fn parse(&self, body: &str) -> Result<Event, InvalidMessage> {
-        let event = envelope::parse_body(self.read, self.types, body)?;
+        let event = envelope::parse_body(self.read, self.types, &self.versions, body)?;
         self.check_declared(&event)?;
         Ok(event)
     }
@@ -224,6 +244,12 @@ impl Domain {
             }
         }
         Ok(())
+    }
+
+    /// The current version of `event_type` ([`Events::versions`]): what
+    /// an append writes; 1 for a type that declares none.
+    pub fn version(&self, event_type: &str) -> u16 {
+        self.versions.current(event_type)
     }
 
     /// The event type names, in the order the events enum declares them.

@@ -11,6 +11,7 @@ use crate::domain::{Domain, Events};
 use crate::entity::EntityKey;
 use crate::handling::{Decision, Deduplicated, HandlerFault, Handling, How};
 use crate::reason::{Refusal, key_segment, path_from, without_value};
+use crate::versions::{self, Table};
 
 /// Largest `sequence` the contract allows: 2^63-1.
 pub const MAX_SEQUENCE: u64 = i64::MAX as u64;
@@ -271,10 +272,11 @@ impl std::fmt::Debug for Event {
 
 /// Parses and checks one message body: the envelope of the contract's field
 /// table, and `data` as the event type declares it (`read`: a domain's
-/// [`payload`]).
+/// [`payload`]), upcast first from the body's `version` to the current one.
 pub(crate) fn parse_body(
     read: fn(&Value, &Value) -> Result<Handling, InvalidMessage>,
     types: &'static [&'static str],
+    versions: &Table,
     body: &str,
 ) -> Result<Event, InvalidMessage> {
     let value: Value =
@@ -296,6 +298,26 @@ pub(crate) fn parse_body(
             data
         }
         Some(_) => return Err(invalid("data", "must be an object")),
+    };
+    let type_name = event_type.as_str().unwrap_or_default();
+    let plan = match versions.plan(type_name, versions::of_envelope(&envelope)?) {
+        // An unknown type is named as such by `read`.
+        Err(_) if !types.contains(&type_name) => None,
+        plan => plan?,
+    };
+    // An older version: its `data`, moved out of the envelope (not copied),
+    // upcast to the current one and checked again.
+    let upcast;
+    let (event_type, data) = match plan {
+        None => (event_type, data),
+        Some(plan) => {
+            let original = envelope.remove("data").unwrap_or_default();
+            upcast = plan.run(original)?;
+            if let Value::Object(fields) = &upcast {
+                check_strings(fields)?;
+            }
+            (envelope.get("type").unwrap_or(&Value::Null), &upcast)
+        }
     };
     let Handling(mut handling) = read(event_type, data)?;
     let type_name = event_type.as_str().unwrap_or_default();

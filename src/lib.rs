@@ -46,6 +46,8 @@
 //!   `append`, `rebuild`, and `verify` and `resend` (find and mend a hole).
 //! - [`testkit`]: given an entity, when an event, then a decision and a
 //!   state: a domain's handlers tested without a store.
+//! - [`versions`]: an event type's current version and the upcasts from
+//!   older ones, applied to every body read (a stored event keeps its shape).
 //! - `testing` (the `test-support` feature): what the engine's own tests
 //!   need and the function does not.
 
@@ -71,6 +73,7 @@ pub mod sweep;
 #[cfg(feature = "test-support")]
 pub mod testing;
 pub mod testkit;
+pub mod versions;
 
 pub use domain::{Domain, Events};
 pub use entity::{AnyEntity, Entity, EntityKey};
