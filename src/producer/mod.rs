@@ -44,7 +44,8 @@ pub const MAX_BYTES: usize = 4_000_000 - 100 * 1024;
 pub struct NewEvent {
     /// The event type (the envelope's `type`).
     pub event_type: String,
-    /// The event's `data`: a JSON object.
+    /// The event's `data`: a JSON object, of the type's current version
+    /// ([`Domain::version`]: the body says which, when above 1).
     pub data: Value,
     /// Its `eventId`; one is made up (a random UUID) when `None`.
     pub event_id: Option<String>,
@@ -178,6 +179,10 @@ struct Body<'a> {
     aggregate_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sequence: Option<u64>,
+    /// Absent at version 1: a version-1 domain's bodies are as they were
+    /// before versions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<u16>,
     data: &'a Value,
 }
 
@@ -190,6 +195,8 @@ pub(crate) struct Checked {
     /// Sequenced (or a snapshot): the body carries `aggregateId` and
     /// `sequence`; a deduplicated effect's carries neither.
     pub(crate) sequenced: bool,
+    /// The type's current version: what `data` is, and what the body says.
+    pub(crate) version: u16,
 }
 
 impl Checked {
@@ -200,6 +207,7 @@ impl Checked {
             event_type: &self.event_type,
             aggregate_id: self.sequenced.then_some(stream_id),
             sequence: self.sequenced.then_some(sequence),
+            version: (self.version > 1).then_some(self.version),
             data: &self.data,
         };
         // A struct of strings, a number and a JSON value always serializes.
@@ -256,6 +264,7 @@ pub(crate) fn check(domain: &Domain, append: &Append) -> Result<Vec<Checked>, Ap
             event_type: event.event_type.clone(),
             data: event.data.clone(),
             sequenced: true,
+            version: domain.version(&event.event_type),
         };
         // The body as the consumer will read it: sequenced, unless its type
         // is a deduplicated effect (whose body carries no sequence).
@@ -375,6 +384,86 @@ pub fn new_event_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::versions::Versions;
+    use crate::{Decision, Entity, Events, Handling, Sequenced};
+
+    #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Note {
+        sequence: u64,
+        last_event_id: String,
+    }
+
+    impl Entity for Note {
+        const KIND: &'static str = "NOTE";
+        fn sequence(&self) -> u64 {
+            self.sequence
+        }
+        fn last_event_id(&self) -> &str {
+            &self.last_event_id
+        }
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Text {}
+
+    fn on_note(_: &mut Option<Note>, _: &Sequenced<Text>) -> Decision {
+        Decision::Duplicate
+    }
+
+    macro_rules! notes {
+        ($name:ident $(, $versions:expr)?) => {
+            #[derive(Debug, serde::Deserialize)]
+            #[serde(tag = "type", content = "data")]
+            enum $name {
+                NoteWritten(Text),
+            }
+
+            impl Events for $name {
+                fn handling(self) -> Handling {
+                    match self {
+                        $name::NoteWritten(data) => Handling::sequenced(data, on_note),
+                    }
+                }
+                $(fn versions() -> Versions {
+                    $versions
+                })?
+            }
+        };
+    }
+
+    notes!(Unversioned);
+    notes!(Explicit, Versions::none().current("NoteWritten", 1));
+    notes!(
+        Second,
+        Versions::none()
+            .current("NoteWritten", 2)
+            .upcast("NoteWritten", 1, Ok)
+    );
+
+    fn body(domain: &Domain) -> String {
+        let mut event = NewEvent::new("NoteWritten", serde_json::json!({"text": "hi"}));
+        event.event_id = Some("e-1".to_owned());
+        let checked = check(domain, &Append::one("n-1", event)).expect("checked");
+        checked[0].body("n-1", 1)
+    }
+
+    #[test]
+    fn a_body_says_its_version_only_above_1() {
+        let at_1 = r#"{"eventId":"e-1","type":"NoteWritten","aggregateId":"n-1","sequence":1,"data":{"text":"hi"}}"#;
+        for domain in [
+            Domain::new::<Unversioned>().entity::<Note>(),
+            Domain::new::<Explicit>().entity::<Note>(),
+        ] {
+            assert_eq!(body(&domain), at_1, "byte for byte as before versions");
+        }
+        let domain = Domain::new::<Second>().entity::<Note>();
+        assert_eq!(domain.check(), Ok(()));
+        assert_eq!(
+            body(&domain),
+            r#"{"eventId":"e-1","type":"NoteWritten","aggregateId":"n-1","sequence":1,"version":2,"data":{"text":"hi"}}"#
+        );
+    }
 
     #[test]
     fn event_ids_are_version_4_uuids_and_differ() {

@@ -635,6 +635,7 @@ mod tests {
             event_type: "T".to_owned(),
             data: serde_json::json!({}),
             sequenced: true,
+            version: 1,
         };
         let one = [event("e-1")];
         let token = |request, at, events: &[Checked], now| token(request, at, events, &[], now);
