@@ -45,10 +45,23 @@
 //! given(None::<Counter>)
 //!     .when("e2", "c-1", 2, CounterEvent::Clicked(Click {}))
 //!     .then(Decision::NotCreated, None);
+//!
+//! // A message body, read as the function reads it (versions, upcasts and
+//! // the limits of its data included): its answer, or why it is refused.
+//! let domain = sequence_guard::Domain::new::<CounterEvent>().entity::<Counter>();
+//! given(Some(at(1, 1)))
+//!     .when_body(&domain, r#"{"eventId":"e2","type":"Clicked","aggregateId":"c-1","sequence":2,"data":{}}"#)
+//!     .unwrap()
+//!     .then(Decision::Applied, Some(at(2, 2)));
+//! let refused = given(Some(at(1, 1)))
+//!     .when_body(&domain, r#"{"eventId":"e2","type":"Clicked","aggregateId":"c-1","sequence":2,"version":2,"data":{}}"#)
+//!     .unwrap_err();
+//! assert_eq!(refused.to_string(), "field `version` names Clicked version 2, newer than this consumer knows (1)");
 //! ```
 
-use crate::domain::Events;
+use crate::domain::{Domain, Events};
 use crate::entity::{AnyEntity, Entity};
+use crate::envelope::InvalidMessage;
 use crate::handling::{Decision, HandlerFault, Handling, How};
 
 /// The entity before the event.
@@ -87,6 +100,35 @@ impl<T: Entity> Given<T> {
             decision,
             entity: slot.and_then(|entity| entity.get::<T>().cloned()),
         }
+    }
+
+    /// Handles the message `body` as the runner would: read through
+    /// `domain` (its envelope, version and upcasts, and its `data` by the
+    /// type's declaration), then its handler on the entity. `Err`: the body
+    /// is refused (the runner's `Invalid`), with its reason.
+    ///
+    /// # Panics
+    ///
+    /// When `domain`'s declarations cannot work ([`Domain::check`]): no
+    /// binary would start with it.
+    #[track_caller]
+    pub fn when_body(self, domain: &Domain, body: &str) -> Result<Then<T>, InvalidMessage> {
+        if let Err(err) = domain.check() {
+            panic!("{err}");
+        }
+        let event = domain.parse(body)?;
+        let mut slot = self.entity.map(AnyEntity::new);
+        let decision = match event.deduplicated() {
+            Some(effect) => Err(HandlerFault {
+                handler: effect.handler,
+                problem: "is a deduplicated effect: it has no entity to test".to_owned(),
+            }),
+            None => event.decide(&mut slot),
+        };
+        Ok(Then {
+            decision,
+            entity: slot.and_then(|entity| entity.get::<T>().cloned()),
+        })
     }
 }
 
