@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! rebuild --events-table NAME [--table NAME [--create-table]] [--endpoint-url URL]
+//! rebuild --events-table NAME --versions [--endpoint-url URL]
 //! ```
 //!
 //! Without `--table`, into an embedded table, printed at the end. Run against a
@@ -11,7 +12,14 @@
 //! a duplicate). Exit status: 0 when every event was applied (or a duplicate);
 //! 1 when a table cannot be used or an event was not done (its reason is
 //! printed); 2 for bad arguments or variables.
+//!
+//! With `--versions` it projects nothing: it counts the stored events of each
+//! type and version, one JSON line each (`{"type": "AccountOpened",
+//! "version": 1, "events": 3, "current": 2}`), then `{"streams": n,
+//! "events": n}`. An upcast from a version is needed as long as a line counts
+//! events of it; a version above `current` is one this build cannot read.
 
+use std::collections::BTreeMap;
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -44,6 +52,10 @@ struct Args {
     /// The DynamoDB endpoint, e.g. http://localhost:8000 for DynamoDB Local.
     #[arg(long, value_name = "URL")]
     endpoint_url: Option<String>,
+    /// Project nothing: count the stored events of each type and version
+    /// (which upcasts the store still needs).
+    #[arg(long, conflicts_with = "table")]
+    versions: bool,
 }
 
 /// What a rebuild did.
@@ -80,6 +92,9 @@ pub async fn rebuild(domain: Domain) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let events = EventStore::new(client.clone(), events_table, domain.clone());
+    if args.versions {
+        return print_versions(&name, &events, &domain).await;
+    }
     let done = match &args.table {
         Some(table) => {
             let ready = if args.create_table {
@@ -126,6 +141,89 @@ pub async fn rebuild(domain: Domain) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--versions`: the stored events counted per type and version, one JSON
+/// line each, then the totals.
+async fn print_versions(name: &str, events: &EventStore, domain: &Domain) -> ExitCode {
+    match count_versions(events).await {
+        Ok((streams, counted)) => {
+            let mut out = io::stdout().lock();
+            let total: u64 = counted.values().sum();
+            let lines = counted
+                .iter()
+                .map(|((event_type, version), count)| {
+                    serde_json::json!({
+                        "type": event_type,
+                        "version": version,
+                        "events": count,
+                        "current": domain.version(event_type),
+                    })
+                })
+                .chain([serde_json::json!({"streams": streams, "events": total})]);
+            for line in lines {
+                if let Err(err) = writeln!(out, "{line}") {
+                    eprintln!("{name}: cannot write the output: {err}");
+                    return ExitCode::FAILURE;
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("{name}: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The number of streams, and of events per type and version (the body's
+/// `version`, 1 when absent; `null` for a body whose version cannot be
+/// read), in the whole store.
+async fn count_versions(
+    events: &EventStore,
+) -> Result<(u64, BTreeMap<(String, Option<u16>), u64>), crate::store::StoreError> {
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        #[serde(rename = "type", default)]
+        event_type: Option<String>,
+        #[serde(default = "version_1")]
+        version: serde_json::Value,
+    }
+    fn version_1() -> serde_json::Value {
+        serde_json::Value::from(1)
+    }
+    let mut counted = BTreeMap::new();
+    let mut streams = 0;
+    let mut page = None;
+    loop {
+        let (heads, next) = events.streams(page.take()).await?;
+        for (stream, _) in heads {
+            streams += 1;
+            let mut after = 0;
+            loop {
+                let stored = events.read(&stream, after, 100).await?;
+                let Some(last) = stored.last() else { break };
+                after = last.sequence;
+                for event in &stored {
+                    let envelope = serde_json::from_str::<Envelope>(&event.body).ok();
+                    let version = envelope
+                        .as_ref()
+                        .and_then(|envelope| envelope.version.as_u64())
+                        .and_then(|version| u16::try_from(version).ok())
+                        .filter(|version| *version >= 1);
+                    let event_type = envelope
+                        .and_then(|envelope| envelope.event_type)
+                        .unwrap_or_else(|| event.event_type.clone());
+                    *counted.entry((event_type, version)).or_insert(0) += 1;
+                }
+            }
+        }
+        match next {
+            Some(next) => page = Some(next),
+            None => break,
+        }
+    }
+    Ok((streams, counted))
 }
 
 /// Every stream of the store (or only those of `only`, when it names any),
