@@ -11,12 +11,18 @@
 //! | `FeeCharged`     | a deduplicated effect: `ADD chargedCents` on the account's `FEES` item | [`on_fee_charged`] |
 //!
 //! Items, in one partition per account: `ACCOUNT#<accountId>` / `STATE`
-//! (`sequence`, `lastEventId`, `owner`, `balanceCents`) and
+//! (`sequence`, `lastEventId`, `owner`, `currency`, `balanceCents`) and
 //! `ACCOUNT#<accountId>` / `FEES` (`chargedCents`).
+//!
+//! `AccountOpened` and `AccountSnapshot` are at version 2: their `data`
+//! gained `currency`. A version-1 body (written before, and still in the
+//! event store) is upcast by [`in_euros`]: its accounts were all in euros.
 
 use sequence_guard::limits::{integer, non_negative, text};
+use sequence_guard::versions::Versions;
 use sequence_guard::{Counter, Decision, Domain, Entity, Events, Handling, Sequenced};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
 
 /// The account projection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,6 +31,8 @@ pub struct Account {
     pub sequence: u64,
     pub last_event_id: String,
     pub owner: String,
+    /// ISO 4217: `EUR`, `GBP`.
+    pub currency: String,
     pub balance_cents: i64,
 }
 
@@ -51,11 +59,13 @@ pub const FEES: Counter = Counter {
 /// The name `FeeCharged` events are deduplicated under.
 pub const FEES_HANDLER: &str = "FeesCharged";
 
-/// `AccountOpened` data.
+/// `AccountOpened` data, version 2 (version 1 had no `currency`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Opening {
     #[serde(deserialize_with = "text::<_, 1, 256>")]
     pub owner: String,
+    #[serde(deserialize_with = "currency")]
+    pub currency: String,
 }
 
 /// `MoneyDeposited` and `MoneyWithdrawn` data.
@@ -66,12 +76,15 @@ pub struct Amount {
     pub amount_cents: u64,
 }
 
-/// `AccountSnapshot` data: the whole state at the event's sequence.
+/// `AccountSnapshot` data: the whole state at the event's sequence,
+/// version 2 (version 1 had no `currency`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Snapshot {
     #[serde(deserialize_with = "text::<_, 1, 256>")]
     pub owner: String,
+    #[serde(deserialize_with = "currency")]
+    pub currency: String,
     #[serde(deserialize_with = "integer")]
     pub balance_cents: i64,
 }
@@ -108,6 +121,38 @@ impl Events for BankEvent {
             BankEvent::FeeCharged(fee) => on_fee_charged(fee),
         }
     }
+
+    /// Version 2 of the account's events carries its currency.
+    fn versions() -> Versions {
+        Versions::none()
+            .current("AccountOpened", 2)
+            .upcast("AccountOpened", 1, in_euros)
+            .current("AccountSnapshot", 2)
+            .upcast("AccountSnapshot", 1, in_euros)
+    }
+}
+
+/// The upcast of `AccountOpened` and `AccountSnapshot` from version 1 to 2:
+/// the accounts of version 1 are in euros. A `currency` a version-1 body
+/// carries is a field version 1 ignores, and is replaced.
+pub fn in_euros(mut data: Value) -> Result<Value, String> {
+    let Value::Object(fields) = &mut data else {
+        return Err("is not an object".to_owned());
+    };
+    fields.insert("currency".to_owned(), Value::from("EUR"));
+    Ok(data)
+}
+
+/// A currency: 3 upper-case ASCII letters (ISO 4217's code).
+fn currency<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    let code = String::deserialize(deserializer)?;
+    if code.len() == 3 && code.bytes().all(|b| b.is_ascii_uppercase()) {
+        Ok(code)
+    } else {
+        Err(serde::de::Error::custom(
+            "must be 3 upper-case letters (an ISO 4217 code: EUR)",
+        ))
+    }
 }
 
 /// The bank, registered.
@@ -126,6 +171,7 @@ pub fn on_account_opened(account: &mut Option<Account>, event: &Sequenced<Openin
         sequence: event.sequence,
         last_event_id: event.event_id.clone(),
         owner: event.data.owner.clone(),
+        currency: event.data.currency.clone(),
         balance_cents: 0,
     });
     Decision::Applied
@@ -170,6 +216,7 @@ pub fn from_snapshot(event: &Sequenced<Snapshot>) -> Account {
         sequence: event.sequence,
         last_event_id: event.event_id.clone(),
         owner: event.data.owner.clone(),
+        currency: event.data.currency.clone(),
         balance_cents: event.data.balance_cents,
     }
 }
@@ -189,6 +236,7 @@ mod tests {
             sequence,
             last_event_id: format!("e{sequence}"),
             owner: "Ada".into(),
+            currency: "EUR".into(),
             balance_cents,
         }
     }
@@ -226,6 +274,7 @@ mod tests {
         let snapshot = |balance_cents| {
             BankEvent::AccountSnapshot(Snapshot {
                 owner: "Ada".into(),
+                currency: "EUR".into(),
                 balance_cents,
             })
         };
@@ -244,6 +293,7 @@ mod tests {
     fn opening_an_existing_account_is_a_duplicate() {
         let open = BankEvent::AccountOpened(Opening {
             owner: "Bob".into(),
+            currency: "EUR".into(),
         });
         given(Some(at(3, 100)))
             .when("e1", "acct-1", 1, open.clone())
@@ -252,10 +302,140 @@ mod tests {
             sequence: 1,
             last_event_id: "e1".into(),
             owner: "Bob".into(),
+            currency: "EUR".into(),
             balance_cents: 0,
         };
         given(None::<Account>)
             .when("e1", "acct-1", 1, open)
             .then(Decision::Applied, Some(opened));
+    }
+
+    fn opened(currency: &str) -> Account {
+        Account {
+            sequence: 1,
+            last_event_id: "e1".into(),
+            owner: "Ada".into(),
+            currency: currency.into(),
+            balance_cents: 0,
+        }
+    }
+
+    /// An `AccountOpened` body at `version` (none: the field absent).
+    fn opening(version: Option<u16>, data: &str) -> String {
+        let version = version.map_or(String::new(), |v| format!(r#""version":{v},"#));
+        format!(
+            r#"{{"eventId":"e1","type":"AccountOpened","aggregateId":"acct-1","sequence":1,{version}"data":{data}}}"#
+        )
+    }
+
+    #[test]
+    fn both_versions_of_account_opened_are_read() {
+        let domain = domain();
+        assert_eq!(domain.check(), Ok(()));
+        assert_eq!(
+            (
+                domain.version("AccountOpened"),
+                domain.version("AccountSnapshot"),
+                domain.version("MoneyDeposited")
+            ),
+            (2, 2, 1)
+        );
+        for body in [
+            opening(None, r#"{"owner":"Ada"}"#),
+            opening(Some(1), r#"{"owner":"Ada"}"#),
+            // A field version 1 does not have is ignored, as it always was.
+            opening(None, r#"{"owner":"Ada","currency":"usd"}"#),
+        ] {
+            given(None::<Account>)
+                .when_body(&domain, &body)
+                .expect("version 1, upcast")
+                .then(Decision::Applied, Some(opened("EUR")));
+        }
+        given(None::<Account>)
+            .when_body(
+                &domain,
+                &opening(Some(2), r#"{"owner":"Ada","currency":"GBP"}"#),
+            )
+            .expect("version 2")
+            .then(Decision::Applied, Some(opened("GBP")));
+    }
+
+    #[test]
+    fn a_version_2_body_is_held_to_its_currency_and_version_3_is_not_known() {
+        let domain = domain();
+        let refused = |body: String| {
+            given(None::<Account>)
+                .when_body(&domain, &body)
+                .err()
+                .map(|err| err.to_string())
+        };
+        for currency in ["\"eur\"", "\"EURO\"", "\"E1R\"", "978"] {
+            let data = format!(r#"{{"owner":"Ada","currency":{currency}}}"#);
+            let expected = if currency == "978" {
+                "field `data.currency` must be a string, got a number"
+            } else {
+                "field `data.currency` must be 3 upper-case letters (an ISO 4217 code: EUR)"
+            };
+            assert_eq!(refused(opening(Some(2), &data)).as_deref(), Some(expected));
+        }
+        assert_eq!(
+            refused(opening(Some(2), r#"{"owner":"Ada"}"#)).as_deref(),
+            Some("missing field `data.currency`")
+        );
+        assert_eq!(
+            refused(opening(Some(3), r#"{"owner":"Ada","currency":"EUR"}"#)).as_deref(),
+            Some(
+                "field `version` names AccountOpened version 3, newer than this consumer knows (2)"
+            )
+        );
+        // A type still at version 1 knows no version 2.
+        let deposit = r#"{"eventId":"e2","type":"MoneyDeposited","aggregateId":"acct-1","sequence":2,"version":2,"data":{"amountCents":5}}"#;
+        assert_eq!(
+            refused(deposit.to_owned()).as_deref(),
+            Some(
+                "field `version` names MoneyDeposited version 2, newer than this consumer knows (1)"
+            )
+        );
+    }
+
+    #[test]
+    fn a_version_1_snapshot_is_in_euros() {
+        let domain = domain();
+        let snapshot = |version: &str, data: &str| {
+            format!(
+                r#"{{"eventId":"e5","type":"AccountSnapshot","aggregateId":"acct-1","sequence":5,{version}"data":{data}}}"#
+            )
+        };
+        let at_5 = |currency: &str| Account {
+            sequence: 5,
+            last_event_id: "e5".into(),
+            currency: currency.into(),
+            ..at(5, 900)
+        };
+        given(Some(at(2, 100)))
+            .when_body(
+                &domain,
+                &snapshot("", r#"{"owner":"Ada","balanceCents":900}"#),
+            )
+            .expect("version 1")
+            .then(Decision::Applied, Some(at_5("EUR")));
+        given(Some(at(2, 100)))
+            .when_body(
+                &domain,
+                &snapshot(
+                    r#""version":2,"#,
+                    r#"{"owner":"Ada","currency":"CHF","balanceCents":900}"#,
+                ),
+            )
+            .expect("version 2")
+            .then(Decision::Applied, Some(at_5("CHF")));
+    }
+
+    #[test]
+    fn the_upcast_sets_euros_and_nothing_else() {
+        assert_eq!(
+            in_euros(serde_json::json!({"owner": "Ada", "balanceCents": 5})),
+            Ok(serde_json::json!({"owner": "Ada", "currency": "EUR", "balanceCents": 5}))
+        );
     }
 }

@@ -11,11 +11,12 @@ const SCRIPT: &str = concat!(
     "/../../scripts/dynamodb-local.sh"
 );
 
-const SAMPLES: [&str; 4] = [
+const SAMPLES: [&str; 5] = [
     "events/01-accounts-opened-and-moved.json",
     "events/02-gap-parked.json",
     "events/03-gap-closed.json",
     "events/04-snapshot-out-of-order.json",
+    "events/05-version-2.json",
 ];
 
 fn run(exe: &str, args: &[&str]) -> (i32, String, String) {
@@ -44,9 +45,14 @@ fn bank_replay_tells_the_story_on_the_embedded_table() {
         "parked  acct-2 seq 3 (waiting for 2; 1 parked on it)",
         "drained acct-2 seq 3 MoneyDeposited",
         "acct-3  seq 5  AccountSnapshot  applied",
-        "account acct-1       sequence 3   balanceCents 75000 owner \"Ada Lovelace\"",
-        "account acct-3       sequence 6   balanceCents 60000 owner \"Grace Hopper\"",
+        // Version 1 bodies, upcast: in euros.
+        "account acct-1       sequence 3   balanceCents 75000 currency \"EUR\" owner \"Ada Lovelace\"",
+        "account acct-3       sequence 6   balanceCents 60000 currency \"EUR\" owner \"Grace Hopper\"",
         "fees    acct-1       chargedCents 500",
+        // Version 2 bodies, and a version 1 one among them.
+        "account acct-4       sequence 2   balanceCents 30000 currency \"GBP\" owner \"Ada Byron\"",
+        "account acct-5       sequence 4   balanceCents 12000 currency \"CHF\" owner \"Alan Turing\"",
+        "account acct-6       sequence 1   balanceCents 0 currency \"EUR\" owner \"Edsger Dijkstra\"",
     ] {
         assert!(stdout.contains(line), "{line} missing:\n{stdout}");
     }

@@ -1,7 +1,8 @@
 //! The bank on DynamoDB Local, through sequence-guard's runner: its sample
 //! events tell a story with a creation, the guard, a deduplicated fee, a
-//! parked gap drained when the missing deposit lands, and a snapshot that
-//! arrives before the events it covers.
+//! parked gap drained when the missing deposit lands, a snapshot that
+//! arrives before the events it covers, and bodies of both versions of
+//! `AccountOpened` and `AccountSnapshot` (version 1 in euros).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -120,6 +121,7 @@ async fn the_bank_story_on_dynamodb_local() {
         item(&store, "ACCOUNT#acct-1", "STATE").await,
         [
             ("balanceCents".to_owned(), n(75_000)),
+            ("currency".to_owned(), s("EUR")),
             ("lastEventId".to_owned(), s("acct-1-3")),
             ("owner".to_owned(), s("Ada Lovelace")),
             ("pk".to_owned(), s("ACCOUNT#acct-1")),
@@ -190,6 +192,28 @@ async fn the_bank_story_on_dynamodb_local() {
         (6, 60_000, "Grace Hopper")
     );
     assert_eq!(acct_3.last_event_id, "acct-3-6");
+
+    // Version 2 bodies (and a version 1 one) side by side: each account in
+    // its currency, the version 1 one in euros.
+    let report = run(&runner, include_str!("../events/05-version-2.json")).await;
+    assert_eq!(outcomes(&report), [Applied, Applied, Applied, Applied]);
+    let currency = |account: Option<Account>| account.map(|account| account.currency);
+    assert_eq!(
+        currency(account(&store, "acct-3").await).as_deref(),
+        Some("EUR")
+    );
+    assert_eq!(
+        currency(account(&store, "acct-4").await).as_deref(),
+        Some("GBP")
+    );
+    assert_eq!(
+        currency(account(&store, "acct-5").await).as_deref(),
+        Some("CHF")
+    );
+    assert_eq!(
+        currency(account(&store, "acct-6").await).as_deref(),
+        Some("EUR")
+    );
 }
 
 /// The whole story again: everything already applied is a duplicate, and
@@ -203,6 +227,7 @@ async fn redelivering_every_sample_changes_nothing() {
         include_str!("../events/02-gap-parked.json"),
         include_str!("../events/03-gap-closed.json"),
         include_str!("../events/04-snapshot-out-of-order.json"),
+        include_str!("../events/05-version-2.json"),
     ];
     for sample in samples {
         run(&runner, sample).await;
