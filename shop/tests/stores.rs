@@ -818,7 +818,15 @@ async fn dynamodb_items_have_the_contract_layout() {
         parked_sample.records[0].message_id
     );
     assert_eq!(n(&pending, "parkedAt"), since);
-    let index = item("PARKED".into(), "ORDER#order-100").await;
+    // The index's entry, in one of its 16 shards.
+    let entries = index_entries(&store, "ORDER#order-100").await;
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let index = entries[0].clone();
+    let shard = s(&index, "pk");
+    assert!(
+        shard.len() == "PARKED#0".len() && shard.starts_with("PARKED#"),
+        "{shard}"
+    );
     assert_eq!(names(&index), ["parkedSince", "pk", "sk"]);
     assert_eq!(n(&index, "parkedSince"), since);
 
@@ -847,17 +855,135 @@ async fn dynamodb_items_have_the_contract_layout() {
     assert_eq!(names(&conflict), ["body", "pk", "seenAt", "sk"]);
     assert_eq!(Some(s(&conflict, "body")), closing.records[1].body.clone());
     assert!(n(&conflict, "seenAt") >= before as i64);
-    let gone = store
+    assert!(
+        index_entries(&store, "ORDER#order-100").await.is_empty(),
+        "out of the index once drained"
+    );
+}
+
+/// The entries of the index of parked entities (any shard, or the one
+/// partition of the earlier release) whose sort key is `sk`.
+async fn index_entries(
+    store: &sequence_guard::store::dynamodb::DynamoStore,
+    sk: &str,
+) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+    use aws_sdk_dynamodb::types::AttributeValue;
+
+    let scan = store
         .client()
-        .get_item()
+        .scan()
         .table_name(store.table())
-        .key("pk", AttributeValue::S("PARKED".into()))
-        .key("sk", AttributeValue::S("ORDER#order-100".into()))
+        .filter_expression("begins_with(pk, :index) AND sk = :sk")
+        .expression_attribute_values(":index", AttributeValue::S("PARKED".into()))
+        .expression_attribute_values(":sk", AttributeValue::S(sk.into()))
         .consistent_read(true)
         .send()
         .await
-        .expect("GetItem");
-    assert!(gone.item.is_none(), "out of the index once drained");
+        .expect("Scan");
+    scan.items.unwrap_or_default()
+}
+
+/// Entries an earlier release wrote in the index's one partition `PARKED`
+/// are moved to their shard by the sweep, with their entity's own
+/// `parkedSince`; one whose entity has nothing parked any more is deleted.
+#[tokio::test]
+async fn the_sweep_moves_entries_of_the_one_partition_index_to_their_shards() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+
+    let store = fresh_table().await;
+    let runner = Runner::new(shop::domain(), store.clone(), RunnerConfig::default());
+    let order = |id: &str, sequence: u64, receives: u32| {
+        let mut message = support::message(
+            &format!("{id}-{sequence}"),
+            id,
+            &support::order_event(
+                if sequence == 1 {
+                    "OrderCreated"
+                } else {
+                    "OrderUpdated"
+                },
+                id,
+                sequence,
+                &format!("{id}-{sequence}"),
+            ),
+        );
+        message
+            .attributes
+            .insert("ApproximateReceiveCount".into(), receives.to_string());
+        message
+    };
+    let parked_at = now() - 600;
+    let at = |now| Invocation {
+        deadline: None,
+        now,
+    };
+    for id in ["old-1", "old-2"] {
+        runner
+            .run(&support::batch(vec![order(id, 1, 1)]), at(parked_at))
+            .await
+            .expect("run");
+        runner
+            .run(&support::batch(vec![order(id, 3, 3)]), at(parked_at))
+            .await
+            .expect("run");
+    }
+    // As the earlier release left them: the entries in `PARKED`, and old-2's
+    // gap closed since (its entity has nothing parked, its entry stale).
+    for id in ["old-1", "old-2"] {
+        let pk = format!("ORDER#{id}");
+        let entry = index_entries(&store, &pk).await.remove(0);
+        store
+            .client()
+            .delete_item()
+            .table_name(store.table())
+            .set_key(Some(
+                entry
+                    .iter()
+                    .filter(|(name, _)| *name == "pk" || *name == "sk")
+                    .map(|(name, value)| (name.clone(), value.clone()))
+                    .collect(),
+            ))
+            .send()
+            .await
+            .expect("DeleteItem");
+        store
+            .client()
+            .put_item()
+            .table_name(store.table())
+            .item("pk", AttributeValue::S("PARKED".into()))
+            .item("sk", AttributeValue::S(pk))
+            .item("parkedSince", AttributeValue::N(parked_at.to_string()))
+            .send()
+            .await
+            .expect("PutItem");
+    }
+    runner
+        .run(&support::batch(vec![order("old-2", 2, 1)]), at(parked_at))
+        .await
+        .expect("run");
+
+    let report = sequence_guard::sweep::sweep(&runner, at(now()))
+        .await
+        .expect("sweep");
+    assert_eq!(report.entities, 1, "{report:?}");
+    assert_eq!(report.longest[0].key, EntityKey::of::<Order>("old-1"));
+    assert!(report.longest[0].parked_for_seconds >= 600);
+    let old_1 = index_entries(&store, "ORDER#old-1").await;
+    assert_eq!(old_1.len(), 1, "{old_1:?}");
+    assert_ne!(
+        old_1[0].get("pk"),
+        Some(&AttributeValue::S("PARKED".into()))
+    );
+    assert_eq!(
+        old_1[0].get("parkedSince"),
+        Some(&AttributeValue::N(parked_at.to_string()))
+    );
+    assert!(index_entries(&store, "ORDER#old-2").await.is_empty());
+    // Moved once: the next sweep finds the same.
+    let again = sequence_guard::sweep::sweep(&runner, at(now()))
+        .await
+        .expect("sweep");
+    assert_eq!(again.entities, 1);
 }
 
 /// DynamoDB's ValidationException (here: an item over 400 KB, as unbounded

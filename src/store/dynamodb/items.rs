@@ -22,37 +22,6 @@ pub(super) const CONFLICT_PREFIX: &str = "CONFLICT#";
 /// The entity item's number set of parked sequences, and since when it has any.
 pub(super) const PARKED: &str = "parked";
 pub(super) const PARKED_SINCE: &str = "parkedSince";
-/// The partition of the parked-entity index.
-pub(super) const PARKED_INDEX: &str = "PARKED";
-
-/// The most bytes DynamoDB takes in a sort key.
-const MAX_SORT_KEY_BYTES: usize = 1024;
-/// The entity's `pk` on an entry of the index whose sort key is its digest.
-pub(super) const INDEXED_PK: &str = "entity";
-
-/// The key of an entity's entry in the index of parked entities: `PARKED`
-/// and the entity's `pk`; for a `pk` longer than a sort key may be (an
-/// aggregate id of 256 four-byte characters), `#` and its digest, with the
-/// `pk` itself in [`INDEXED_PK`] (no kind starts with `#`).
-pub(super) fn parked_index_key(pk: &str) -> (Item, Option<AttributeValue>) {
-    if pk.len() <= MAX_SORT_KEY_BYTES {
-        (item_key(PARKED_INDEX.to_owned(), pk.to_owned()), None)
-    } else {
-        let sk = format!("#{}", crate::digest::digest(pk));
-        (
-            item_key(PARKED_INDEX.to_owned(), sk),
-            Some(AttributeValue::S(pk.to_owned())),
-        )
-    }
-}
-
-/// The entity's `pk` an entry of the index of parked entities stands for.
-pub(super) fn indexed_pk(entry: &Item) -> Option<String> {
-    match entry.get(INDEXED_PK).or_else(|| entry.get("sk")) {
-        Some(AttributeValue::S(pk)) => Some(pk.clone()),
-        _ => None,
-    }
-}
 
 pub(super) fn pending_sk(sequence: u64) -> String {
     format!("{PENDING_PREFIX}{sequence:020}")

@@ -8,7 +8,7 @@
 //! | parked event | the entity's pk | `PENDING#<sequence, 20 digits>` |
 //! | conflict | the entity's pk   | `CONFLICT#<sequence, 20 digits>#<eventId>` |
 //!
-//! | parked-entity index | `PARKED` | the entity's pk |
+//! | parked-entity index | `PARKED#<0-f>` (a shard) | the entity's pk |
 //!
 //! An entity item also holds `parked` (a number set: the sequences parked on
 //! it) and `parkedSince` while it has any; an item with only those is not
@@ -22,6 +22,7 @@
 //! | `items.rs` | the item layout: keys, attributes, items to and from entities (serde_dynamo) |
 //! | `expression.rs` | update and condition expressions; a commit's conditional update |
 //! | `errors.rs` | DynamoDB's errors as the store's (refusals for good apart) |
+//! | `parked_index.rs` | the index of parked entities, spread over 16 partitions |
 //! | `admin.rs` | the table itself: connect, create if missing, check |
 
 #[cfg(feature = "test-support")]
@@ -44,6 +45,7 @@ mod admin;
 pub(crate) mod errors;
 mod expression;
 mod items;
+mod parked_index;
 mod xray;
 
 pub use admin::{
@@ -54,8 +56,8 @@ use expression::*;
 use items::*;
 
 use super::{
-    Added, Addition, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEntity, ParkedEvent,
-    ParkedPage, Store, StoreError, Stored,
+    Added, Addition, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, ParkedPage,
+    Store, StoreError, Stored,
 };
 use crate::entity::EntityKey;
 use crate::handling::Counter;
@@ -446,19 +448,14 @@ impl Store for DynamoStore {
         }
         if commit.changes_parking() {
             // The entity's entry in the index of parked entities.
-            let (key, long_pk) = parked_index_key(&pk);
+            let (key, long_pk) = parked_index::entry_key(&pk);
             let item = if commit.parked_after().is_empty() {
-                let delete = Delete::builder()
-                    .table_name(&self.table)
-                    .set_key(Some(key))
-                    .build()
-                    .map_err(transaction)?;
-                TransactWriteItem::builder().delete(delete).build()
+                self.delete(key)?
             } else {
                 let mut expression = Expression::default();
                 expression.set_if_absent(PARKED_SINCE, AttributeValue::N(commit.now.to_string()));
                 if let Some(long_pk) = long_pk {
-                    expression.set(INDEXED_PK, long_pk);
+                    expression.set(parked_index::INDEXED_PK, long_pk);
                 }
                 self.update(key, &expression)?
             };
@@ -540,37 +537,7 @@ impl Store for DynamoStore {
         after: Option<&str>,
         limit: usize,
     ) -> Result<ParkedPage, StoreError> {
-        let start = after.map(|sk| item_key(PARKED_INDEX.to_owned(), sk.to_owned()));
-        let limit = i32::try_from(limit.max(1)).unwrap_or(i32::MAX);
-        let (items, next) = self.query_page(PARKED_INDEX, start, Some(limit)).await?;
-        let mut page = ParkedPage::default();
-        for item in items {
-            let Some(entity_pk) = indexed_pk(&item) else {
-                continue;
-            };
-            let since = match item.get(PARKED_SINCE) {
-                Some(AttributeValue::N(number)) => number.parse().ok(),
-                _ => None,
-            };
-            let Some(since) = since else {
-                // Damaged by hand: the entity's own item still lists its
-                // parked events; one bad entry does not hide the others.
-                tracing::error!(
-                    entry = %entity_pk,
-                    "an entry of the index of parked entities has no readable parkedSince: skipped"
-                );
-                continue;
-            };
-            page.entities.push(ParkedEntity {
-                pk: entity_pk,
-                since,
-            });
-        }
-        page.next = match next.as_ref().and_then(|last| last.get("sk")) {
-            Some(AttributeValue::S(sk)) => Some(sk.clone()),
-            _ => None,
-        };
-        Ok(page)
+        self.parked_page(after, limit).await
     }
 
     async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {
