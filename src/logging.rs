@@ -28,10 +28,27 @@ pub fn init_with_writer<W>(writer: W)
 where
     W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
 {
+    init_at(writer, LevelFilter::INFO);
+}
+
+/// The subscriber of the local tools (`replay`, `rebuild`, `verify`,
+/// `resend`): to stderr, so that their own output stays clean, and silent
+/// unless `RUST_LOG` (or `AWS_LAMBDA_LOG_LEVEL`) asks for lines: their output
+/// tells every outcome already; `RUST_LOG=warn` adds the runner's and the
+/// sweep's warnings as the function logs them.
+pub fn init_local() {
+    init_at(std::io::stderr, LevelFilter::OFF);
+}
+
+fn init_at<W>(writer: W, default: LevelFilter)
+where
+    W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
+{
     let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
     let filter = level_filter(
         std::env::var("AWS_LAMBDA_LOG_LEVEL").ok().as_deref(),
         std::env::var("RUST_LOG").ok().as_deref(),
+        default,
     );
     let no_data = filter_fn(|metadata| {
         *metadata.level() <= Level::INFO
@@ -53,9 +70,13 @@ where
 }
 
 /// The filter of the level variables: Lambda's level first (its `FATAL`
-/// is `ERROR` here), then `RUST_LOG`'s directives, else `INFO`.
-fn level_filter(lambda_level: Option<&str>, rust_log: Option<&str>) -> EnvFilter {
-    let builder = EnvFilter::builder().with_default_directive(LevelFilter::INFO.into());
+/// is `ERROR` here), then `RUST_LOG`'s directives, else `default`.
+fn level_filter(
+    lambda_level: Option<&str>,
+    rust_log: Option<&str>,
+    default: LevelFilter,
+) -> EnvFilter {
+    let builder = EnvFilter::builder().with_default_directive(default.into());
     match lambda_level
         .map(str::trim)
         .filter(|level| !level.is_empty())
@@ -79,23 +100,23 @@ mod tests {
     #[test]
     fn lambdas_level_comes_first_then_rust_log_then_info() {
         assert_eq!(
-            level_filter(Some("TRACE"), Some("warn")).max_level_hint(),
+            level_filter(Some("TRACE"), Some("warn"), LevelFilter::INFO).max_level_hint(),
             Some(LevelFilter::TRACE)
         );
         assert_eq!(
-            level_filter(Some("FATAL"), None).max_level_hint(),
+            level_filter(Some("FATAL"), None, LevelFilter::INFO).max_level_hint(),
             Some(LevelFilter::ERROR)
         );
         assert_eq!(
-            level_filter(None, Some("debug")).max_level_hint(),
+            level_filter(None, Some("debug"), LevelFilter::INFO).max_level_hint(),
             Some(LevelFilter::DEBUG)
         );
         assert_eq!(
-            level_filter(None, None).max_level_hint(),
+            level_filter(None, None, LevelFilter::INFO).max_level_hint(),
             Some(LevelFilter::INFO)
         );
         assert_eq!(
-            level_filter(Some("nonsense"), None).max_level_hint(),
+            level_filter(Some("nonsense"), None, LevelFilter::INFO).max_level_hint(),
             Some(LevelFilter::INFO)
         );
     }

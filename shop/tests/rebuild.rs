@@ -169,7 +169,7 @@ async fn a_rebuilt_projection_equals_the_live_one_and_a_second_rebuild_changes_n
     for line in [
         "order   order-1      sequence 6   totalCents 104    status CANCELLED",
         "product product-2    sequence 5   priceCents 14",
-        "stock   SKU-B        onHand 10",
+        "sku     SKU-B        onHand 10",
     ] {
         assert!(stdout.contains(line), "{line} missing:\n{stdout}");
     }

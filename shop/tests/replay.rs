@@ -36,7 +36,17 @@ fn replaying_every_sample_on_the_embedded_table_tells_the_story() {
     let args: Vec<&str> = files.iter().map(String::as_str).collect();
     let (code, stdout, stderr) = replay(&args);
     assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.is_empty(), "its output tells it all: {stderr}");
     assert_eq!(stdout.matches("== events/").count(), files.len());
+    // The runner's and the sweep's log lines, as the function logs them, on stderr.
+    let (code, logged_stdout, logged) = replay_with(&args, &[("RUST_LOG", "warn")]);
+    assert_eq!(code, 0, "{logged}");
+    assert_eq!(logged_stdout, stdout, "the output is the same");
+    assert!(
+        logged.contains("WARN") && logged.contains("message failed") && logged.contains("gap"),
+        "{logged}"
+    );
+    assert!(!logged.contains("INFO"), "{logged}");
     assert!(
         stdout.contains("gap (gap: the entity is at sequence 3, waiting for 4)"),
         "{stdout}"
@@ -49,7 +59,7 @@ fn replaying_every_sample_on_the_embedded_table_tells_the_story() {
         stdout.contains("order   order-42     sequence 6   totalCents 2000   status CANCELLED"),
         "{stdout}"
     );
-    assert!(stdout.contains("stock   SKU-LAMP     onHand 7"), "{stdout}");
+    assert!(stdout.contains("sku     SKU-LAMP     onHand 7"), "{stdout}");
     assert!(
         stdout.contains("  parked  order-100 seq 5, 6 (waiting for 4; 2 parked on it)"),
         "{stdout}"

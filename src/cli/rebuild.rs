@@ -75,6 +75,8 @@ pub async fn rebuild(domain: Domain) -> ExitCode {
     if let Some(code) = super::refused("rebuild", &domain) {
         return code;
     }
+    // Warnings (the runner's, the sweep's) to stderr; RUST_LOG for more.
+    crate::logging::init_local();
     let (name, args) = arguments::<Args>("rebuild");
     let Some(events_table) = events_table(&name, args.events_table, "--events-table") else {
         return ExitCode::from(2);
@@ -114,7 +116,9 @@ pub async fn rebuild(domain: Domain) -> ExitCode {
             let done = project(&name, &events, &runner, &[]).await;
             if done.is_ok() {
                 let mut out = io::stdout().lock();
-                if let Err(err) = super::replay::print_state(&mut out, runner.store()) {
+                if let Err(err) =
+                    super::replay::print_state(&mut out, runner.domain(), runner.store())
+                {
                     eprintln!("{name}: cannot write the output: {err}");
                 }
             }

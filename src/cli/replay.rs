@@ -31,6 +31,8 @@ Examples:
       the whole story, on an embedded table (no AWS, no Docker)
   GAP_POLICY=retry replay events/*.json
       the same story, its gaps retried instead of parked
+  RUST_LOG=warn replay events/*.json
+      with the runner's and the sweep's warnings, as the function logs them (stderr)
   replay --endpoint-url http://localhost:8000 --table sequence-guard --create-table events/*.json
       on DynamoDB Local (scripts/dynamodb-local.sh run 8000)
   replay --table my-table events/01-*.json
@@ -75,6 +77,8 @@ pub async fn replay(domain: Domain) -> ExitCode {
     if let Some(code) = super::refused("replay", &domain) {
         return code;
     }
+    // Warnings (the runner's, the sweep's) to stderr; RUST_LOG for more.
+    crate::logging::init_local();
     let (name, args) = arguments::<Args>("replay");
     // The same variables as the function (GAP_POLICY, PARK_AFTER_RECEIVES, ...).
     let config = match crate::config::runner_from_env() {
@@ -120,7 +124,7 @@ pub async fn replay(domain: Domain) -> ExitCode {
             run_all(&mut out, &runner, &inputs)
                 .await
                 .and_then(|failed| {
-                    print_state(&mut out, runner.store())?;
+                    print_state(&mut out, runner.domain(), runner.store())?;
                     Ok(failed)
                 })
         }
@@ -351,7 +355,13 @@ fn print_sweep(out: &mut impl Write, report: &SweepReport) -> io::Result<()> {
     )
 }
 
-pub(super) fn print_state(out: &mut impl Write, store: &MemoryStore) -> io::Result<()> {
+/// The embedded table: each entity and counter, named as `inspect` takes
+/// them, and what is parked.
+pub(super) fn print_state(
+    out: &mut impl Write,
+    domain: &Domain,
+    store: &MemoryStore,
+) -> io::Result<()> {
     writeln!(out, "\nEmbedded table:")?;
     let entities = store.entities();
     let counters = store.counters();
@@ -373,7 +383,7 @@ pub(super) fn print_state(out: &mut impl Write, store: &MemoryStore) -> io::Resu
         writeln!(
             out,
             "  {:<7} {id:<12} {} {value}",
-            counter.label(),
+            domain.counter_name(counter),
             counter.attribute
         )?;
     }

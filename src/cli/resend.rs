@@ -129,6 +129,8 @@ pub async fn resend(domain: Domain) -> ExitCode {
     if let Some(code) = super::refused("resend", &domain) {
         return code;
     }
+    // Warnings (the runner's, the sweep's) to stderr; RUST_LOG for more.
+    crate::logging::init_local();
     let (name, args) = arguments::<Args>("resend");
     let from = args.from.unwrap_or(1);
     let to = args.to.unwrap_or(MAX_SEQUENCE);

@@ -86,6 +86,8 @@ pub async fn verify(domain: Domain) -> ExitCode {
     if let Some(code) = super::refused("verify", &domain) {
         return code;
     }
+    // Warnings (the runner's, the sweep's) to stderr; RUST_LOG for more.
+    crate::logging::init_local();
     let (name, args) = arguments::<Args>("verify");
     let Some(events_table) = events_table(&name, args.events_table, "--events-table") else {
         return ExitCode::from(2);
