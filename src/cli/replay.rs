@@ -77,7 +77,7 @@ pub async fn replay(domain: Domain) -> ExitCode {
     if let Some(code) = super::refused("replay", &domain) {
         return code;
     }
-    // Warnings (the runner's, the sweep's) to stderr; RUST_LOG for more.
+    // The runner's and the sweep's log lines, to stderr, when RUST_LOG asks.
     crate::logging::init_local();
     let (name, args) = arguments::<Args>("replay");
     // The same variables as the function (GAP_POLICY, PARK_AFTER_RECEIVES, ...).

@@ -129,7 +129,7 @@ pub async fn resend(domain: Domain) -> ExitCode {
     if let Some(code) = super::refused("resend", &domain) {
         return code;
     }
-    // Warnings (the runner's, the sweep's) to stderr; RUST_LOG for more.
+    // The runner's and the sweep's log lines, to stderr, when RUST_LOG asks.
     crate::logging::init_local();
     let (name, args) = arguments::<Args>("resend");
     let from = args.from.unwrap_or(1);

@@ -86,7 +86,7 @@ pub async fn verify(domain: Domain) -> ExitCode {
     if let Some(code) = super::refused("verify", &domain) {
         return code;
     }
-    // Warnings (the runner's, the sweep's) to stderr; RUST_LOG for more.
+    // The runner's and the sweep's log lines, to stderr, when RUST_LOG asks.
     crate::logging::init_local();
     let (name, args) = arguments::<Args>("verify");
     let Some(events_table) = events_table(&name, args.events_table, "--events-table") else {
