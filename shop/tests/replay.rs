@@ -343,3 +343,59 @@ fn a_failed_invocation_exits_1() {
     );
     assert!(stderr.contains("1 message was not done"), "{stderr}");
 }
+
+/// Bare event bodies (one JSON object, or JSON lines) are wrapped as the
+/// SQS records Lambda would deliver, ten to a batch, in order.
+#[test]
+fn bare_event_bodies_are_replayed_as_sqs_records() {
+    let dir = std::env::temp_dir().join(format!("replay-bodies-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let body = |sequence: u64| {
+        let event_type = if sequence == 1 {
+            "OrderCreated"
+        } else {
+            "OrderUpdated"
+        };
+        format!(
+            r#"{{"eventId":"e-{sequence}","type":"{event_type}","aggregateId":"o-1","sequence":{sequence},"data":{{"customerName":"C","email":"c@example.com","totalCents":{sequence}}}}}"#
+        )
+    };
+    // Twelve events, 7 missing: two batches, the gap failing its stream's rest.
+    let lines: Vec<String> = (1..=13).filter(|n| *n != 7).map(body).collect();
+    let jsonl = dir.join("orders.jsonl");
+    std::fs::write(&jsonl, lines.join("\n") + "\n\n").expect("write");
+    let single = dir.join("one.json");
+    std::fs::write(&single, format!("{}\n", body(7))).expect("write");
+    let (jsonl, single) = (jsonl.display().to_string(), single.display().to_string());
+
+    let (code, stdout, stderr) = replay(&[&jsonl]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains(", batch 1 (10 messages)") && stdout.contains(", batch 2 (2 messages)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("body-7   o-1  seq 8 ")
+            && stdout.contains("gap (gap: the entity is at sequence 6, waiting for 7)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("order   o-1          sequence 6 "),
+        "{stdout}"
+    );
+
+    // The missing one alone, then the rest again: applied in order.
+    let (code, stdout, stderr) = replay(&[&jsonl, &single, &jsonl]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("order   o-1          sequence 13 "),
+        "{stdout}"
+    );
+
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, format!("{}\n[1]\n", body(1))).expect("write");
+    let (code, _, stderr) = replay(&[&bad.display().to_string()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("line 2 is not a JSON object"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,7 +1,11 @@
 //! `replay`: runs sample events through the projector's runner, locally.
 //!
-//! Each FILE is an SQS event as Lambda delivers it (one invocation), or a
-//! scheduled event as EventBridge sends it (a sweep of parked events). By
+//! Each FILE is an SQS event as Lambda delivers it (one invocation), a
+//! scheduled event as EventBridge sends it (a sweep of parked events), or
+//! bare event bodies (one JSON object, or one a line) wrapped as the SQS
+//! records Lambda would deliver (message ids `body-<n>`, the stream as the
+//! group, the dispatcher's deduplication id, a first delivery), ten to a
+//! batch. By
 //! default on an embedded in-memory table, carried from file to file; with
 //! `--table`, on DynamoDB (`--endpoint-url` for DynamoDB Local). Prints each
 //! message's outcome, the events parked and drained, and the batch
@@ -12,7 +16,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use aws_lambda_events::event::sqs::SqsEvent;
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use clap::Parser;
 use serde_json::Value;
 
@@ -48,8 +52,9 @@ an invocation failed as a whole; 2 for bad arguments, files or variables.";
 #[command(name = "replay", version, after_help = EXAMPLES)]
 struct Args {
     /// SQS events as Lambda delivers them (`{"Records": [...]}`), each run
-    /// as one invocation, or scheduled events (`"source": "aws.events"`),
-    /// each run as a sweep of parked events.
+    /// as one invocation; scheduled events (`"source": "aws.events"`), each
+    /// run as a sweep of parked events; or bare event bodies (one JSON
+    /// object, or JSON lines), wrapped as SQS records ten to a batch.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Run on this DynamoDB table instead of the embedded one (credentials
@@ -67,7 +72,11 @@ struct Args {
 
 /// One file, read.
 enum Input {
+    /// An SQS event as Lambda delivers it: one invocation.
     Batch(SqsEvent),
+    /// Bare event bodies (one, or JSON lines), wrapped as SQS records: one
+    /// invocation per ten.
+    Batches(Vec<SqsEvent>),
     Schedule,
 }
 
@@ -156,7 +165,16 @@ fn read(file: &std::path::Path) -> Result<Input, String> {
         io::ErrorKind::InvalidData => "not UTF-8 text".to_owned(),
         _ => format!("cannot read it: {err}"),
     })?;
-    let value: Value = serde_json::from_str(&text).map_err(|err| format!("not JSON: {err}"))?;
+    let value: Value = match serde_json::from_str(&text) {
+        Ok(value) => value,
+        // Several lines: one event body a line (JSON lines).
+        Err(_) if text.trim().lines().count() > 1 => return bodies(&text),
+        Err(err) => return Err(format!("not JSON: {err}")),
+    };
+    if value.get("eventId").is_some() || value.get("type").is_some() {
+        // One bare event body.
+        return Ok(Input::Batches(vec![wrapped(&[text.trim()], 0)]));
+    }
     if value.get("Records").is_some() {
         return serde_json::from_value(value)
             .map(Input::Batch)
@@ -166,9 +184,76 @@ fn read(file: &std::path::Path) -> Result<Input, String> {
         return Ok(Input::Schedule);
     }
     Err(
-        "neither an SQS event (`{\"Records\": [...]}`) nor a scheduled event (`\"source\": \"aws.events\"`)"
+        "neither an SQS event (`{\"Records\": [...]}`), a scheduled event (`\"source\": \"aws.events\"`), nor an event body (`{\"eventId\": ..., \"type\": ...}`)"
             .to_owned(),
     )
+}
+
+/// JSON lines of event bodies, in SQS batches of ten, in order.
+fn bodies(text: &str) -> Result<Input, String> {
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .map(|(index, line)| (index + 1, line.trim()))
+        .filter(|(_, line)| !line.is_empty())
+        .collect();
+    for (number, line) in &lines {
+        match serde_json::from_str::<Value>(line) {
+            Ok(Value::Object(_)) => {}
+            Ok(_) => {
+                return Err(format!(
+                    "line {number} is not a JSON object (an event body)"
+                ));
+            }
+            Err(err) => return Err(format!("line {number} is not JSON: {err}")),
+        }
+    }
+    let bodies: Vec<&str> = lines.iter().map(|(_, line)| *line).collect();
+    Ok(Input::Batches(
+        bodies
+            .chunks(MAX_BATCH)
+            .enumerate()
+            .map(|(index, chunk)| wrapped(chunk, index * MAX_BATCH))
+            .collect(),
+    ))
+}
+
+/// The most messages SQS gives a function in one FIFO batch.
+const MAX_BATCH: usize = 10;
+
+/// Event bodies as the SQS records Lambda would deliver: message ids
+/// `body-<n>` (from `first` + 1), the group the stream (`aggregateId`, else
+/// `data.sku`, else the `eventId`), the deduplication id as the dispatcher
+/// makes it, a first delivery.
+fn wrapped(bodies: &[&str], first: usize) -> SqsEvent {
+    let mut event = SqsEvent::default();
+    for (index, body) in bodies.iter().enumerate() {
+        let raw: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+        let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
+        let event_id = text(raw.get("eventId")).unwrap_or_default();
+        let group = text(raw.get("aggregateId"))
+            .or_else(|| text(raw.pointer("/data/sku")))
+            .unwrap_or_else(|| event_id.clone());
+        let sequence = raw.get("sequence").and_then(Value::as_u64);
+        let mut message = SqsMessage::default();
+        message.message_id = Some(format!("body-{}", first + index + 1));
+        message.body = Some((*body).to_owned());
+        if !group.is_empty() {
+            message.attributes.insert(
+                "MessageDeduplicationId".to_owned(),
+                crate::dispatcher::deduplication_id(&group, sequence, &event_id),
+            );
+            message.attributes.insert(
+                "MessageGroupId".to_owned(),
+                crate::dispatcher::group_id(&group),
+            );
+        }
+        message
+            .attributes
+            .insert("ApproximateReceiveCount".to_owned(), "1".to_owned());
+        event.records.push(message);
+    }
+    event
 }
 
 /// Runs every input; answers how many messages hit storage errors.
@@ -185,23 +270,16 @@ async fn run_all<S: Store>(
         };
         match input {
             Input::Batch(event) => {
-                let count = event.records.len();
-                writeln!(
-                    out,
-                    "== {file} ({count} {})",
-                    plural(count, "message", "messages")
-                )?;
-                match runner.run(event, invocation).await {
-                    Ok(report) => {
-                        storage_failures +=
-                            report.count(Outcome::StorageError) + report.count(Outcome::Rejected);
-                        print_batch(out, event, &report, invocation.now)?;
-                    }
-                    Err(err) => {
-                        // On Lambda the whole batch would be retried.
-                        storage_failures += event.records.len();
-                        writeln!(out, "  invocation failed: {err}")?;
-                    }
+                storage_failures += run_batch(out, runner, file, event, invocation).await?;
+            }
+            Input::Batches(events) => {
+                for (index, event) in events.iter().enumerate() {
+                    let name = if events.len() == 1 {
+                        file.clone()
+                    } else {
+                        format!("{file}, batch {}", index + 1)
+                    };
+                    storage_failures += run_batch(out, runner, &name, event, invocation).await?;
                 }
             }
             Input::Schedule => {
@@ -217,6 +295,34 @@ async fn run_all<S: Store>(
         }
     }
     Ok(storage_failures)
+}
+
+/// Runs one batch and prints it; answers how many messages hit storage
+/// errors or refusals.
+async fn run_batch<S: Store>(
+    out: &mut impl Write,
+    runner: &Runner<S>,
+    name: &str,
+    event: &SqsEvent,
+    invocation: Invocation,
+) -> io::Result<usize> {
+    let count = event.records.len();
+    writeln!(
+        out,
+        "== {name} ({count} {})",
+        plural(count, "message", "messages")
+    )?;
+    match runner.run(event, invocation).await {
+        Ok(report) => {
+            print_batch(out, event, &report, invocation.now)?;
+            Ok(report.count(Outcome::StorageError) + report.count(Outcome::Rejected))
+        }
+        Err(err) => {
+            // On Lambda the whole batch would be retried.
+            writeln!(out, "  invocation failed: {err}")?;
+            Ok(event.records.len())
+        }
+    }
 }
 
 fn print_batch(
