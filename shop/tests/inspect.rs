@@ -130,7 +130,7 @@ fn bad_arguments_are_named_with_exit_code_2() {
     }
     let (code, stdout, _) = inspect(&["--help"]);
     assert_eq!(code, 0);
-    for option in ["--table", "--endpoint-url", "--parked", "sku", "Examples:"] {
+    for option in ["--table", "--endpoint-url", "--parked", "sku", "Examples"] {
         assert!(stdout.contains(option), "{option}: {stdout}");
     }
 }

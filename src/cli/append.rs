@@ -22,10 +22,13 @@ use crate::producer::{Append, AppendError, EventStore, ExpectedSequence, NewEven
 use crate::store::dynamodb::{TableError, check_table, connect, ensure_events_table};
 
 const EXAMPLES: &str = "\
-Examples (the worked example's types):
-  append --stream order-42 --type OrderCreated --data '{\"customerName\":\"Ada\",\"email\":\"ada@example.com\",\"totalCents\":1250}' --request-id req-1 --expected-sequence 0
-  append --stream SKU-LAMP --type InventoryAdjusted --data '{\"sku\":\"SKU-LAMP\",\"delta\":-1}'
-  append --endpoint-url http://localhost:8000 --table events --create-table --stream order-42 --type OrderUpdated --data '{...}'
+Examples (TYPE: one of the domain's event types; DATA: its data as JSON):
+  append --stream <stream id> --type <TYPE> --data '<DATA>' --request-id <command id> --expected-sequence 0
+      the first event of a new stream, once per command id
+  append --stream <stream id> --type <TYPE> --data '<DATA>'
+      the next event of the stream, whatever its sequence
+  append --endpoint-url http://localhost:8000 --table events --create-table --stream <stream id> --type <TYPE> --data '<DATA>'
+      on DynamoDB Local (scripts/dynamodb-local.sh run 8000)
 
 Exit status: 0 appended (or the request id seen before: the first answer again);
 1 a storage error after retries (safe to run again with the same request id);

@@ -29,11 +29,13 @@ use crate::store::{Store, StoreError};
 use crate::sweep::{LOGGED, look};
 
 const EXAMPLES: &str = "\
-Examples: (with the worked example's kinds; KIND above lists this domain's)
-  inspect --table sequence-guard order order-42
-  inspect --table sequence-guard sku SKU-LAMP
-  inspect --table sequence-guard --parked
-  inspect --endpoint-url http://localhost:8000 --table sequence-guard order order-100
+Examples (KIND above lists this domain's kinds and counters):
+  inspect --table <table> <KIND> <id>
+      one entity, or one counter
+  inspect --table <table> --parked
+      every entity with events parked, longest waiting first
+  inspect --endpoint-url http://localhost:8000 --table <table> <KIND> <id>
+      on DynamoDB Local
 
 Exit status: 0 when the table was read; 1 when it cannot be used; 2 for bad arguments.";
 

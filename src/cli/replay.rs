@@ -99,7 +99,7 @@ pub async fn replay(domain: Domain) -> ExitCode {
     };
     let mut inputs = Vec::new();
     for file in &args.files {
-        match read(file) {
+        match read(&domain, file) {
             Ok(input) => inputs.push((file.display().to_string(), input)),
             Err(err) => {
                 eprintln!("{name}: {}: {err}", file.display());
@@ -157,7 +157,7 @@ pub async fn replay(domain: Domain) -> ExitCode {
 }
 
 /// Reads one file: what is wrong with it, said plainly.
-fn read(file: &std::path::Path) -> Result<Input, String> {
+fn read(domain: &Domain, file: &std::path::Path) -> Result<Input, String> {
     let text = std::fs::read_to_string(file).map_err(|err| match err.kind() {
         io::ErrorKind::NotFound => "no such file".to_owned(),
         io::ErrorKind::IsADirectory => "is a directory, not an event file".to_owned(),
@@ -168,12 +168,12 @@ fn read(file: &std::path::Path) -> Result<Input, String> {
     let value: Value = match serde_json::from_str(&text) {
         Ok(value) => value,
         // Several lines: one event body a line (JSON lines).
-        Err(_) if text.trim().lines().count() > 1 => return bodies(&text),
+        Err(_) if text.trim().lines().count() > 1 => return bodies(domain, &text),
         Err(err) => return Err(format!("not JSON: {err}")),
     };
     if value.get("eventId").is_some() || value.get("type").is_some() {
         // One bare event body.
-        return Ok(Input::Batches(vec![wrapped(&[text.trim()], 0)]));
+        return Ok(Input::Batches(vec![wrapped(domain, &[text.trim()], 0)]));
     }
     if value.get("Records").is_some() {
         return serde_json::from_value(value)
@@ -190,7 +190,7 @@ fn read(file: &std::path::Path) -> Result<Input, String> {
 }
 
 /// JSON lines of event bodies, in SQS batches of ten, in order.
-fn bodies(text: &str) -> Result<Input, String> {
+fn bodies(domain: &Domain, text: &str) -> Result<Input, String> {
     let lines: Vec<(usize, &str)> = text
         .lines()
         .enumerate()
@@ -213,7 +213,7 @@ fn bodies(text: &str) -> Result<Input, String> {
         bodies
             .chunks(MAX_BATCH)
             .enumerate()
-            .map(|(index, chunk)| wrapped(chunk, index * MAX_BATCH))
+            .map(|(index, chunk)| wrapped(domain, chunk, index * MAX_BATCH))
             .collect(),
     ))
 }
@@ -222,17 +222,21 @@ fn bodies(text: &str) -> Result<Input, String> {
 const MAX_BATCH: usize = 10;
 
 /// Event bodies as the SQS records Lambda would deliver: message ids
-/// `body-<n>` (from `first` + 1), the group the stream (`aggregateId`, else
-/// `data.sku`, else the `eventId`), the deduplication id as the dispatcher
-/// makes it, a first delivery.
-fn wrapped(bodies: &[&str], first: usize) -> SqsEvent {
+/// `body-<n>` (from `first` + 1), the group the event's stream (as the
+/// domain reads it; for a body it cannot read, the `aggregateId`, else the
+/// `eventId`), the deduplication id as the dispatcher makes it, a first
+/// delivery.
+fn wrapped(domain: &Domain, bodies: &[&str], first: usize) -> SqsEvent {
     let mut event = SqsEvent::default();
     for (index, body) in bodies.iter().enumerate() {
         let raw: Value = serde_json::from_str(body).unwrap_or(Value::Null);
         let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
         let event_id = text(raw.get("eventId")).unwrap_or_default();
-        let group = text(raw.get("aggregateId"))
-            .or_else(|| text(raw.pointer("/data/sku")))
+        let group = domain
+            .parse(body)
+            .map(|event| event.stream().to_owned())
+            .ok()
+            .or_else(|| text(raw.get("aggregateId")))
             .unwrap_or_else(|| event_id.clone());
         let sequence = raw.get("sequence").and_then(Value::as_u64);
         let mut message = SqsMessage::default();

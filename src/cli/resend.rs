@@ -53,9 +53,10 @@ const PAGE: i32 = 100;
 
 const EXAMPLES: &str = "\
 Examples:
-  resend --stream order-42 --from 4
-  resend --stream SKU-LAMP --from 2 --to 3
-  QUEUE_URL=https://sqs.eu-west-1.amazonaws.com/123456789012/events.fifo EVENTS_TABLE=shop-events resend --stream order-42
+  resend --stream <stream id> --from 4
+      its events from sequence 4 on (verify names where a hole starts)
+  resend --stream <stream id> --from 2 --to 3
+  QUEUE_URL=https://sqs.<region>.amazonaws.com/<account>/<queue>.fifo EVENTS_TABLE=<event store> resend --stream <stream id>
 
 Exit status: 0 when every event was taken; 1 when one was not (named), the
 range holds no event or the event store cannot be read; 2 for bad arguments

@@ -53,8 +53,10 @@ use compare::{ItemKey, Side};
 
 const EXAMPLES: &str = "\
 Examples:
-  verify --events-table shop-events --table sequence-guard
-  verify --stream order-42 --stream SKU-LAMP
+  verify --events-table <event store> --table <projection>
+      every stream, and every item of the projection
+  verify --stream <stream id> --stream <another>
+      only these streams (EVENTS_TABLE and TABLE_NAME from the environment)
   verify --endpoint-url http://localhost:8000 --events-table events --table projection
 
 Exit status: 0 when all agree; 1 when any differs (or a table cannot be read);
