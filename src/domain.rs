@@ -117,6 +117,8 @@ pub struct Domain {
     counters: Vec<&'static Counter>,
     /// Mistakes in the declarations, found as they were registered.
     problems: Vec<String>,
+    /// The domain crate's version, for the binaries' `--version`.
+    crate_version: Option<&'static str>,
     /// Each type's current version and upcasts ([`Events::versions`]).
     versions: Table,
 }
@@ -145,6 +147,7 @@ impl Domain {
             counters: Vec::new(),
             problems: type_problems(std::any::type_name::<E>(), types),
             versions: Table::default(),
+            crate_version: None,
         }
         .versions_of::<E>()
     }
@@ -191,6 +194,20 @@ impl Domain {
             Some(_) => {} // the same type, registered again
         }
         self
+    }
+
+    /// The version of the crate that declares the domain, which every
+    /// binary's `--version` prints beside the library's: pass your crate's,
+    /// `.with_crate_version(env!("CARGO_PKG_VERSION"))`.
+    #[must_use]
+    pub fn with_crate_version(mut self, version: &'static str) -> Self {
+        self.crate_version = Some(version);
+        self
+    }
+
+    /// The version given with [`Domain::with_crate_version`].
+    pub fn crate_version(&self) -> Option<&'static str> {
+        self.crate_version
     }
 
     /// Registers a counter that deduplicated effects add to.

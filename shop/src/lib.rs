@@ -33,4 +33,5 @@ pub fn domain() -> Domain {
         .entity::<Order>()
         .entity::<Product>()
         .counter(&STOCK)
+        .with_crate_version(env!("CARGO_PKG_VERSION"))
 }

@@ -77,7 +77,7 @@ pub async fn append(domain: Domain) -> ExitCode {
     if let Some(code) = super::refused("append", &domain) {
         return code;
     }
-    let (name, args) = arguments::<Args>("append");
+    let (name, args) = arguments::<Args>("append", &domain);
     let Some(table) = events_table(&name, args.table, "--table") else {
         return ExitCode::from(2);
     };

@@ -87,6 +87,7 @@ pub async fn inspect(domain: Domain) -> ExitCode {
         .collect();
     let mut command = Args::command()
         .name(name.clone().leak() as &str)
+        .version(super::version(&domain).leak() as &str)
         .after_help(format!("KIND: one of {}\n\n{EXAMPLES}", kinds.join(", ")));
     let args = match command
         .try_get_matches_from_mut(std::env::args_os())

@@ -46,17 +46,31 @@ pub use verify::verify;
 
 /// The binary's name (as started, or `default`) and its arguments, parsed;
 /// help, version and bad arguments end the process as clap does (exit 0 or
-/// 2), under that name.
-fn arguments<A: clap::CommandFactory + clap::FromArgMatches>(default: &str) -> (String, A) {
+/// 2), under that name. `--version` prints the domain's version
+/// ([`crate::Domain::with_crate_version`]) and the library's.
+fn arguments<A: clap::CommandFactory + clap::FromArgMatches>(
+    default: &str,
+    domain: &crate::Domain,
+) -> (String, A) {
     let name = program(default);
     // Leaked once per process: clap keeps the name as long as it runs.
     let parsed = A::command()
         .name(name.clone().leak() as &str)
+        .version(version(domain).leak() as &str)
         .try_get_matches()
         .and_then(|matches| A::from_arg_matches(&matches));
     match parsed {
         Ok(args) => (name, args),
         Err(err) => err.exit(),
+    }
+}
+
+/// `1.4.0 (sequence-guard 0.2.0)`: the domain's crate and the library.
+fn version(domain: &crate::Domain) -> String {
+    let library = concat!("sequence-guard ", env!("CARGO_PKG_VERSION"));
+    match domain.crate_version() {
+        Some(version) => format!("{version} ({library})"),
+        None => format!("({library})"),
     }
 }
 

@@ -88,7 +88,7 @@ pub async fn replay(domain: Domain) -> ExitCode {
     }
     // The runner's and the sweep's log lines, to stderr, when RUST_LOG asks.
     crate::logging::init_local();
-    let (name, args) = arguments::<Args>("replay");
+    let (name, args) = arguments::<Args>("replay", &domain);
     // The same variables as the function (GAP_POLICY, PARK_AFTER_RECEIVES, ...).
     let config = match crate::config::runner_from_env() {
         Ok(config) => config,
@@ -167,8 +167,8 @@ fn read(domain: &Domain, file: &std::path::Path) -> Result<Input, String> {
     })?;
     let value: Value = match serde_json::from_str(&text) {
         Ok(value) => value,
-        // Several lines: one event body a line (JSON lines).
-        Err(_) if text.trim().lines().count() > 1 => return bodies(domain, &text),
+        // Several lines, the first an object: one event body a line (JSON lines).
+        Err(_) if json_lines(&text) => return bodies(domain, &text),
         Err(err) => return Err(format!("not JSON: {err}")),
     };
     if value.get("eventId").is_some() || value.get("type").is_some() {
@@ -187,6 +187,15 @@ fn read(domain: &Domain, file: &std::path::Path) -> Result<Input, String> {
         "neither an SQS event (`{\"Records\": [...]}`), a scheduled event (`\"source\": \"aws.events\"`), nor an event body (`{\"eventId\": ..., \"type\": ...}`)"
             .to_owned(),
     )
+}
+
+/// Whether the text reads as JSON lines: more than one line, the first a
+/// JSON object.
+fn json_lines(text: &str) -> bool {
+    let mut lines = text.lines().map(str::trim).filter(|line| !line.is_empty());
+    let first = lines.next();
+    lines.next().is_some()
+        && first.is_some_and(|line| matches!(serde_json::from_str(line), Ok(Value::Object(_))))
 }
 
 /// JSON lines of event bodies, in SQS batches of ten, in order.

@@ -132,7 +132,7 @@ pub async fn resend(domain: Domain) -> ExitCode {
     }
     // The runner's and the sweep's log lines, to stderr, when RUST_LOG asks.
     crate::logging::init_local();
-    let (name, args) = arguments::<Args>("resend");
+    let (name, args) = arguments::<Args>("resend", &domain);
     let from = args.from.unwrap_or(1);
     let to = args.to.unwrap_or(MAX_SEQUENCE);
     if from > to {

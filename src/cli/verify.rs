@@ -90,7 +90,7 @@ pub async fn verify(domain: Domain) -> ExitCode {
     }
     // The runner's and the sweep's log lines, to stderr, when RUST_LOG asks.
     crate::logging::init_local();
-    let (name, args) = arguments::<Args>("verify");
+    let (name, args) = arguments::<Args>("verify", &domain);
     let Some(events_table) = events_table(&name, args.events_table, "--events-table") else {
         return ExitCode::from(2);
     };
