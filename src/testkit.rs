@@ -62,10 +62,11 @@
 use crate::domain::{Domain, Events};
 use crate::entity::{AnyEntity, Entity};
 use crate::envelope::InvalidMessage;
-use crate::handling::{Decision, HandlerFault, Handling, How};
+use crate::handling::{Counter, Decision, Deduplicated, HandlerFault, Handling, How};
 
 /// The entity before the event.
 #[derive(Debug, Clone)]
+#[must_use = "a handler test does nothing until `.when(..)` and `.then(..)`"]
 pub struct Given<T> {
     entity: Option<T>,
 }
@@ -134,6 +135,7 @@ impl<T: Entity> Given<T> {
 
 /// The handler's answer, and the entity after it.
 #[derive(Debug, Clone)]
+#[must_use = "a handler test asserts nothing until `.then(decision, entity)`"]
 pub struct Then<T> {
     decision: Result<Decision, HandlerFault>,
     entity: Option<T>,
@@ -155,5 +157,77 @@ impl<T: Entity> Then<T> {
     pub fn then(self, decision: Decision, entity: Option<T>) {
         assert_eq!(self.decision, Ok(decision), "the decision");
         assert_eq!(self.entity, entity, "the entity after the event");
+    }
+}
+
+/// A deduplicated effect's test: when this event, then this addition to a
+/// counter (the effect the store applies once per event and handler).
+///
+/// ```
+/// # use sequence_guard::{Counter, Events, Handling};
+/// # use serde::Deserialize;
+/// static VISITS: Counter = Counter { kind: "PAGE", sort_key: "VISITS", attribute: "count" };
+/// #[derive(Debug, Deserialize)]
+/// #[serde(tag = "type", content = "data")]
+/// enum PageEvent { Visited { page: String } }
+/// impl Events for PageEvent {
+///     fn handling(self) -> Handling {
+///         match self { PageEvent::Visited { page } => Handling::add("Visits", &VISITS, page, 1) }
+///     }
+/// }
+/// use sequence_guard::testkit::when_effect;
+/// when_effect(PageEvent::Visited { page: "home".into() }).adds(&VISITS, "home", 1);
+/// ```
+pub fn when_effect<E: Events>(event: E) -> Effect {
+    let Handling(how) = event.handling();
+    Effect {
+        effect: match how {
+            How::Deduplicated(effect) => Some(effect),
+            How::Sequenced(_) | How::Snapshot(_) => None,
+        },
+    }
+}
+
+/// [`when_effect`] for a message body, read through `domain` as the runner
+/// reads it; `Err`: the body is refused, with its reason.
+///
+/// # Panics
+///
+/// When `domain`'s declarations cannot work ([`Domain::check`]).
+#[track_caller]
+pub fn when_effect_body(domain: &Domain, body: &str) -> Result<Effect, InvalidMessage> {
+    if let Err(err) = domain.check() {
+        panic!("{err}");
+    }
+    let event = domain.parse(body)?;
+    Ok(Effect {
+        effect: event.deduplicated().cloned(),
+    })
+}
+
+/// What a deduplicated event adds, and to which counter.
+#[derive(Debug, Clone)]
+#[must_use = "an effect test asserts nothing until `.adds(counter, id, delta)`"]
+pub struct Effect {
+    effect: Option<Deduplicated>,
+}
+
+impl Effect {
+    /// The effect; `None` for an event handled as sequenced or snapshot.
+    pub fn effect(&self) -> Option<&Deduplicated> {
+        self.effect.as_ref()
+    }
+
+    /// Asserts that the event adds `delta` to `counter`'s `id`.
+    #[track_caller]
+    pub fn adds(self, counter: &'static Counter, id: &str, delta: i64) {
+        let Some(effect) = self.effect else {
+            panic!("the event is handled as sequenced or snapshot, not as a deduplicated effect");
+        };
+        assert_eq!(
+            (effect.counter, effect.id.as_str(), effect.delta),
+            (counter, id, delta),
+            "the counter, its id and the amount added"
+        );
     }
 }
