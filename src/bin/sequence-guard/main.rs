@@ -1,0 +1,270 @@
+//! `sequence-guard`: the crate of a new domain, ready to test and deploy,
+//! and the files that deploy a domain kept those of this version.
+//!
+//! ```text
+//! sequence-guard new parcels [--path DIR] [--sequence-guard-path CHECKOUT | --sequence-guard-git URL]
+//! sequence-guard sync [--path DIR] [--check]
+//! ```
+//!
+//! `new` writes a crate: a small domain (an entity with a creation and an
+//! update holding the guard, a deduplicated counter, their tests), its
+//! binaries (`parcels-projector`, `parcels-dispatcher`, `parcels-replay`,
+//! ...), samples in `events/`, `template.yaml` and `samconfig.toml` for
+//! the stack `parcels`, and `scripts/build-lambda`. `sync` writes the
+//! deployment files of an existing crate: sequence-guard's (the template,
+//! the scripts) again, the team's (`samconfig.toml`, the binaries) where
+//! missing; with `--check`, it writes nothing and exits 1 when any differs.
+
+mod scaffold;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use scaffold::{Dependency, File, Kept, Names};
+
+const EXAMPLES: &str = "\
+Examples:
+  sequence-guard new parcels
+      ./parcels, on sequence-guard from crates.io
+  sequence-guard new parcels --path ../parcels --sequence-guard-path .
+      ../parcels, on this checkout of sequence-guard
+  sequence-guard sync --path examples/bank --check
+      whether the bank's deployment files are this version's (exit 1 if not)";
+
+/// Makes the crate of a new domain on sequence-guard, and keeps the files
+/// that deploy a domain those of this version.
+#[derive(Debug, Parser)]
+#[command(name = "sequence-guard", version, after_help = EXAMPLES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// A new crate: a small domain to start from, its binaries and
+    /// samples, its SAM template, samconfig.toml and build script.
+    New {
+        /// The crate's name; it also names its binaries (NAME-projector,
+        /// ...) and its stack.
+        name: String,
+        /// Where to write it (default: ./NAME); must not exist, or be empty.
+        #[arg(long, value_name = "DIR")]
+        path: Option<PathBuf>,
+        /// Depend on this checkout of sequence-guard (a path dependency,
+        /// relative to the crate) instead of crates.io.
+        #[arg(long, value_name = "CHECKOUT", conflicts_with = "sequence_guard_git")]
+        sequence_guard_path: Option<PathBuf>,
+        /// Depend on sequence-guard from this git repository instead of crates.io.
+        #[arg(long, value_name = "URL")]
+        sequence_guard_git: Option<String>,
+    },
+    /// The deployment files of an existing crate: template.yaml and the
+    /// scripts rewritten; samconfig.toml and the binaries written where missing.
+    Sync {
+        /// The crate's directory.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        path: PathBuf,
+        /// Write nothing; exit 1 when a file differs or is missing.
+        #[arg(long)]
+        check: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::New {
+            name,
+            path,
+            sequence_guard_path,
+            sequence_guard_git,
+        } => new(&name, path, sequence_guard_path, sequence_guard_git),
+        Command::Sync { path, check } => sync(&path, check),
+    }
+}
+
+fn new(
+    name: &str,
+    path: Option<PathBuf>,
+    checkout: Option<PathBuf>,
+    git: Option<String>,
+) -> ExitCode {
+    let names = match Names::new(name) {
+        Ok(names) => names,
+        Err(err) => return refuse(&err),
+    };
+    let root = path.unwrap_or_else(|| PathBuf::from(name));
+    if let Ok(mut entries) = std::fs::read_dir(&root)
+        && entries.next().is_some()
+    {
+        eprintln!(
+            "sequence-guard: {} exists and is not empty: choose another --path",
+            root.display()
+        );
+        return ExitCode::from(2);
+    }
+    if let Err(err) = std::fs::create_dir_all(&root) {
+        eprintln!("sequence-guard: {}: {err}", root.display());
+        return ExitCode::FAILURE;
+    }
+    let dependency = match (checkout, git) {
+        (Some(checkout), _) => match Dependency::checkout(&checkout, &root) {
+            Ok(dependency) => dependency,
+            Err(err) => return refuse(&err),
+        },
+        (None, Some(url)) => Dependency::Git(url),
+        (None, None) => Dependency::Version(env!("CARGO_PKG_VERSION").to_owned()),
+    };
+    let files = match scaffold::new_crate(&names, &dependency) {
+        Ok(files) => files,
+        Err(err) => return fail(&err),
+    };
+    for file in &files {
+        if let Err(err) = write(&root, file) {
+            return fail(&err);
+        }
+    }
+    let shown = root.display();
+    println!("created {shown}: the crate `{name}`, {} files", files.len());
+    println!("  cd {shown}");
+    println!("  cargo test");
+    println!(
+        "  cargo run --bin {} -- events/*.json",
+        names.binary("replay")
+    );
+    println!("  scripts/build-lambda");
+    println!("  PATH=\"$(scripts/python-tools.sh):$PATH\" sam deploy --guided");
+    ExitCode::SUCCESS
+}
+
+fn sync(root: &Path, check: bool) -> ExitCode {
+    let names = match crate_names(root) {
+        Ok(names) => names,
+        Err(message) => {
+            eprintln!("sequence-guard: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let files = match scaffold::deployment(&names) {
+        Ok(files) => files,
+        Err(err) => return fail(&err),
+    };
+    let mut differ = 0;
+    let mut out = std::io::stdout().lock();
+    for file in &files {
+        let path = root.join(&file.path);
+        let state = match std::fs::read_to_string(&path) {
+            Ok(found) if found == file.contents => continue,
+            Ok(_) if file.kept == Kept::Theirs => continue,
+            Ok(_) => "differs",
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => "missing",
+            Err(err) => {
+                eprintln!("sequence-guard: {}: {err}", path.display());
+                return ExitCode::FAILURE;
+            }
+        };
+        differ += 1;
+        let done = if check {
+            state
+        } else {
+            if let Err(err) = write(root, file) {
+                return fail(&err);
+            }
+            if state == "missing" {
+                "written"
+            } else {
+                "rewritten"
+            }
+        };
+        // A closed pipe only loses the listing.
+        let _ = writeln!(out, "{}: {done}", file.path.display());
+    }
+    if check && differ > 0 {
+        eprintln!(
+            "sequence-guard: {differ} of {}'s deployment files are missing or not this version's: run `sequence-guard sync --path {}`",
+            names.package,
+            root.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+/// The package and library of the crate at `root`, as cargo reads them.
+fn crate_names(root: &Path) -> Result<Names, String> {
+    let manifest = root.join("Cargo.toml");
+    let manifest = manifest
+        .canonicalize()
+        .map_err(|err| format!("{}: {err}", manifest.display()))?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--manifest-path",
+        ])
+        .arg(&manifest)
+        .output()
+        .map_err(|err| format!("cargo metadata: {err}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo metadata of {}: {}",
+            manifest.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&output.stdout).map_err(|err| format!("cargo metadata: {err}"))?;
+    let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
+    let package = packages
+        .iter()
+        .find(|package| package["manifest_path"].as_str().map(Path::new) == Some(&manifest))
+        .ok_or_else(|| format!("{}: no package", manifest.display()))?;
+    let name = package["name"].as_str().unwrap_or_default();
+    let library = package["targets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|target| {
+            target["kind"]
+                .as_array()
+                .is_some_and(|kinds| kinds.iter().any(|kind| kind == "lib"))
+        })
+        .and_then(|target| target["name"].as_str())
+        .ok_or_else(|| format!("{name}: no library (the binaries call its `domain()`)"))?;
+    Names::of_crate(name, library).map_err(|err| err.to_string())
+}
+
+fn write(root: &Path, file: &File) -> Result<(), scaffold::Error> {
+    let path = root.join(&file.path);
+    let io = |source| scaffold::Error::Io {
+        path: path.clone(),
+        source,
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    std::fs::write(&path, &file.contents).map_err(io)?;
+    #[cfg(unix)]
+    if file.executable {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).map_err(io)?;
+    }
+    Ok(())
+}
+
+/// Exit code 2: the input cannot work.
+fn refuse(err: &scaffold::Error) -> ExitCode {
+    eprintln!("sequence-guard: {err}");
+    ExitCode::from(2)
+}
+
+/// Exit code 1: the input was fine, the work failed.
+fn fail(err: &scaffold::Error) -> ExitCode {
+    eprintln!("sequence-guard: {err}");
+    ExitCode::FAILURE
+}
