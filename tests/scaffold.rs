@@ -1,0 +1,369 @@
+//! `sequence-guard new` and `sequence-guard sync`: a team's crate, made from
+//! nothing, builds, passes its tests, replays its samples and has a template
+//! that both linters take; the bank's deployment files are this version's.
+//!
+//! The generated crate builds into this workspace's target directory with
+//! this workspace's `Cargo.lock`: the same dependency versions and features,
+//! so it costs its own crate and the links, not a second build of the AWS SDK.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const TOOL: &str = env!("CARGO_BIN_EXE_sequence-guard");
+
+const BINARIES: [&str; 8] = [
+    "projector",
+    "dispatcher",
+    "replay",
+    "inspect",
+    "append",
+    "rebuild",
+    "verify",
+    "resend",
+];
+
+/// An empty directory of this test's own under cargo's temporary directory.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("scaffold")
+        .join(name);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).expect("clear the scratch directory");
+    }
+    std::fs::create_dir_all(&dir).expect("make the scratch directory");
+    dir
+}
+
+fn run(command: &mut Command) -> Output {
+    command.output().expect("start the command")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn seen(output: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status.code(),
+        text(&output.stdout),
+        text(&output.stderr)
+    )
+}
+
+/// `sequence-guard new NAME --path DIR --sequence-guard-path <this checkout>`.
+fn new_crate(name: &str, dir: &Path) -> Output {
+    run(Command::new(TOOL)
+        .args(["new", name, "--path"])
+        .arg(dir)
+        .arg("--sequence-guard-path")
+        .arg(ROOT))
+}
+
+/// The pinned Python tools (cfn-lint, sam), installed once into the cache.
+fn tools() -> &'static Path {
+    static TOOLS: OnceLock<PathBuf> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        let output = run(&mut Command::new(
+            Path::new(ROOT).join("scripts/python-tools.sh"),
+        ));
+        assert!(
+            output.status.success(),
+            "python-tools.sh: {}",
+            seen(&output)
+        );
+        PathBuf::from(text(&output.stdout).trim())
+    })
+}
+
+/// cfn-lint and `sam validate --lint` on the template in `dir`.
+fn lint(dir: &Path) {
+    let cfn_lint = run(Command::new(tools().join("cfn-lint"))
+        .arg("template.yaml")
+        .current_dir(dir));
+    assert!(cfn_lint.status.success(), "cfn-lint: {}", seen(&cfn_lint));
+    let sam = run(Command::new(tools().join("sam"))
+        .args(["validate", "--lint", "--template", "template.yaml"])
+        .current_dir(dir)
+        .env("SAM_CLI_TELEMETRY", "0")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_DEFAULT_REGION", "us-east-1"));
+    assert!(sam.status.success(), "sam validate --lint: {}", seen(&sam));
+}
+
+fn cargo() -> Command {
+    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command.env("CARGO_TARGET_DIR", Path::new(ROOT).join("target"));
+    command
+}
+
+#[test]
+fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
+    // GIVEN a crate made from nothing, on this checkout, with our lock file.
+    let dir = scratch("new").join("parcels");
+    let made = new_crate("parcels", &dir);
+    assert!(made.status.success(), "{}", seen(&made));
+    assert!(text(&made.stdout).contains("cargo run --bin parcels-replay -- events/*.json"));
+    for binary in BINARIES {
+        let path = dir.join(format!("src/bin/parcels-{binary}.rs"));
+        let main = std::fs::read_to_string(&path).expect("a binary per tool");
+        assert!(
+            main.contains(&format!("sequence_guard::cli::{binary}(parcels::domain())")),
+            "{main}"
+        );
+    }
+    // A path dependency on this checkout, relative to the crate.
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
+    let path = manifest
+        .lines()
+        .find_map(|line| line.strip_prefix("sequence-guard = { path = \""))
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no path dependency:\n{manifest}"));
+    assert!(Path::new(path).is_relative(), "{path}");
+    assert_eq!(
+        dir.join(path).canonicalize().expect("the dependency"),
+        Path::new(ROOT).canonicalize().expect("the checkout")
+    );
+    std::fs::copy(Path::new(ROOT).join("Cargo.lock"), dir.join("Cargo.lock")).expect("the lock");
+
+    // WHEN it is formatted, built and tested (its handlers through the test
+    // kit, its samples through its replay binary) in our target directory
+    let fmt = run(cargo().args(["fmt", "--check"]).current_dir(&dir));
+    assert!(fmt.status.success(), "cargo fmt --check: {}", seen(&fmt));
+    let started = std::time::Instant::now();
+    let test = run(cargo().args(["test", "--offline"]).current_dir(&dir));
+    eprintln!(
+        "cargo test of the generated crate: {:.1?}",
+        started.elapsed()
+    );
+    assert!(test.status.success(), "cargo test: {}", seen(&test));
+    let stdout = text(&test.stdout);
+    for passed in [
+        "test tests::a_creation_creates_the_item_at_its_sequence_once ... ok",
+        "test tests::the_guard_answers_duplicate_gap_and_not_created ... ok",
+        "test tests::every_sample_body_is_read_by_the_domain ... ok",
+        "test replay_tells_the_samples_story ... ok",
+    ] {
+        assert!(stdout.contains(passed), "{passed} missing:\n{stdout}");
+    }
+
+    // THEN its replay tells the samples' story, as a team runs it
+    let replay = run(
+        Command::new(Path::new(ROOT).join("target/debug/parcels-replay"))
+            .args([
+                "events/01-item-created-and-renamed.json",
+                "events/02-gap-parked.json",
+                "events/03-gap-closed.json",
+            ])
+            .current_dir(&dir)
+            .env_remove("GAP_POLICY")
+            .env_remove("PARK_AFTER_RECEIVES"),
+    );
+    assert!(replay.status.success(), "replay: {}", seen(&replay));
+    let story = text(&replay.stdout);
+    for line in [
+        "item-1  seq -  ItemViewed   duplicate",
+        "drained item-1 seq 4 ItemRenamed",
+        "item    item-1       sequence 4   name \"Reading lamp\"",
+        "views   item-1       views 1",
+    ] {
+        assert!(story.contains(line), "{line} missing:\n{story}");
+    }
+
+    // AND its template passes both linters
+    lint(&dir);
+}
+
+#[test]
+fn the_generated_template_is_ours_on_the_crates_binaries() {
+    let dir = scratch("template").join("parcels");
+    let made = new_crate("parcels", &dir);
+    assert!(made.status.success(), "{}", seen(&made));
+    let ours = std::fs::read_to_string(Path::new(ROOT).join("template.yaml")).expect("ours");
+    let theirs = std::fs::read_to_string(dir.join("template.yaml")).expect("theirs");
+    // Line by line: the same template but for these lines.
+    assert_eq!(ours.lines().count(), theirs.lines().count());
+    let changed: Vec<(&str, &str)> = ours
+        .lines()
+        .zip(theirs.lines())
+        .filter(|(a, b)| a != b)
+        .collect();
+    let expected = [
+        ("Binary: projector", "Binary: parcels-projector"),
+        ("Binary: dispatcher", "Binary: parcels-dispatcher"),
+        (
+            "sequence-guard: projects",
+            "parcels, on sequence-guard: projects",
+        ),
+        ("aggregateId or sku", "aggregateId, or a counter's id"),
+        ("a stock level", "a counter"),
+        ("# stock;", "# counter;"),
+        (
+            "the runbook in the README",
+            "the runbook in sequence-guard's README",
+        ),
+        (
+            "the runbook in the README",
+            "the runbook in sequence-guard's README",
+        ),
+        (
+            "the runbook in the README",
+            "the runbook in sequence-guard's README",
+        ),
+    ];
+    assert_eq!(changed.len(), expected.len(), "{changed:#?}");
+    for (ours, theirs) in &changed {
+        assert!(
+            expected
+                .iter()
+                .any(|(a, b)| ours.contains(a) && theirs.contains(b)),
+            "an unexpected change:\n  {ours}\n  {theirs}"
+        );
+    }
+    // The stack's name is samconfig.toml's, everything else as ours.
+    let ours = std::fs::read_to_string(Path::new(ROOT).join("samconfig.toml")).expect("ours");
+    let theirs = std::fs::read_to_string(dir.join("samconfig.toml")).expect("theirs");
+    assert_eq!(
+        theirs,
+        ours.replace(
+            "stack_name = \"sequence-guard\"",
+            "stack_name = \"parcels\""
+        )
+    );
+    assert_ne!(theirs, ours);
+    // The pinned tools are ours, byte for byte.
+    for script in ["scripts/python-tools.sh", "scripts/requirements-tools.txt"] {
+        assert_eq!(
+            std::fs::read(dir.join(script)).expect("theirs"),
+            std::fs::read(Path::new(ROOT).join(script)).expect("ours"),
+            "{script}"
+        );
+    }
+}
+
+#[test]
+fn new_refuses_a_bad_name_and_a_directory_in_use() {
+    let dir = scratch("refusals");
+    for bad in [
+        "Parcels",
+        "parcel_service",
+        "2parcels",
+        "test",
+        "sequence-guard",
+    ] {
+        let refused = run(Command::new(TOOL)
+            .args(["new", bad, "--path"])
+            .arg(dir.join("x")));
+        assert_eq!(refused.status.code(), Some(2), "{bad}: {}", seen(&refused));
+        assert!(text(&refused.stderr).contains(&format!("`{bad}` cannot name a domain")));
+    }
+    let used = dir.join("used");
+    std::fs::create_dir_all(&used).expect("mkdir");
+    std::fs::write(used.join("notes.txt"), "mine").expect("write");
+    let refused = new_crate("parcels", &used);
+    assert_eq!(refused.status.code(), Some(2), "{}", seen(&refused));
+    assert!(text(&refused.stderr).contains("exists and is not empty"));
+    assert_eq!(
+        std::fs::read_dir(&used).expect("ls").count(),
+        1,
+        "nothing written"
+    );
+    let not_ours = run(Command::new(TOOL)
+        .args(["new", "parcels", "--path"])
+        .arg(dir.join("elsewhere"))
+        .arg("--sequence-guard-path")
+        .arg(&used));
+    assert_eq!(not_ours.status.code(), Some(2), "{}", seen(&not_ours));
+    assert!(text(&not_ours.stderr).contains("is not a checkout of sequence-guard"));
+}
+
+#[test]
+fn sync_restores_our_files_keeps_theirs_and_check_names_what_differs() {
+    // GIVEN a crate whose template drifted, whose deploy settings were
+    // edited, and which lost a binary
+    let dir = scratch("sync").join("parcels");
+    let made = new_crate("parcels", &dir);
+    assert!(made.status.success(), "{}", seen(&made));
+    std::fs::write(dir.join("template.yaml"), "edited\n").expect("write");
+    let settings = "# the team's\nversion = 0.1\n";
+    std::fs::write(dir.join("samconfig.toml"), settings).expect("write");
+    std::fs::remove_file(dir.join("src/bin/parcels-verify.rs")).expect("rm");
+    let sync = |check: bool| {
+        let mut command = Command::new(TOOL);
+        command.args(["sync", "--path"]).arg(&dir);
+        if check {
+            command.arg("--check");
+        }
+        run(&mut command)
+    };
+
+    // WHEN checked, THEN both are named and nothing is written
+    let checked = sync(true);
+    assert_eq!(checked.status.code(), Some(1), "{}", seen(&checked));
+    assert_eq!(
+        text(&checked.stdout),
+        "template.yaml: differs\nsrc/bin/parcels-verify.rs: missing\n"
+    );
+    assert!(text(&checked.stderr).contains("run `sequence-guard sync --path"));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("template.yaml")).expect("read"),
+        "edited\n"
+    );
+
+    // WHEN synced, THEN ours is back, theirs kept, and the check passes
+    let synced = sync(false);
+    assert!(synced.status.success(), "{}", seen(&synced));
+    assert_eq!(
+        text(&synced.stdout),
+        "template.yaml: rewritten\nsrc/bin/parcels-verify.rs: written\n"
+    );
+    assert!(
+        std::fs::read_to_string(dir.join("template.yaml"))
+            .expect("read")
+            .contains("Binary: parcels-projector")
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("samconfig.toml")).expect("read"),
+        settings
+    );
+    let checked = sync(true);
+    assert!(checked.status.success(), "{}", seen(&checked));
+    assert_eq!(text(&checked.stdout), "");
+}
+
+#[test]
+fn the_banks_deployment_files_are_this_versions_and_lint() {
+    // GIVEN the bank, whose template.yaml, samconfig.toml, scripts and four
+    // binaries `sequence-guard sync` wrote (and a new crate named bank)
+    let bank = Path::new(ROOT).join("examples/bank");
+    let checked = run(Command::new(TOOL)
+        .args(["sync", "--check", "--path"])
+        .arg(&bank));
+    // THEN regenerating them gives the same files
+    assert!(
+        checked.status.success(),
+        "run `cargo run --bin sequence-guard -- sync --path examples/bank`: {}",
+        seen(&checked)
+    );
+    assert_eq!(text(&checked.stdout), "");
+    let dir = scratch("bank").join("bank");
+    let made = new_crate("bank", &dir);
+    assert!(made.status.success(), "{}", seen(&made));
+    let read = |path: &Path| std::fs::read_to_string(path).expect("read");
+    assert_eq!(
+        read(&bank.join("samconfig.toml")),
+        read(&dir.join("samconfig.toml")),
+        "the bank's samconfig.toml is the generated one"
+    );
+    for binary in BINARIES {
+        let main = read(&bank.join(format!("src/bin/bank-{binary}.rs")));
+        assert!(
+            main.contains(&format!("sequence_guard::cli::{binary}(bank::domain())")),
+            "bank-{binary}: {main}"
+        );
+    }
+    // AND its template passes both linters
+    lint(&bank);
+}
