@@ -67,6 +67,23 @@ pub trait Entity:
     /// The `eventId` of the last event applied (the one at [`Entity::sequence`]).
     fn last_event_id(&self) -> &str;
 
+    /// Moves the entity to `sequence` with `event_id` as its last event,
+    /// changing nothing else: what a pass ([`crate::Handling::pass`]) does.
+    /// By default through serde: the attributes `sequence` and `lastEventId`
+    /// set, the struct read back; implement it when your entity names them
+    /// otherwise. `Err` says why it cannot.
+    fn advance(&mut self, sequence: u64, event_id: &str) -> Result<(), String> {
+        let mut value = serde_json::to_value(&*self).map_err(|err| err.to_string())?;
+        let serde_json::Value::Object(fields) = &mut value else {
+            return Err("it is not serialized as a map".to_owned());
+        };
+        fields.insert("sequence".to_owned(), sequence.into());
+        fields.insert("lastEventId".to_owned(), event_id.into());
+        *self = serde_json::from_value(value)
+            .map_err(|err| crate::reason::without_value(&err.to_string()).naming("it"))?;
+        Ok(())
+    }
+
     /// One line for `replay` and `inspect`: the fields an operator looks at
     /// (by default, every attribute but `sequence` and `lastEventId`).
     fn summary(&self) -> String {

@@ -108,8 +108,9 @@ impl Record {
             Some(body) => domain.parse(body),
         };
         let stream = match &event {
-            Ok(event) => event.stream().to_owned(),
-            Err(_) => message
+            // An ignored event without an aggregate id keeps its group.
+            Ok(event) if !event.stream().is_empty() => event.stream().to_owned(),
+            _ => message
                 .attributes
                 .get("MessageGroupId")
                 .filter(|group| !group.is_empty())
@@ -169,7 +170,7 @@ impl Event {
     pub fn event_id(&self) -> &str {
         match &self.handling {
             How::Sequenced(apply) | How::Snapshot(apply) => apply.event_id(),
-            How::Deduplicated(_) => &self.event_id,
+            How::Deduplicated(_) | How::Ignored(_) => &self.event_id,
         }
     }
 
@@ -179,6 +180,7 @@ impl Event {
         match &self.handling {
             How::Sequenced(apply) | How::Snapshot(apply) => apply.aggregate_id(),
             How::Deduplicated(effect) => &effect.id,
+            How::Ignored(ignored) => ignored.aggregate_id.as_deref().unwrap_or_default(),
         }
     }
 
@@ -187,6 +189,7 @@ impl Event {
         match &self.handling {
             How::Sequenced(apply) | How::Snapshot(apply) => Some(apply.sequence()),
             How::Deduplicated(_) => None,
+            How::Ignored(ignored) => ignored.sequence,
         }
     }
 
@@ -195,7 +198,7 @@ impl Event {
     pub fn kind(&self) -> Option<&'static crate::entity::Kind> {
         match &self.handling {
             How::Sequenced(apply) | How::Snapshot(apply) => Some(apply.kind()),
-            How::Deduplicated(_) => None,
+            How::Deduplicated(_) | How::Ignored(_) => None,
         }
     }
 
@@ -206,7 +209,7 @@ impl Event {
             How::Sequenced(apply) | How::Snapshot(apply) => {
                 Some(EntityKey::new(apply.kind(), apply.aggregate_id()))
             }
-            How::Deduplicated(_) => None,
+            How::Deduplicated(_) | How::Ignored(_) => None,
         }
     }
 
@@ -216,6 +219,12 @@ impl Event {
             How::Deduplicated(effect) => Some(effect),
             _ => None,
         }
+    }
+
+    /// Whether this consumer ignores it ([`Handling::ignore`]): done,
+    /// nothing read or written.
+    pub fn is_ignored(&self) -> bool {
+        matches!(self.handling, How::Ignored(_))
     }
 
     /// Whether it is a snapshot (applied only if newer; never parked).
@@ -228,6 +237,7 @@ impl Event {
         match &self.handling {
             How::Sequenced(apply) | How::Snapshot(apply) => apply.handler(),
             How::Deduplicated(effect) => effect.handler,
+            How::Ignored(_) => "ignored",
         }
     }
 
@@ -241,6 +251,7 @@ impl Event {
         match &self.handling {
             How::Sequenced(apply) | How::Snapshot(apply) => apply.apply(slot),
             How::Deduplicated(_) => Ok(Decision::NotCreated),
+            How::Ignored(_) => Ok(Decision::Duplicate),
         }
     }
 }
@@ -255,6 +266,7 @@ impl Event {
         match &self.handling {
             How::Sequenced(apply) | How::Snapshot(apply) => apply.apply_unchecked(slot),
             How::Deduplicated(_) => Some(Decision::NotCreated),
+            How::Ignored(_) => Some(Decision::Duplicate),
         }
     }
 }
@@ -347,6 +359,19 @@ pub(crate) fn parse_body(
             }
             if envelope.get("aggregateId").is_some_and(|id| !id.is_null()) {
                 string(&envelope, "aggregateId", 256)?;
+            }
+        }
+        How::Ignored(ignored) => {
+            // Not this consumer's: its envelope is checked as far as it goes.
+            if envelope.get("aggregateId").is_some_and(|id| !id.is_null()) {
+                string(&envelope, "aggregateId", 256)?;
+                ignored.aggregate_id = Some(take_string(&mut envelope, "aggregateId"));
+            }
+            if envelope
+                .get("sequence")
+                .is_some_and(|sequence| !sequence.is_null())
+            {
+                ignored.sequence = Some(sequence(&envelope)?);
             }
         }
     }

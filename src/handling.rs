@@ -110,6 +110,15 @@ pub(crate) enum How {
     Sequenced(Box<dyn Apply>),
     Snapshot(Box<dyn Apply>),
     Deduplicated(Deduplicated),
+    Ignored(Ignored),
+}
+
+/// An event of a stream the consumer does not project: done, nothing read
+/// or written. Its envelope's stream and sequence, when it has them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Ignored {
+    pub(crate) aggregate_id: Option<String>,
+    pub(crate) sequence: Option<u64>,
 }
 
 impl Handling {
@@ -148,6 +157,25 @@ impl Handling {
         })))
     }
 
+    /// A type of a stream this consumer projects whose events change nothing
+    /// it keeps (another consumer's concern: an order's address for a status
+    /// view): an update that only moves the entity's `sequence` and
+    /// `lastEventId` to the event's ([`Entity::advance`]), so that the guard
+    /// stays exact. The entity missing, a duplicate and a gap are decided as
+    /// for any update (a gap is parked). Its `data` is not read: declare the
+    /// variant's payload `serde::de::IgnoredAny`.
+    pub fn pass<T: Entity>() -> Handling {
+        Handling::sequenced((), pass::<T>)
+    }
+
+    /// A type of a stream this consumer does not project at all (a product
+    /// event for an order view): done, nothing read, nothing written. Its
+    /// `data` is not read: declare the variant's payload
+    /// `serde::de::IgnoredAny`. The envelope is still checked.
+    pub fn ignore() -> Handling {
+        Handling(How::Ignored(Ignored::default()))
+    }
+
     /// A deduplicated effect: not sequenced, `delta` added to the counter
     /// `id` once per event and `handler` name. The counter's id is the
     /// event's stream.
@@ -172,6 +200,7 @@ impl fmt::Debug for Handling {
             How::Sequenced(apply) => write!(f, "Sequenced({})", apply.handler()),
             How::Snapshot(apply) => write!(f, "Snapshot({})", apply.handler()),
             How::Deduplicated(effect) => write!(f, "{effect:?}"),
+            How::Ignored(_) => f.write_str("Ignored"),
         }
     }
 }
@@ -200,6 +229,30 @@ fn unwound<R>(handler: &'static str, call: impl FnOnce() -> R) -> Result<R, Hand
                 .to_owned(),
         }
     })
+}
+
+/// The guard of a pass: the entity moves to the event's sequence and id,
+/// nothing else changes. Checked as every handler's answer: an entity that
+/// [`Entity::advance`] cannot move is a handler error.
+fn pass<T: Entity>(entity: &mut Option<T>, event: &Sequenced<()>) -> Decision {
+    let Some(entity) = entity else {
+        return Decision::NotCreated;
+    };
+    if entity.sequence() != event.sequence - 1 {
+        return if entity.sequence() >= event.sequence {
+            Decision::Duplicate
+        } else {
+            Decision::Gap
+        };
+    }
+    if let Err(reason) = entity.advance(event.sequence, &event.event_id) {
+        tracing::error!(
+            kind = T::KIND,
+            reason = %reason,
+            "a pass cannot move the entity: implement Entity::advance"
+        );
+    }
+    Decision::Applied
 }
 
 fn unbound<D>(data: D) -> Sequenced<D> {

@@ -4,7 +4,7 @@
 //!
 //! | metric | unit | what |
 //! | --- | --- | --- |
-//! | `Applied`, `Duplicate`, `Parked`, `Conflict`, `Gap`, `NotCreated`, `Invalid`, `Skipped`, `StorageError`, `Rejected` | Count | messages by outcome |
+//! | `Applied`, `Duplicate`, `Parked`, `Ignored`, `Conflict`, `Gap`, `NotCreated`, `Invalid`, `Skipped`, `StorageError`, `Rejected` | Count | messages by outcome |
 //! | `ColdStart` | Count | 1 in the first invocation's document of each process, 0 after (Powertools' name) |
 //! | `Drained` | Count | parked events applied (their gap closed) |
 //! | `ParkingFull` | Count | gaps failed because `MAX_PARKED_PER_STREAM` events are parked on their entity |
@@ -34,6 +34,7 @@ pub fn metric_name(outcome: Outcome) -> &'static str {
         Outcome::Applied => "Applied",
         Outcome::Duplicate => "Duplicate",
         Outcome::Parked => "Parked",
+        Outcome::Ignored => "Ignored",
         Outcome::Conflict => "Conflict",
         Outcome::Gap => "Gap",
         Outcome::NotCreated => "NotCreated",

@@ -96,6 +96,10 @@ impl<T: Entity> Given<T> {
                 handler: effect.handler,
                 problem: "is a deduplicated effect: it has no entity to test".to_owned(),
             }),
+            How::Ignored(_) => Err(HandlerFault {
+                handler: "ignored",
+                problem: "is ignored by this consumer: it has no entity to test (see testkit::is_ignored)".to_owned(),
+            }),
         };
         Then {
             decision,
@@ -183,7 +187,7 @@ pub fn when_effect<E: Events>(event: E) -> Effect {
     Effect {
         effect: match how {
             How::Deduplicated(effect) => Some(effect),
-            How::Sequenced(_) | How::Snapshot(_) => None,
+            How::Sequenced(_) | How::Snapshot(_) | How::Ignored(_) => None,
         },
     }
 }
@@ -230,4 +234,10 @@ impl Effect {
             "the counter, its id and the amount added"
         );
     }
+}
+
+/// Whether this consumer ignores the event ([`Handling::ignore`]): done,
+/// nothing read or written, whatever its entity.
+pub fn is_ignored<E: Events>(event: E) -> bool {
+    matches!(event.handling(), Handling(How::Ignored(_)))
 }

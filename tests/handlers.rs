@@ -50,6 +50,8 @@ enum TallyEvent {
     CountedPanicking(Nothing),
     /// Holds the guard, and panics when it would apply.
     CountedPanickingWhenNext(Nothing),
+    /// Passes: only the sequence and the last event id move.
+    CountedPassing(Nothing),
 }
 
 fn on_started(tally: &mut Option<Tally>, event: &Sequenced<Nothing>) -> Decision {
@@ -161,6 +163,7 @@ impl Events for TallyEvent {
             TallyEvent::CountedPanickingWhenNext(data) => {
                 Handling::sequenced(data, on_counted_panicking_when_next)
             }
+            TallyEvent::CountedPassing(_) => Handling::pass::<Tally>(),
         }
     }
 }
@@ -465,7 +468,8 @@ fn the_domain_knows_its_types_and_kinds_from_the_declarations() {
             "CountedBlindly",
             "CountedQuietly",
             "CountedPanicking",
-            "CountedPanickingWhenNext"
+            "CountedPanickingWhenNext",
+            "CountedPassing"
         ]
     );
     assert_eq!(domain.kind("tally").map(|kind| kind.name), Some("TALLY"));
@@ -572,4 +576,63 @@ fn a_runner_refuses_a_domain_whose_declarations_cannot_work() {
         &store,
         RunnerConfig::default(),
     );
+}
+
+/// An entity whose last event id is not the attribute `lastEventId`: the
+/// default `Entity::advance` cannot move it, so a pass on it is a handler
+/// error, never a silent write of a half-moved entity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Renamed {
+    sequence: u64,
+    #[serde(rename = "lastEvent")]
+    last_event_id: String,
+}
+
+impl Entity for Renamed {
+    const KIND: &'static str = "RENAMED";
+    fn sequence(&self) -> u64 {
+        self.sequence
+    }
+    fn last_event_id(&self) -> &str {
+        &self.last_event_id
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", content = "data")]
+enum RenamedEvent {
+    Touched(serde::de::IgnoredAny),
+}
+
+impl Events for RenamedEvent {
+    fn handling(self) -> Handling {
+        match self {
+            RenamedEvent::Touched(_) => Handling::pass::<Renamed>(),
+        }
+    }
+}
+
+#[test]
+fn a_pass_that_cannot_move_its_entity_is_a_handler_error() {
+    use sequence_guard::testkit::given;
+
+    let moved = given(Some(Tally {
+        sequence: 1,
+        last_event_id: "e1".into(),
+        count: 4,
+    }))
+    .when("e2", "t", 2, TallyEvent::CountedPassing(Nothing {}));
+    moved.then(Decision::Applied, Some(tally(2, 4, "e2")));
+
+    let stuck = given(Some(Renamed {
+        sequence: 1,
+        last_event_id: "e1".into(),
+    }))
+    .when("e2", "r", 2, RenamedEvent::Touched(serde::de::IgnoredAny));
+    let fault = stuck.decision().expect_err("a handler error");
+    assert!(
+        fault.problem.contains("answered applied to event 2"),
+        "{fault}"
+    );
+    assert_eq!(stuck.entity().map(|renamed| renamed.sequence), Some(1));
 }

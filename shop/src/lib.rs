@@ -13,11 +13,14 @@
 //! - `events.rs`: the events ([`ShopEvent`]) and the registration.
 //! - `order.rs`, `product.rs`: the entities and their handlers.
 //! - `stock.rs`: the stock counter.
+//! - `status.rs`: the second consumer's domain: each order's status, no
+//!   personal data (`status-projector`, `status-replay`).
 //! - `src/bin/`: the Lambda function, `replay` and `inspect`, one line each.
 
 pub mod events;
 pub mod order;
 pub mod product;
+pub mod status;
 pub mod stock;
 
 pub use events::ShopEvent;

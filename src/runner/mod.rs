@@ -253,6 +253,7 @@ fn log_summary(report: &BatchReport) {
         applied = count(Outcome::Applied),
         duplicate = count(Outcome::Duplicate),
         parked = count(Outcome::Parked),
+        ignored = count(Outcome::Ignored),
         conflict = count(Outcome::Conflict),
         drained = report.drained(),
         gap = count(Outcome::Gap),

@@ -18,6 +18,10 @@ pub enum Outcome {
     Duplicate,
     /// A gap, parked in the table: completed, applied when the gap closes.
     Parked,
+    /// A type this consumer declares it does not project
+    /// ([`Handling::ignore`](crate::Handling::ignore)): completed, nothing
+    /// read or written.
+    Ignored,
     /// A different event for a sequence applied or parked: recorded, completed.
     Conflict,
     /// An earlier event of the aggregate has not been applied, and the message
@@ -48,10 +52,11 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, once each.
-    pub const ALL: [Outcome; 11] = [
+    pub const ALL: [Outcome; 12] = [
         Outcome::Applied,
         Outcome::Duplicate,
         Outcome::Parked,
+        Outcome::Ignored,
         Outcome::Conflict,
         Outcome::Gap,
         Outcome::NotCreated,
@@ -66,7 +71,11 @@ impl Outcome {
     pub fn is_failure(self) -> bool {
         !matches!(
             self,
-            Outcome::Applied | Outcome::Duplicate | Outcome::Parked | Outcome::Conflict
+            Outcome::Applied
+                | Outcome::Duplicate
+                | Outcome::Parked
+                | Outcome::Ignored
+                | Outcome::Conflict
         )
     }
 
@@ -76,6 +85,7 @@ impl Outcome {
             Outcome::Applied => "applied",
             Outcome::Duplicate => "duplicate",
             Outcome::Parked => "parked",
+            Outcome::Ignored => "ignored",
             Outcome::Conflict => "conflict",
             Outcome::Gap => "gap",
             Outcome::NotCreated => "not created",

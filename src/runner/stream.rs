@@ -57,6 +57,10 @@ impl<S: Store> Runner<S> {
                 }
                 Ok(event) => event,
             };
+            if event.is_ignored() {
+                verdicts[position] = Some(Verdict::new(Outcome::Ignored, None));
+                continue;
+            }
             if let Some(addition) = addition(event, invocation.now, self.config.dedup_ttl_seconds) {
                 let known = loaded.as_ref().is_ok_and(|loaded| {
                     dedup_key(event).is_some_and(|key| loaded.handled.contains(&key))
