@@ -143,6 +143,7 @@ fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
     for passed in [
         "test tests::a_creation_creates_the_item_at_its_sequence_once ... ok",
         "test tests::the_guard_answers_duplicate_gap_and_not_created ... ok",
+        "test tests::a_view_adds_one_to_the_items_views ... ok",
         "test tests::every_sample_body_is_read_by_the_domain ... ok",
         "test replay_tells_the_samples_story ... ok",
     ] {

@@ -133,7 +133,7 @@ pub fn on_item_viewed(view: View) -> Handling {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sequence_guard::testkit::given;
+    use sequence_guard::testkit::{given, when_effect};
 
     fn at(sequence: u64, name: &str) -> Item {
         Item {
@@ -186,6 +186,14 @@ mod tests {
         given(None::<Item>)
             .when("e2", "item-1", 2, renamed("Other"))
             .then(Decision::NotCreated, None);
+    }
+
+    #[test]
+    fn a_view_adds_one_to_the_items_views() {
+        let view = ItemEvent::ItemViewed(View {
+            item_id: "item-1".into(),
+        });
+        when_effect(view).adds(&VIEWS, "item-1", 1);
     }
 
     #[test]
