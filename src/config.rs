@@ -60,7 +60,7 @@ pub const VARIABLES: [&str; 11] = [
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     /// A required variable is unset or blank (`TABLE_NAME`; the
-    /// dispatcher's `QUEUE_URL`, `FAILURE_QUEUE_URL`).
+    /// dispatcher's `QUEUE_URL or TOPIC_ARN`, `FAILURE_QUEUE_URL`).
     #[error("the environment variable {0} is required ({purpose})", purpose = purpose(.0))]
     Missing(&'static str),
     /// A variable is set outside its range.
@@ -81,6 +81,10 @@ fn purpose(name: &str) -> &'static str {
     match name {
         "TABLE_NAME" => "the DynamoDB table to project into",
         "QUEUE_URL" => "the SQS FIFO queue the dispatcher sends events to",
+        "QUEUE_URL or TOPIC_ARN" => {
+            "the SQS FIFO queue the dispatcher sends events to, or the SNS FIFO topic it \
+             publishes them to"
+        }
         "FAILURE_QUEUE_URL" => "the SQS queue corrupt event items are reported to",
         _ => "see the README",
     }

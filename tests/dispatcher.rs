@@ -1,17 +1,19 @@
 //! The dispatcher's sending, on a queue of the test's own that records every
 //! request and refuses what it is told to: ids and bodies as the contract
 //! says, ten per request, stream order kept through refusals, corrupt items
-//! reported without blocking, and the redelivery point. The same code on
-//! real SQS (LocalStack) and a real stream (DynamoDB Local) is in
-//! `shop/tests/dispatch.rs`.
+//! reported without blocking, and the redelivery point. In topic mode the
+//! same rules hold with SNS's codes (a recording topic), and `SnsTopic`'s
+//! `PublishBatch` requests and answers are read on a fake SNS. The same code
+//! on real SQS and SNS (LocalStack) and a real stream (DynamoDB Local) is in
+//! `shop/tests/dispatch.rs` and `shop/tests/fanout.rs`.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use sequence_guard::dispatcher::{
-    Outgoing, Queue, Read, Refused, SendError, Settings, dispatch, read, sqs_body_char,
-    valid_sqs_id,
+    Outgoing, Queue, Read, Refused, SendError, Settings, SnsTopic, dispatch, read, sqs_body_char,
+    topic_blames_message, valid_sqs_id,
 };
 use sequence_guard::{Counter, Decision, Domain, Entity, Events, Handling, Sequenced};
 use serde::{Deserialize, Serialize};
@@ -741,4 +743,304 @@ async fn a_refused_head_still_goes_alone_after_a_later_entry_is_reported() {
         requests.iter().map(ids).collect::<Vec<_>>()
     );
     assert_eq!(queue.reports.lock().unwrap().len(), 1, "a:2 reported");
+}
+
+/// The test queue as a topic: SNS's rules for what blames the message.
+struct TestTopic(TestQueue);
+
+impl Queue for TestTopic {
+    async fn send(&self, entries: &[Outgoing]) -> Result<Vec<Refused>, SendError> {
+        self.0.send(entries).await
+    }
+
+    async fn report(&self, report: &str) -> Result<(), SendError> {
+        self.0.report(report).await
+    }
+
+    fn blames_message(&self, refusal: &Refused) -> bool {
+        topic_blames_message(refusal)
+    }
+
+    fn service(&self) -> &'static str {
+        "SNS"
+    }
+}
+
+fn refused_with(code: &'static str) -> Refused {
+    Refused {
+        index: 0,
+        code: code.to_owned(),
+        message: "injected".to_owned(),
+        sender_fault: true,
+    }
+}
+
+#[tokio::test]
+async fn an_entry_sns_blames_on_itself_is_reported_and_its_stream_goes_on() {
+    let refuse: Rule = Box::new(|entry, _| match entry.deduplication_id.as_str() {
+        "a:2" => Some(refused_with("InvalidParameter")),
+        "b:2" => Some(refused_with("ParameterValueInvalid")),
+        _ => None,
+    });
+    let topic = TestTopic(TestQueue {
+        refuse: Some(refuse),
+        ..TestQueue::default()
+    });
+    let records: Vec<Value> = (1..=3)
+        .flat_map(|n| [insert(2 * n - 1, "a", n), insert(2 * n, "b", n)])
+        .collect();
+    let outcome = dispatch(&records, &domain(), &topic, quick(), None).await;
+    assert_eq!(outcome.failure, None);
+    assert_eq!(of_stream(&taken(&topic.0), "a"), vec![1, 3]);
+    assert_eq!(of_stream(&taken(&topic.0), "b"), vec![1, 3]);
+    let reports = topic.0.reports.lock().unwrap();
+    assert_eq!(reports.len(), 2);
+    let reason = reports[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("SNS refused the message: InvalidParameter"),
+        "{reason}"
+    );
+}
+
+#[tokio::test]
+async fn a_topic_sends_again_what_only_sqs_would_blame_and_names_its_first_record() {
+    // SQS's code for a bad body is not SNS's: a topic sends it again, first
+    // of its stream, and names it for redelivery when it keeps failing.
+    let refuse: Rule = Box::new(|entry, _| {
+        (entry.deduplication_id == "a:2").then(|| refused_with("InvalidMessageContents"))
+    });
+    let topic = TestTopic(TestQueue {
+        refuse: Some(refuse),
+        ..TestQueue::default()
+    });
+    let mut records: Vec<Value> = (1..=3).map(|n| insert(n, "a", n)).collect();
+    records.push(insert(4, "b", 1));
+    let outcome = dispatch(&records, &domain(), &topic, quick(), None).await;
+    assert_eq!(outcome.failure, Some(sequence_number(2)));
+    assert!(
+        outcome
+            .failure_reason
+            .as_deref()
+            .unwrap_or_default()
+            .contains("SNS did not take it"),
+        "{:?}",
+        outcome.failure_reason
+    );
+    assert!(
+        topic.0.reports.lock().unwrap().is_empty(),
+        "nothing reported"
+    );
+    // a:3 went in a:2's first request; after it, a:2 alone, three times.
+    let requests: Vec<Vec<String>> = topic
+        .0
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.iter().map(|o| o.deduplication_id.clone()).collect())
+        .collect();
+    assert_eq!(requests.len(), 4, "{requests:?}");
+    for again in &requests[1..] {
+        assert_eq!(again, &["a:2"]);
+    }
+    assert_eq!(of_stream(&taken(&topic.0), "b"), vec![1]);
+}
+
+/// A fake SNS on a local port: answers every request with `status` and
+/// `answer` (an awsQuery XML document) and keeps each request's form fields.
+struct FakeSns {
+    endpoint: String,
+    requests: std::sync::Arc<Mutex<Vec<HashMap<String, String>>>>,
+}
+
+fn fake_sns(status: u16, answer: &'static str) -> FakeSns {
+    use std::io::{BufRead, BufReader, Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let requests = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let kept = requests.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                let line = line.trim_end();
+                if line.is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let fields: HashMap<String, String> =
+                form_urlencoded(&String::from_utf8(body).unwrap());
+            kept.lock().unwrap().push(fields);
+            let response = format!(
+                "HTTP/1.1 {status} Status\r\nContent-Type: text/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+            stream.write_all(response.as_bytes()).unwrap();
+        }
+    });
+    FakeSns { endpoint, requests }
+}
+
+/// `a=b&c=d`, percent-decoded, `+` as a space.
+fn form_urlencoded(body: &str) -> HashMap<String, String> {
+    let decode = |text: &str| {
+        let bytes = text.replace('+', " ").into_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'%' {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap();
+                out.push(u8::from_str_radix(hex, 16).unwrap());
+                i += 3;
+            } else {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+        String::from_utf8(out).unwrap()
+    };
+    body.split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(name, value)| (decode(name), decode(value)))
+        .collect()
+}
+
+fn topic_on(endpoint: &str) -> SnsTopic {
+    let credentials = aws_sdk_sns::config::Credentials::new("test", "test", None, None, "test");
+    let sns = aws_sdk_sns::Client::from_conf(
+        aws_sdk_sns::config::Builder::new()
+            .behavior_version(aws_sdk_sns::config::BehaviorVersion::latest())
+            .endpoint_url(endpoint)
+            .region(aws_sdk_sns::config::Region::new("us-east-1"))
+            .credentials_provider(credentials.clone())
+            .build(),
+    );
+    let sqs = aws_sdk_sqs::Client::from_conf(
+        aws_sdk_sqs::config::Builder::new()
+            .behavior_version(aws_sdk_sqs::config::BehaviorVersion::latest())
+            .endpoint_url(endpoint)
+            .region(aws_sdk_sqs::config::Region::new("us-east-1"))
+            .credentials_provider(credentials)
+            .build(),
+    );
+    SnsTopic::new(
+        sns,
+        "arn:aws:sns:us-east-1:123456789012:events.fifo",
+        sqs,
+        format!("{endpoint}/123456789012/failures"),
+    )
+}
+
+const PUBLISH_BATCH_ANSWER: &str = r#"<PublishBatchResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/">
+  <PublishBatchResult>
+    <Successful>
+      <member><Id>0</Id><MessageId>m-0</MessageId><SequenceNumber>10000000000000000001</SequenceNumber></member>
+      <member><Id>2</Id><MessageId>m-2</MessageId><SequenceNumber>10000000000000000002</SequenceNumber></member>
+    </Successful>
+    <Failed>
+      <member><Id>1</Id><Code>InvalidParameter</Code><Message>Invalid parameter: Message too long</Message><SenderFault>true</SenderFault></member>
+    </Failed>
+  </PublishBatchResult>
+  <ResponseMetadata><RequestId>r-1</RequestId></ResponseMetadata>
+</PublishBatchResponse>"#;
+
+#[tokio::test]
+async fn sns_topic_publishes_each_entry_with_the_queues_ids_and_body_in_order() {
+    let sns = fake_sns(200, PUBLISH_BATCH_ANSWER);
+    let topic = topic_on(&sns.endpoint);
+    let records: Vec<Value> = (1..=4).map(|n| insert(n, "a", n)).collect();
+    let entries: Vec<Outgoing> = records
+        .iter()
+        .map(|record| match read(record, &domain()) {
+            Read::Send(outgoing) => outgoing,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    // The fake answers three of four: the fourth is not known to be sent.
+    let refused = topic.send(&entries).await.expect("answered");
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert_eq!(
+        refused[0],
+        Refused {
+            index: 1,
+            code: "InvalidParameter".to_owned(),
+            message: "Invalid parameter: Message too long".to_owned(),
+            sender_fault: true,
+        }
+    );
+    assert!(topic.blames_message(&refused[0]));
+    assert_eq!(
+        (refused[1].index, refused[1].code.as_str()),
+        (3, "NoAnswer")
+    );
+    assert!(!topic.blames_message(&refused[1]));
+    assert_eq!(topic.service(), "SNS");
+
+    let requests = sns.requests.lock().unwrap();
+    assert_eq!(requests.len(), 1);
+    let fields = &requests[0];
+    assert_eq!(fields["Action"], "PublishBatch");
+    assert_eq!(
+        fields["TopicArn"],
+        "arn:aws:sns:us-east-1:123456789012:events.fifo"
+    );
+    for (n, entry) in entries.iter().enumerate() {
+        let field = |name: &str| {
+            fields
+                .get(&format!(
+                    "PublishBatchRequestEntries.member.{}.{name}",
+                    n + 1
+                ))
+                .cloned()
+                .unwrap_or_else(|| panic!("entry {n}: no {name} in {fields:?}"))
+        };
+        assert_eq!(field("Id"), n.to_string());
+        assert_eq!(field("MessageGroupId"), entry.group_id);
+        assert_eq!(field("MessageDeduplicationId"), entry.deduplication_id);
+        assert_eq!(field("Message"), entry.body, "the body byte for byte");
+        assert_eq!(field("MessageDeduplicationId"), format!("a:{}", n + 1));
+    }
+    assert!(
+        !fields.keys().any(|name| name.contains("MessageAttributes")),
+        "no attributes: {fields:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_publish_batch_refused_as_a_whole_is_sent_again_then_names_its_first_record() {
+    let sns = fake_sns(
+        400,
+        r#"<ErrorResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/"><Error><Type>Sender</Type><Code>BatchRequestTooLong</Code><Message>The batch request is too long.</Message></Error><RequestId>r-2</RequestId></ErrorResponse>"#,
+    );
+    let topic = topic_on(&sns.endpoint);
+    let records: Vec<Value> = (1..=10).map(|n| insert(n, "b", n)).collect();
+    let outcome = dispatch(&records, &domain(), &topic, quick(), None).await;
+    assert_eq!(outcome.dispatched, 0);
+    assert_eq!(outcome.failure, Some(sequence_number(1)));
+    assert_eq!(outcome.requests, 4, "one try and three retries");
+    let requests = sns.requests.lock().unwrap();
+    assert_eq!(requests.len(), 4, "the SDK does not retry a sender's error");
+    assert_eq!(
+        requests[0]["PublishBatchRequestEntries.member.10.MessageDeduplicationId"], "b:10",
+        "ten entries in the first request"
+    );
+    for again in &requests[1..] {
+        assert!(
+            !again.contains_key("PublishBatchRequestEntries.member.2.Id"),
+            "the troubled stream's head alone: {again:?}"
+        );
+    }
 }

@@ -523,15 +523,27 @@ fn bad_arguments_and_missing_variables_exit_2_naming_the_problem() {
             &["QUEUE_URL"],
         ),
         (
-            "resend with only TOPIC_ARN",
+            "resend with both QUEUE_URL and TOPIC_ARN",
             resend(
                 &["--stream", "order-1"],
                 &[
                     ("EVENTS_TABLE", "e"),
+                    ("QUEUE_URL", queue),
                     ("TOPIC_ARN", "arn:aws:sns:us-east-1:1:events.fifo"),
                 ],
             ),
             &["QUEUE_URL", "TOPIC_ARN"],
+        ),
+        (
+            "resend to a standard topic",
+            resend(
+                &["--stream", "order-1"],
+                &[
+                    ("EVENTS_TABLE", "e"),
+                    ("TOPIC_ARN", "arn:aws:sns:us-east-1:1:events"),
+                ],
+            ),
+            &["TOPIC_ARN", ".fifo"],
         ),
         (
             "resend to a standard queue",

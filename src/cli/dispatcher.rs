@@ -1,13 +1,14 @@
 //! `dispatcher`, the Lambda function on the event store's stream: reads its
-//! configuration, builds the SQS client once, and sends each stream batch
-//! to the FIFO queue (CONTRACT section 7).
+//! configuration, builds the clients once, and sends each stream batch to
+//! the FIFO queue, or publishes it to the FIFO topic (CONTRACT sections 7
+//! and 8).
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use lambda_runtime::{LambdaEvent, service_fn};
 
-use crate::dispatcher::{DispatcherConfig, SqsQueue, describe_metrics, handle};
+use crate::dispatcher::{Destination, DispatcherConfig, describe_metrics, handle};
 use crate::domain::Domain;
 use crate::metrics::Emf;
 
@@ -23,7 +24,7 @@ pub async fn dispatcher(domain: Domain) -> ExitCode {
     if let Some(code) = super::outside_lambda(
         "dispatcher",
         "It reads the event store's DynamoDB stream. Locally: `cargo lambda watch` then \
-         `cargo lambda invoke {name} --data-file events/dispatcher/stream-batch.json` (QUEUE_URL and FAILURE_QUEUE_URL set)",
+         `cargo lambda invoke {name} --data-file events/dispatcher/stream-batch.json` (QUEUE_URL or TOPIC_ARN, and FAILURE_QUEUE_URL set)",
     ) {
         return code;
     }
@@ -52,9 +53,10 @@ pub async fn dispatcher(domain: Domain) -> ExitCode {
         .operation_timeout(Duration::from_secs(3))
         .build();
     let sdk = aws_config::from_env().timeout_config(timeouts).load().await;
-    let queue = SqsQueue::new(
+    let queue = Destination::new(
+        &config.target,
         aws_sdk_sqs::Client::new(&sdk),
-        config.queue_url,
+        || aws_sdk_sns::Client::new(&sdk),
         config.failure_queue_url,
     );
     super::served(

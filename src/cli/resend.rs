@@ -1,23 +1,28 @@
 //! `resend`: mends a hole. Sends a stream's stored events, or a range of
-//! them, to the queue again, exactly as the dispatcher sent them.
+//! them, to the queue or the topic again, exactly as the dispatcher sent
+//! them.
 //!
 //! ```text
-//! resend --stream ID [--from SEQUENCE] [--to SEQUENCE] [--events-table NAME] [--queue-url URL] [--endpoint-url URL]
+//! resend --stream ID [--from SEQUENCE] [--to SEQUENCE] [--events-table NAME] [--queue-url URL | --topic-arn ARN] [--endpoint-url URL]
 //! ```
 //!
 //! Each event item of the range becomes the record the event store's
 //! stream carried for its `INSERT`, and goes through the dispatcher's own
 //! code ([`dispatch`]): the same `MessageGroupId`, `MessageDeduplicationId`
 //! and body (byte for byte), in stream order, at most ten per
-//! `SendMessageBatch`, refusals sent again. The consumer's guard absorbs
+//! `SendMessageBatch` (or `PublishBatch`), refusals sent again. The consumer's guard absorbs
 //! what it applied already. The producer's trace header is not stored with
 //! the event as read here, so a resent message carries no `AWSTraceHeader`.
 //!
-//! SQS drops a message whose deduplication id it took in the last five
-//! minutes: resend a hole once its events are older than that (`verify`
-//! finds the hole first). The queue is `QUEUE_URL` (`--queue-url`); the SQS
-//! endpoint is the SDK's (`AWS_ENDPOINT_URL_SQS`), `--endpoint-url` is
-//! DynamoDB's. Topics (`TOPIC_ARN`) are not supported yet.
+//! SQS (and SNS) drop a message whose deduplication id they took in the
+//! last five minutes: resend a hole once its events are older than that
+//! (`verify` finds the hole first). The target is the dispatcher's: the
+//! queue `QUEUE_URL` (`--queue-url`) or the topic `TOPIC_ARN`
+//! (`--topic-arn`), exactly one of them. Through a topic, every consumer's
+//! queue gets the events again, and each consumer's guard absorbs what it
+//! applied. The SQS and SNS endpoints are the SDK's
+//! (`AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL_SNS`), `--endpoint-url` is
+//! DynamoDB's.
 //!
 //! It prints one JSON line, `{"streamId": ..., "from": n, "to": n, "sent":
 //! n, "requests": n}` (`to` is `null` when open). Exit status: 0 when every
@@ -25,7 +30,9 @@
 //! named, with its sequence and why; nothing after it is read) or the range
 //! holds no event, or the event store cannot be read; 2 for bad arguments
 //! or a missing variable. The caller needs `dynamodb:DescribeTable` and
-//! `dynamodb:Query` on the event store and `sqs:SendMessage` on the queue.
+//! `dynamodb:Query` on the event store and `sqs:SendMessage` on the queue
+//! (or `sns:Publish` on the topic, and the topic key's
+//! `kms:GenerateDataKey*` when it is encrypted with a customer key).
 
 use std::collections::HashMap;
 use std::process::ExitCode;
@@ -38,7 +45,7 @@ use serde_json::{Value, json};
 
 use super::{arguments, events_table};
 use crate::dispatcher::{
-    Outgoing, Queue, Read, Refused, SendError, Settings, SqsQueue, dispatch, read,
+    Destination, Outgoing, Queue, Read, Refused, SendError, Settings, Target, dispatch, read,
 };
 use crate::domain::Domain;
 use crate::producer::{EventStore, StoredEvent};
@@ -57,13 +64,15 @@ Examples:
       its events from sequence 4 on (verify names where a hole starts)
   resend --stream <stream id> --from 2 --to 3
   QUEUE_URL=https://sqs.<region>.amazonaws.com/<account>/<queue>.fifo EVENTS_TABLE=<event store> resend --stream <stream id>
+  TOPIC_ARN=arn:aws:sns:<region>:<account>:<topic>.fifo EVENTS_TABLE=<event store> resend --stream <stream id>
+      to every consumer's queue, through the topic the dispatcher publishes to
 
 Exit status: 0 when every event was taken; 1 when one was not (named), the
 range holds no event or the event store cannot be read; 2 for bad arguments
 or a missing variable.";
 
 /// Sends the stored events of one stream (from `--from` to `--to`) to the
-/// queue again, as the dispatcher sent them.
+/// queue or the topic again, as the dispatcher sent them.
 #[derive(Debug, Parser)]
 #[command(name = "resend", version, after_help = EXAMPLES)]
 struct Args {
@@ -82,6 +91,10 @@ struct Args {
     /// The SQS FIFO queue the dispatcher sends to (default: QUEUE_URL).
     #[arg(long, value_name = "URL", env = "QUEUE_URL")]
     queue_url: Option<String>,
+    /// Or the SNS FIFO topic the dispatcher publishes to (default:
+    /// TOPIC_ARN).
+    #[arg(long, value_name = "ARN", env = "TOPIC_ARN")]
+    topic_arn: Option<String>,
     /// The DynamoDB endpoint, e.g. http://localhost:8000 for DynamoDB Local.
     #[arg(long, value_name = "URL")]
     endpoint_url: Option<String>,
@@ -104,9 +117,9 @@ enum Stop {
 /// What a resend sent.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct Sent {
-    /// Messages the queue took.
+    /// Messages the queue (or the topic) took.
     events: u64,
-    /// `SendMessageBatch` requests.
+    /// `SendMessageBatch` (or `PublishBatch`) requests.
     requests: u64,
 }
 
@@ -118,9 +131,9 @@ struct Summary<'a> {
     from: u64,
     /// `null` when the range is open.
     to: Option<u64>,
-    /// Messages the queue took.
+    /// Messages the queue (or the topic) took.
     sent: u64,
-    /// `SendMessageBatch` requests.
+    /// `SendMessageBatch` (or `PublishBatch`) requests.
     requests: u64,
 }
 
@@ -142,8 +155,8 @@ pub async fn resend(domain: Domain) -> ExitCode {
     let Some(events_table) = events_table(&name, args.events_table, "--events-table") else {
         return ExitCode::from(2);
     };
-    let queue_url = match queue_url(args.queue_url) {
-        Ok(url) => url,
+    let target = match target(args.queue_url, args.topic_arn) {
+        Ok(target) => target,
         Err(message) => {
             eprintln!("{name}: {message}");
             return ExitCode::from(2);
@@ -156,7 +169,13 @@ pub async fn resend(domain: Domain) -> ExitCode {
     }
     let events = EventStore::new(client, events_table.clone(), domain.clone());
     // Nothing is reported: a refused event stops the resend, named.
-    let queue = Resending::new(SqsQueue::new(sqs().await, queue_url, String::new()));
+    let sdk = sdk().await;
+    let queue = Resending::new(Destination::new(
+        &target,
+        aws_sdk_sqs::Client::new(&sdk),
+        || aws_sdk_sns::Client::new(&sdk),
+        String::new(),
+    ));
     let stream = args.stream;
     let mut sent = Sent::default();
     let outcome = send_range(&events, &domain, &queue, &stream, from..=to, &mut sent).await;
@@ -192,44 +211,32 @@ pub async fn resend(domain: Domain) -> ExitCode {
     }
 }
 
-/// The queue's URL: given, a URL, of a FIFO queue.
-fn queue_url(given: Option<String>) -> Result<String, String> {
-    let Some(url) = given
-        .map(|url| url.trim().to_owned())
-        .filter(|url| !url.is_empty())
-    else {
-        if std::env::var_os("TOPIC_ARN").is_some_and(|topic| !topic.is_empty()) {
-            return Err("QUEUE_URL is not set (TOPIC_ARN is, but resend sends to a queue only: \
-                        a topic is not supported yet): name the SQS FIFO queue (or give --queue-url)"
-                .to_owned());
-        }
-        return Err(
-            "QUEUE_URL is not set: name the SQS FIFO queue to send to (or give --queue-url)"
-                .to_owned(),
-        );
-    };
-    let url_like = url.starts_with("https://") || url.starts_with("http://");
-    if !url_like || !url.ends_with(".fifo") {
-        return Err(format!(
-            "QUEUE_URL must be the URL of a FIFO queue (https://sqs.<region>.amazonaws.com/<account>/<name>.fifo), got `{url}`"
-        ));
-    }
-    Ok(url)
+/// The dispatcher's target, from `--queue-url`/`QUEUE_URL` and
+/// `--topic-arn`/`TOPIC_ARN`: exactly one, as the dispatcher reads them.
+fn target(queue_url: Option<String>, topic_arn: Option<String>) -> Result<Target, String> {
+    Target::from_values(queue_url, topic_arn).map_err(|err| {
+        format!(
+            "{err}: name the SQS FIFO queue (--queue-url) or the SNS FIFO topic (--topic-arn) \
+             the dispatcher sends to"
+        )
+    })
 }
 
-/// The SQS client: the SDK's environment (`AWS_ENDPOINT_URL_SQS` and the
-/// rest), `us-east-1` when no region is set; a call gives up after 20 s.
-async fn sqs() -> aws_sdk_sqs::Client {
+/// The SDK's configuration for the SQS and SNS clients: its environment
+/// (`AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL_SNS` and the rest),
+/// `us-east-1` when no region is set; a call gives up after 20 s.
+async fn sdk() -> aws_config::SdkConfig {
     let timeouts = aws_config::timeout::TimeoutConfig::builder()
         .operation_attempt_timeout(Duration::from_secs(5))
         .operation_timeout(Duration::from_secs(20))
         .build();
     let sdk = aws_config::from_env().timeout_config(timeouts).load().await;
-    let mut config = aws_sdk_sqs::config::Builder::from(&sdk);
-    if sdk.region().is_none() {
-        config = config.region(aws_sdk_sqs::config::Region::new("us-east-1"));
+    if sdk.region().is_some() {
+        return sdk;
     }
-    aws_sdk_sqs::Client::from_conf(config.build())
+    sdk.to_builder()
+        .region(aws_config::Region::new("us-east-1"))
+        .build()
 }
 
 /// The range's events, a page at a time, each page sent before the next is
@@ -426,6 +433,14 @@ impl<Q: Queue> Queue for Resending<Q> {
         let reason = field("reason").unwrap_or_else(|| "refused by the queue".to_owned());
         lock(&self.refused).insert(field("sequenceNumber").unwrap_or_default(), reason);
         Err(SendError("a resend reports to no failure queue".to_owned()))
+    }
+
+    fn blames_message(&self, refusal: &Refused) -> bool {
+        self.queue.blames_message(refusal)
+    }
+
+    fn service(&self) -> &'static str {
+        self.queue.service()
     }
 }
 
@@ -663,24 +678,36 @@ mod tests {
     }
 
     #[test]
-    fn the_queue_must_be_a_fifo_queue_url() {
+    fn the_target_is_a_fifo_queue_or_a_fifo_topic() {
+        let neither = target(None, Some("  ".into())).unwrap_err();
         assert!(
-            queue_url(None)
-                .unwrap_err()
-                .contains("QUEUE_URL is not set")
+            neither.contains("QUEUE_URL") && neither.contains("TOPIC_ARN"),
+            "{neither}"
         );
         assert!(
-            queue_url(Some("  ".into()))
-                .unwrap_err()
-                .contains("QUEUE_URL")
+            target(
+                Some("https://sqs.eu-west-1.amazonaws.com/1/events".into()),
+                None
+            )
+            .unwrap_err()
+            .contains(".fifo")
         );
-        assert!(
-            queue_url(Some("https://sqs.eu-west-1.amazonaws.com/1/events".into()))
-                .unwrap_err()
-                .contains(".fifo")
-        );
-        assert!(queue_url(Some("events.fifo".into())).is_err());
+        assert!(target(Some("events.fifo".into()), None).is_err());
+        assert!(target(None, Some("arn:aws:sns:eu-west-1:1:events".into())).is_err());
         let url = "https://sqs.eu-west-1.amazonaws.com/1/events.fifo";
-        assert_eq!(queue_url(Some(url.into())).as_deref(), Ok(url));
+        let arn = "arn:aws:sns:eu-west-1:123456789012:events.fifo";
+        assert_eq!(
+            target(Some(url.into()), None),
+            Ok(Target::Queue(url.into()))
+        );
+        assert_eq!(
+            target(None, Some(arn.into())),
+            Ok(Target::Topic(arn.into()))
+        );
+        let both = target(Some(url.into()), Some(arn.into())).unwrap_err();
+        assert!(
+            both.contains("QUEUE_URL") && both.contains("TOPIC_ARN"),
+            "{both}"
+        );
     }
 }

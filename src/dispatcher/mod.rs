@@ -1,5 +1,6 @@
 //! The dispatcher: events from the event store's DynamoDB stream to the SQS
-//! FIFO queue (CONTRACT section 7).
+//! FIFO queue (CONTRACT section 7), or to the SNS FIFO topic that many
+//! consumers' queues subscribe to (section 8).
 //!
 //! A Lambda function on the stream (DynamoDB event source mapping with
 //! `ReportBatchItemFailures`). For each `INSERT` of an event item, one
@@ -9,6 +10,13 @@
 //! `AWSTraceHeader`. The head, request records, removals and changes send
 //! nothing. A stream's messages go in stream order, at most ten per
 //! `SendMessageBatch`.
+//!
+//! With `TOPIC_ARN` instead of `QUEUE_URL`, the same messages are published
+//! to the topic, ten per `PublishBatch`, by the same code: the same order,
+//! the same refusals sent again (SNS's codes that blame the message are
+//! [`TOPIC_ENTRY_FAULTS`]), the same reports to `FAILURE_QUEUE_URL`, the same
+//! metrics. Only the producer's trace does not ride along (a `PublishBatch`
+//! entry has no `AWSTraceHeader`).
 //!
 //! What it promises, and what it cannot: within one shard, records come in
 //! the order DynamoDB wrote them, and the dispatcher keeps that order per
@@ -27,10 +35,14 @@
 //! | `record.rs` | one stream record read: an event to send (its ids checked for SQS), nothing, or a corrupt event item |
 //! | `send.rs` | one batch sent: requests of ten in stream order, refusals retried, corrupt items reported, the redelivery point |
 //! | `sqs.rs` | [`SqsQueue`]: the [`Queue`] on SQS |
+//! | `sns.rs` | [`SnsTopic`]: the [`Queue`] on an SNS FIFO topic |
+//! | `target.rs` | [`Target`]: `QUEUE_URL` or `TOPIC_ARN`; [`Destination`]: the one configured |
 
 mod record;
 mod send;
+mod sns;
 mod sqs;
+mod target;
 
 use std::time::Instant;
 
@@ -50,11 +62,14 @@ pub use send::{
     Dispatch, ENTRY_FAULTS, MAX_ENTRIES, MAX_REQUEST_BYTES, Queue, Refused, SendError, Settings,
     dispatch,
 };
+pub use sns::{SnsTopic, TOPIC_ENTRY_FAULTS, topic_blames_message};
 pub use sqs::SqsQueue;
+pub use target::{Destination, TARGETS, Target, valid_topic_arn};
 
 /// Every environment variable the dispatcher reads.
-pub const VARIABLES: [&str; 6] = [
+pub const VARIABLES: [&str; 7] = [
     "QUEUE_URL",
+    "TOPIC_ARN",
     "FAILURE_QUEUE_URL",
     "METRICS_NAMESPACE",
     "METRICS_SERVICE",
@@ -62,8 +77,9 @@ pub const VARIABLES: [&str; 6] = [
     "POWERTOOLS_SERVICE_NAME",
 ];
 
-/// The variables the dispatcher cannot start without.
-pub const REQUIRED: [&str; 2] = ["QUEUE_URL", "FAILURE_QUEUE_URL"];
+/// The variables the dispatcher cannot start without, besides exactly one
+/// of [`TARGETS`] (`QUEUE_URL` or `TOPIC_ARN`).
+pub const REQUIRED: [&str; 1] = ["FAILURE_QUEUE_URL"];
 
 /// The metrics the dispatcher emits (EMF, dimension `Service`).
 ///
@@ -71,9 +87,9 @@ pub const REQUIRED: [&str; 2] = ["QUEUE_URL", "FAILURE_QUEUE_URL"];
 /// | --- | --- | --- |
 /// | `ColdStart` | Count | 1 in the first invocation's document of each process |
 /// | `Records` | Count | stream records in the batch |
-/// | `Dispatched` | Count | messages SQS took |
-/// | `SendRequests` | Count | `SendMessageBatch` requests |
-/// | `Refused` | Count | entries SQS refused, and requests that failed (sent again, or reported) |
+/// | `Dispatched` | Count | messages the queue (or the topic) took |
+/// | `SendRequests` | Count | `SendMessageBatch` (or `PublishBatch`) requests |
+/// | `Refused` | Count | entries refused, and requests that failed (sent again, or reported) |
 /// | `Corrupt` | Count | event items reported to the failure queue |
 /// | `BatchItemFailures` | Count | 1 when the batch named a record for redelivery |
 /// | `BatchDuration` | Milliseconds | time to send the batch |
@@ -92,11 +108,16 @@ pub const METRICS: [&str; 8] = [
 /// as `sqs:SendMessage`), on the queue and on the failure queue.
 pub const SQS_ACTIONS: [&str; 1] = ["sqs:SendMessage"];
 
+/// The SNS actions the dispatcher calls in topic mode (`PublishBatch` is
+/// authorised as `sns:Publish`), on the topic.
+pub const SNS_ACTIONS: [&str; 1] = ["sns:Publish"];
+
 /// The dispatcher's configuration, from the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DispatcherConfig {
-    /// `QUEUE_URL`: the FIFO queue the events go to.
-    pub queue_url: String,
+    /// `QUEUE_URL` or `TOPIC_ARN`: the FIFO queue, or the FIFO topic, the
+    /// events go to.
+    pub target: Target,
     /// `FAILURE_QUEUE_URL`: where corrupt event items are reported (the
     /// event source mapping's on-failure destination).
     pub failure_queue_url: String,
@@ -114,33 +135,24 @@ impl DispatcherConfig {
 
     /// Reads the configuration through `lookup`.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let url = |name: &'static str| -> Result<String, ConfigError> {
-            let value = lookup(name)
-                .map(|value| value.trim().to_owned())
-                .filter(|value| !value.is_empty())
-                .ok_or(ConfigError::Missing(name))?;
-            if !(value.starts_with("https://") || value.starts_with("http://")) {
-                return Err(ConfigError::invalid(
-                    name,
-                    "a queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>)",
-                    &value,
-                ));
-            }
-            Ok(value)
-        };
-        let queue_url = url("QUEUE_URL")?;
-        if !queue_url.ends_with(".fifo") {
+        let target = Target::from_lookup(&lookup)?;
+        let name = "FAILURE_QUEUE_URL";
+        let failure_queue_url = lookup(name)
+            .map(|value| value.trim().to_owned())
+            .filter(|value| !value.is_empty())
+            .ok_or(ConfigError::Missing(name))?;
+        if !(failure_queue_url.starts_with("https://") || failure_queue_url.starts_with("http://"))
+        {
             return Err(ConfigError::invalid(
-                "QUEUE_URL",
-                "the URL of a FIFO queue (its name ends in .fifo)",
-                &queue_url,
+                name,
+                "a queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>)",
+                &failure_queue_url,
             ));
         }
-        let failure_queue_url = url("FAILURE_QUEUE_URL")?;
         let (metrics_namespace, metrics_service) =
             crate::config::metrics_names(&lookup, "sequence-guard-dispatcher")?;
         Ok(DispatcherConfig {
-            queue_url,
+            target,
             failure_queue_url,
             metrics_namespace,
             metrics_service,
@@ -242,9 +254,17 @@ fn record_metrics(outcome: &Dispatch, started: Instant) {
 pub fn describe_metrics() {
     use metrics::Unit;
     metrics::describe_counter!("Records", Unit::Count, "stream records in the batch");
-    metrics::describe_counter!("Dispatched", Unit::Count, "messages SQS took");
-    metrics::describe_counter!("SendRequests", Unit::Count, "SendMessageBatch requests");
-    metrics::describe_counter!("Refused", Unit::Count, "entries or requests SQS refused");
+    metrics::describe_counter!(
+        "Dispatched",
+        Unit::Count,
+        "messages the queue or the topic took"
+    );
+    metrics::describe_counter!(
+        "SendRequests",
+        Unit::Count,
+        "SendMessageBatch or PublishBatch requests"
+    );
+    metrics::describe_counter!("Refused", Unit::Count, "entries or requests refused");
     metrics::describe_counter!("Corrupt", Unit::Count, "event items reported as corrupt");
     metrics::describe_counter!(
         "BatchItemFailures",
@@ -280,16 +300,45 @@ mod tests {
         "https://sqs.us-east-1.amazonaws.com/123456789012/dispatch-failures",
     );
 
+    const TOPIC: (&str, &str) = (
+        "TOPIC_ARN",
+        "arn:aws:sns:us-east-1:123456789012:events.fifo",
+    );
+
     #[test]
-    fn both_queues_are_required_and_named_when_missing() {
+    fn a_target_and_the_failure_queue_are_required_and_named_when_missing() {
         let missing = config(&[FAILURES]).unwrap_err();
-        assert_eq!(missing, ConfigError::Missing("QUEUE_URL"));
+        assert_eq!(missing, ConfigError::Missing("QUEUE_URL or TOPIC_ARN"));
         assert!(
-            missing.to_string().contains("the SQS FIFO queue"),
+            missing.to_string().contains("the SQS FIFO queue")
+                && missing.to_string().contains("the SNS FIFO topic"),
             "{missing}"
         );
         let missing = config(&[QUEUE, ("FAILURE_QUEUE_URL", "  ")]).unwrap_err();
         assert_eq!(missing, ConfigError::Missing("FAILURE_QUEUE_URL"));
+        let missing = config(&[TOPIC]).unwrap_err();
+        assert_eq!(missing, ConfigError::Missing("FAILURE_QUEUE_URL"));
+    }
+
+    #[test]
+    fn a_topic_instead_of_the_queue_and_never_both() {
+        let topic = config(&[TOPIC, FAILURES]).expect("valid");
+        assert_eq!(topic.target, Target::Topic(TOPIC.1.to_owned()));
+        let queue = config(&[QUEUE, FAILURES]).expect("valid");
+        assert_eq!(queue.target, Target::Queue(QUEUE.1.to_owned()));
+        let both = config(&[QUEUE, TOPIC, FAILURES]).unwrap_err().to_string();
+        assert!(
+            both.contains("QUEUE_URL") && both.contains("TOPIC_ARN"),
+            "{both}"
+        );
+    }
+
+    #[test]
+    fn the_constants_name_what_the_config_reads() {
+        for name in TARGETS.iter().chain(&REQUIRED) {
+            assert!(VARIABLES.contains(name), "{name}");
+        }
+        assert!(!REQUIRED.iter().any(|name| TARGETS.contains(name)));
     }
 
     #[test]

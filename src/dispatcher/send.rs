@@ -1,6 +1,6 @@
-//! A stream batch sent: events to the queue in stream order, at most ten per
-//! request; refusals retried while that is safe; corrupt items reported; the
-//! first record left unsent named for redelivery.
+//! A stream batch sent: events to the queue (or the topic) in stream order,
+//! at most ten per request; refusals retried while that is safe; corrupt
+//! items reported; the first record left unsent named for redelivery.
 
 use std::collections::{HashSet, VecDeque};
 use std::future::Future;
@@ -11,17 +11,18 @@ use serde_json::{Value, json};
 use super::record::{Corrupt, Outgoing, Read, keys_of, read};
 use crate::domain::Domain;
 
-/// The most entries of one `SendMessageBatch`.
+/// The most entries of one `SendMessageBatch` (or `PublishBatch`).
 pub const MAX_ENTRIES: usize = 10;
 
 /// The most body bytes of one `SendMessageBatch` (SQS's limit on the sum of
-/// a request's messages).
+/// a request's messages; SNS's `PublishBatch` has the same, 262,144 bytes).
 pub const MAX_REQUEST_BYTES: usize = 256 * 1024;
 
-/// The codes of a refused entry that sending it again cannot cure: the
+/// The codes of an entry SQS refused that sending it again cannot cure: the
 /// message itself is wrong (with `SenderFault`). Any other refusal
 /// (throttling, a KMS key, an error on SQS's side) is sent again, and then
-/// named for redelivery.
+/// named for redelivery. SNS's are
+/// [`TOPIC_ENTRY_FAULTS`](super::TOPIC_ENTRY_FAULTS).
 pub const ENTRY_FAULTS: [&str; 3] = [
     "InvalidMessageContents",
     "MessageTooLong",
@@ -33,12 +34,12 @@ pub const ENTRY_FAULTS: [&str; 3] = [
 pub struct Refused {
     /// Its position in the entries sent.
     pub index: usize,
-    /// SQS's error code.
+    /// The service's error code.
     pub code: String,
-    /// SQS's message.
+    /// The service's message.
     pub message: String,
-    /// Whether SQS blames the entry itself (`SenderFault`): sending it again
-    /// will not help.
+    /// Whether the service blames the caller (`SenderFault`); with a code
+    /// of [`Queue::blames_message`], sending it again will not help.
     pub sender_fault: bool,
 }
 
@@ -47,8 +48,9 @@ pub struct Refused {
 #[error("{0}")]
 pub struct SendError(pub String);
 
-/// Where the dispatcher sends: the FIFO queue, and the failure queue for
-/// reports. [`SqsQueue`](super::SqsQueue) is SQS; tests bring their own.
+/// Where the dispatcher sends: the FIFO queue or FIFO topic, and the failure
+/// queue for reports. [`SqsQueue`](super::SqsQueue) is SQS,
+/// [`SnsTopic`](super::SnsTopic) SNS; tests bring their own.
 pub trait Queue: Send + Sync {
     /// Sends up to [`MAX_ENTRIES`] messages in one request, in order;
     /// answers with the entries refused (none: all taken).
@@ -59,6 +61,20 @@ pub trait Queue: Send + Sync {
 
     /// Sends one report (a JSON document) to the failure queue.
     fn report(&self, report: &str) -> impl Future<Output = Result<(), SendError>> + Send;
+
+    /// Whether a refusal blames the message itself, so that sending it
+    /// again cannot cure it: the event is reported to the failure queue and
+    /// its stream goes on. SQS's rule unless the target says otherwise: the
+    /// service blames the caller (`SenderFault`) with a code of
+    /// [`ENTRY_FAULTS`].
+    fn blames_message(&self, refusal: &Refused) -> bool {
+        refusal.sender_fault && ENTRY_FAULTS.contains(&refusal.code.as_str())
+    }
+
+    /// The service's name in reasons and logs: `SQS`, `SNS`.
+    fn service(&self) -> &'static str {
+        "SQS"
+    }
 }
 
 /// How hard one invocation tries.
@@ -91,9 +107,9 @@ pub struct Dispatch {
     pub records: usize,
     /// Records that send nothing (the head, requests, removals).
     pub skipped: usize,
-    /// Messages the queue took.
+    /// Messages the queue (or the topic) took.
     pub dispatched: usize,
-    /// `SendMessageBatch` requests made.
+    /// `SendMessageBatch` (or `PublishBatch`) requests made.
     pub requests: u64,
     /// Entries refused, and requests failed, along the way.
     pub refused: u64,
@@ -136,13 +152,13 @@ struct Unfinished {
 /// in stream order, up to ten per request. A refused entry, or the entries
 /// of a failed request, are sent again, first of their stream and alone of
 /// it in a request, up to `settings.retries` rounds; meanwhile the later
-/// messages of their stream wait. A corrupt event item, or an entry SQS
-/// refuses for good ([`ENTRY_FAULTS`]), is reported to the failure queue
-/// (and logged) and the batch goes on. What is still unsent at the end names
-/// the first such record as the batch's failure: Lambda delivers it and
-/// everything after it again, and the messages sent after it come back as
-/// duplicates that SQS deduplication (five minutes) and the consumer's guard
-/// absorb. A record that shows the stream set up wrong stops everything
+/// messages of their stream wait. A corrupt event item, or an entry the
+/// service refuses for good ([`Queue::blames_message`]), is reported to the
+/// failure queue (and logged) and the batch goes on. What is still unsent at
+/// the end names the first such record as the batch's failure: Lambda
+/// delivers it and everything after it again, and the messages sent after it
+/// come back as duplicates that the queue's (or the topic's) deduplication
+/// (five minutes) and the consumer's guard absorb. A record that shows the stream set up wrong stops everything
 /// ([`Dispatch::unusable`]).
 pub async fn dispatch<Q: Queue>(
     records: &[Value],
@@ -251,15 +267,17 @@ pub async fn dispatch<Q: Queue>(
                             continue;
                         };
                         dispatch.refused += 1;
-                        if refusal.sender_fault && ENTRY_FAULTS.contains(&refusal.code.as_str()) {
+                        if queue.blames_message(refusal) {
                             if !held.contains(&outgoing.stream) {
                                 troubled.remove(&outgoing.stream);
                             }
                             let corrupt = Corrupt {
                                 sequence_number: Some(outgoing.sequence_number.clone()),
                                 reason: format!(
-                                    "SQS refused the message: {}: {}",
-                                    refusal.code, refusal.message
+                                    "{} refused the message: {}: {}",
+                                    queue.service(),
+                                    refusal.code,
+                                    refusal.message
                                 ),
                                 record: records[index].clone(),
                             };
@@ -268,11 +286,12 @@ pub async fn dispatch<Q: Queue>(
                             }
                         } else {
                             tracing::warn!(
+                                service = queue.service(),
                                 stream = %outgoing.stream,
                                 sequence_number = %outgoing.sequence_number,
                                 code = %refusal.code,
                                 message = %refusal.message,
-                                "SQS refused a message: sent again, first of its stream"
+                                "a message refused: sent again, first of its stream"
                             );
                             held.insert(outgoing.stream.clone());
                             troubled.insert(outgoing.stream.clone());
@@ -282,7 +301,12 @@ pub async fn dispatch<Q: Queue>(
                 }
                 Err(err) => {
                     dispatch.refused += 1;
-                    tracing::warn!(error = %err, entries = entries.len(), "SendMessageBatch failed");
+                    tracing::warn!(
+                        service = queue.service(),
+                        error = %err,
+                        entries = entries.len(),
+                        "a batch request failed"
+                    );
                     for (index, outgoing) in indexes.into_iter().zip(entries) {
                         held.insert(outgoing.stream.clone());
                         troubled.insert(outgoing.stream.clone());
@@ -297,13 +321,16 @@ pub async fn dispatch<Q: Queue>(
         let late = out_of_time(deadline, settings);
         if !pending.is_empty() && (round > settings.retries || late) {
             let reason = if late {
-                "the invocation's deadline came before SQS took it"
+                format!(
+                    "the invocation's deadline came before {} took it",
+                    queue.service()
+                )
             } else {
-                "SQS did not take it after retries"
+                format!("{} did not take it after retries", queue.service())
             };
             unfinished.extend(pending.drain(..).map(|(index, _)| Unfinished {
                 index,
-                reason: reason.to_owned(),
+                reason: reason.clone(),
             }));
         }
     }

@@ -34,7 +34,9 @@ impl SqsQueue {
     }
 }
 
-fn error<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
+/// A failed call's error, as the service said it (code and message). SQS's
+/// and SNS's SDKs share the error types.
+pub(super) fn error<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
     operation: &str,
     err: &SdkError<E, R>,
 ) -> SendError {
@@ -110,13 +112,18 @@ impl Queue for SqsQueue {
     }
 
     async fn report(&self, report: &str) -> Result<(), SendError> {
-        self.client
-            .send_message()
-            .queue_url(&self.failure_queue_url)
-            .message_body(report)
-            .send()
-            .await
-            .map_err(|err| error("SendMessage (failure queue)", &err))?;
-        Ok(())
+        report_to(&self.client, &self.failure_queue_url, report).await
     }
+}
+
+/// Sends one report to the failure queue (`SendMessage`).
+pub(super) async fn report_to(client: &Client, url: &str, report: &str) -> Result<(), SendError> {
+    client
+        .send_message()
+        .queue_url(url)
+        .message_body(report)
+        .send()
+        .await
+        .map_err(|err| error("SendMessage (failure queue)", &err))?;
+    Ok(())
 }
