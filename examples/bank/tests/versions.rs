@@ -312,6 +312,32 @@ async fn a_store_of_version_1_bodies_is_counted_rebuilt_and_projected_after_the_
     let mut batch = SqsEvent::default();
     for stream in ["acct-1", "acct-2", "acct-3"] {
         for event in new.read(stream, 0, 10).await.expect("read") {
+            // The upgraded dispatcher's check takes the version-1 bodies
+            // (upcast) and sends them byte for byte.
+            let pk = format!("STREAM#{stream}");
+            let sk = format!("EVENT#{:020}", event.sequence);
+            let record = json!({
+                "eventID": "1", "eventName": "INSERT", "eventSource": "aws:dynamodb",
+                "eventVersion": "1.1", "awsRegion": "",
+                "dynamodb": {
+                    "Keys": { "pk": { "S": pk }, "sk": { "S": sk } },
+                    "NewImage": {
+                        "pk": { "S": pk }, "sk": { "S": sk },
+                        "eventId": { "S": event.event_id }, "type": { "S": event.event_type },
+                        "sequence": { "N": event.sequence.to_string() },
+                        "body": { "S": event.body }, "appendedAt": { "N": "1" },
+                    },
+                    "SequenceNumber": event.sequence.to_string(),
+                    "SizeBytes": event.body.len(),
+                    "StreamViewType": "NEW_IMAGE",
+                },
+            });
+            match sequence_guard::dispatcher::read(&record, &bank::domain()) {
+                sequence_guard::dispatcher::Read::Send(outgoing) => {
+                    assert_eq!(outgoing.body, event.body, "{stream} {}", event.sequence);
+                }
+                other => panic!("{stream} {}: sent, not {other:?}", event.sequence),
+            }
             batch.records.push(message(
                 format!("{stream}:{}", event.sequence),
                 stream,
