@@ -722,9 +722,14 @@ fn the_deadline_margin_fits_every_allowed_timeout() {
 // their alarms, all under the `WithProducer` condition.
 
 /// Every resource of the producer's half; each carries `WithProducer`.
-const PRODUCER: [&str; 9] = [
+const PRODUCER: [&str; 14] = [
     "EventsTable",
     "DispatchFailureQueue",
+    "EventsTopicKey",
+    "EventsTopicKeyAlias",
+    "EventsTopic",
+    "EventsQueuePolicy",
+    "EventsQueueSubscription",
     "DispatcherLogGroup",
     "DispatcherRole",
     "DispatcherFunction",
@@ -735,10 +740,11 @@ const PRODUCER: [&str; 9] = [
 ];
 
 /// The outputs that name producer resources.
-const PRODUCER_OUTPUTS: [&str; 3] = [
+const PRODUCER_OUTPUTS: [&str; 4] = [
     "EventsTableName",
     "DispatcherFunctionName",
     "DispatchFailureQueueUrl",
+    "EventsTopicArn",
 ];
 
 /// The dispatcher's `Service` dimension, as the template writes it.
@@ -1038,7 +1044,17 @@ fn the_dispatcher_environment_is_what_the_code_reads() {
             "the dispatcher needs {name}; the template does not set it"
         );
     }
-    assert_eq!(intrinsic(&variables["QUEUE_URL"]), "Ref EventsQueue");
+    let targets: Vec<&str> = dispatcher::TARGETS
+        .into_iter()
+        .filter(|name| names.contains(name))
+        .collect();
+    assert_eq!(
+        targets,
+        ["TOPIC_ARN"],
+        "exactly one of {:?}: the topic every consumer subscribes to",
+        dispatcher::TARGETS
+    );
+    assert_eq!(intrinsic(&variables["TOPIC_ARN"]), "Ref EventsTopic");
     assert_eq!(
         intrinsic(&variables["FAILURE_QUEUE_URL"]),
         "Ref DispatchFailureQueue"
@@ -1268,23 +1284,41 @@ fn the_dispatcher_role_grants_only_what_it_calls() {
     let granted = |service: &str| granted(&grants, service);
     for (action, _) in &grants {
         assert!(
-            ["sqs:", "dynamodb:", "logs:", "xray:"]
+            ["sqs:", "sns:", "kms:", "dynamodb:", "logs:", "xray:"]
                 .iter()
                 .any(|service| action.starts_with(service)),
             "{action}: the dispatcher calls no such service"
         );
     }
 
-    // SQS: exactly the actions the code calls, on the two queues only.
+    // SNS: exactly the actions the code calls, on the events topic only;
+    // KMS: what SNS asks of a publisher to a topic under a customer key, on
+    // that key only.
+    assert_eq!(granted("sns:"), BTreeSet::from(dispatcher::SNS_ACTIONS));
+    assert_eq!(
+        granted_on(&grants, "sns:"),
+        BTreeSet::from(["Ref EventsTopic".to_owned()])
+    );
+    assert_eq!(
+        intrinsic(&resource(&template, "EventsTopic")["Properties"]["KmsMasterKeyId"]),
+        "Ref EventsTopicKey"
+    );
+    assert_eq!(
+        granted("kms:"),
+        BTreeSet::from(["kms:Decrypt", "kms:GenerateDataKey"])
+    );
+    assert_eq!(
+        granted_on(&grants, "kms:"),
+        BTreeSet::from(["GetAtt EventsTopicKey.Arn".to_owned()])
+    );
+
+    // SQS: exactly the actions the code calls, on the failure queue only:
+    // the events go through the topic, never straight to a queue.
     assert_eq!(granted("sqs:"), BTreeSet::from(dispatcher::SQS_ACTIONS));
-    let queues = BTreeSet::from([
-        "GetAtt EventsQueue.Arn".to_owned(),
-        "GetAtt DispatchFailureQueue.Arn".to_owned(),
-    ]);
     assert_eq!(
         granted_on(&grants, "sqs:"),
-        queues,
-        "sqs:SendMessage on the two queues only"
+        BTreeSet::from(["GetAtt DispatchFailureQueue.Arn".to_owned()]),
+        "sqs:SendMessage on the failure queue only"
     );
 
     // DynamoDB: what the event source mapping reads the stream with, on the
@@ -1517,6 +1551,127 @@ fn the_producer_half_deploys_only_with_the_producer() {
         assert!(
             template["Outputs"][output]["Condition"].is_null(),
             "{output} is the consumer's"
+        );
+    }
+}
+
+/// The resource a `Ref X` / `GetAtt X.Arn` names: `X`.
+fn named_resource(value: &Value) -> String {
+    let text = intrinsic(value);
+    let target = text
+        .strip_prefix("Ref ")
+        .or_else(|| text.strip_prefix("GetAtt "))
+        .unwrap_or_else(|| panic!("not a resource of the template: {text}"));
+    target.split('.').next().unwrap_or(target).to_owned()
+}
+
+/// The queues subscribed to the events topic, by the subscription's name.
+fn subscribed_queues(template: &Value) -> Vec<(String, String)> {
+    let resources = template["Resources"].as_mapping().expect("resources");
+    resources
+        .iter()
+        .filter(|(_, item)| {
+            item["Type"] == "AWS::SNS::Subscription"
+                && intrinsic(&item["Properties"]["TopicArn"]) == "Ref EventsTopic"
+        })
+        .map(|(name, item)| {
+            (
+                name.as_str().expect("a name").to_owned(),
+                named_resource(&item["Properties"]["Endpoint"]),
+            )
+        })
+        .collect()
+}
+
+/// CONTRACT section 8: one SNS FIFO topic; each consumer's FIFO queue
+/// subscribed raw (the body is the event's, byte for byte) and unfiltered
+/// (a filtered event is a gap no consumer can tell from a lost one), with
+/// its own dead-letter queue, taking messages from this topic only.
+#[test]
+fn the_events_topic_fans_out_to_each_consumers_queue_raw_and_unfiltered() {
+    let template = template();
+    let topic = &resource(&template, "EventsTopic")["Properties"];
+    assert_eq!(topic["FifoTopic"], true);
+    assert_eq!(topic["ContentBasedDeduplication"], false);
+    assert!(
+        intrinsic(&topic["TopicName"]).ends_with(".fifo"),
+        "a FIFO topic's name ends in .fifo"
+    );
+    let key = resource(&template, &named_resource(&topic["KmsMasterKeyId"]));
+    assert_eq!(key["Type"], "AWS::KMS::Key");
+    assert_eq!(key["Properties"]["EnableKeyRotation"], true);
+
+    let subscribed = subscribed_queues(&template);
+    assert!(
+        subscribed
+            .iter()
+            .any(|(name, queue)| name == "EventsQueueSubscription" && queue == "EventsQueue"),
+        "the projector's queue subscribes: {subscribed:?}"
+    );
+    let resources = template["Resources"].as_mapping().expect("resources");
+    for (name, queue) in &subscribed {
+        let subscription = &resource(&template, name)["Properties"];
+        assert_eq!(subscription["Protocol"], "sqs", "{name}");
+        assert_eq!(subscription["RawMessageDelivery"], true, "{name}: raw");
+        for filter in ["FilterPolicy", "FilterPolicyScope"] {
+            assert!(
+                subscription[filter].is_null(),
+                "{name}: no {filter}: every consumer receives every event"
+            );
+        }
+        assert_eq!(
+            intrinsic(&subscription["Endpoint"]),
+            format!("GetAtt {queue}.Arn")
+        );
+        let properties = &resource(&template, queue)["Properties"];
+        assert_eq!(properties["FifoQueue"], true, "{queue}");
+        assert_eq!(properties["ContentBasedDeduplication"], false, "{queue}");
+        let dead_letters = named_resource(&properties["RedrivePolicy"]["deadLetterTargetArn"]);
+        assert_eq!(
+            resource(&template, &dead_letters)["Properties"]["FifoQueue"],
+            true,
+            "{queue}: its own FIFO dead-letter queue"
+        );
+
+        // Its queue policy: the topic's deliveries, and nothing else.
+        let policies: Vec<&Value> = resources
+            .values()
+            .filter(|item| {
+                item["Type"] == "AWS::SQS::QueuePolicy"
+                    && one_or_many(&item["Properties"]["Queues"])
+                        .iter()
+                        .any(|named| intrinsic(named) == format!("Ref {queue}"))
+            })
+            .collect();
+        assert_eq!(policies.len(), 1, "{queue}: one queue policy");
+        let statements = one_or_many(&policies[0]["Properties"]["PolicyDocument"]["Statement"]);
+        assert_eq!(statements.len(), 1, "{queue}: {statements:?}");
+        let statement = statements[0];
+        assert_eq!(statement["Effect"], "Allow");
+        assert_eq!(statement["Principal"]["Service"], "sns.amazonaws.com");
+        assert_eq!(statement["Action"], "sqs:SendMessage");
+        assert_eq!(
+            intrinsic(&statement["Resource"]),
+            format!("GetAtt {queue}.Arn")
+        );
+        assert_eq!(
+            intrinsic(&statement["Condition"]["ArnEquals"]["aws:SourceArn"]),
+            "Ref EventsTopic",
+            "{queue}: only this topic may send"
+        );
+        // Subscribed once the queue takes the topic's deliveries.
+        let depends: Vec<String> = one_or_many(&resource(&template, name)["DependsOn"])
+            .into_iter()
+            .filter_map(|item| item.as_str().map(str::to_owned))
+            .collect();
+        let policy_name = resources
+            .iter()
+            .find(|(_, item)| std::ptr::eq(*item, policies[0]))
+            .and_then(|(name, _)| name.as_str())
+            .expect("the policy's name");
+        assert!(
+            depends.iter().any(|dependency| dependency == policy_name),
+            "{name} depends on {policy_name}"
         );
     }
 }
