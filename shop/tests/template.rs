@@ -789,6 +789,15 @@ fn sub_names(text: &str) -> Vec<&str> {
 /// The resources `value` names (Ref, GetAtt, Sub), leaving out the branch
 /// taken when the producer is deployed of every `!If [WithProducer, ..]`.
 fn references(value: &Value, found: &mut BTreeSet<String>) {
+    references_without(value, "WithProducer", found);
+}
+
+/// The resources `value` names (Ref, GetAtt, Sub), leaving out the branch
+/// taken when `condition` holds of every `!If [condition, ..]`.
+fn references_without(value: &Value, condition: &str, found: &mut BTreeSet<String>) {
+    let references = |value: &Value, found: &mut BTreeSet<String>| {
+        references_without(value, condition, found);
+    };
     fn name(target: &str, found: &mut BTreeSet<String>) {
         let target = target.split('.').next().unwrap_or(target);
         if !target.contains("::") {
@@ -818,7 +827,7 @@ fn references(value: &Value, found: &mut BTreeSet<String>) {
                     references(value, found);
                 }
             }
-            ("If", Value::Sequence(parts)) if parts[0] == "WithProducer" => {
+            ("If", Value::Sequence(parts)) if parts[0] == condition => {
                 references(&parts[2], found);
             }
             (_, argument) => references(argument, found),
@@ -832,9 +841,10 @@ fn references(value: &Value, found: &mut BTreeSet<String>) {
     }
 }
 
-/// A `Sub` or `Join` string as CloudFormation makes it, with `producer` for
-/// the `WithProducer` condition and `<name>` for each name it does not define.
-fn render(value: &Value, producer: bool) -> String {
+/// A `Sub` or `Join` string as CloudFormation makes it, with the conditions
+/// that hold (`WithProducer`, `WithStatusConsumer`) and `<name>` for each
+/// name it does not define.
+fn render(value: &Value, conditions: &[&str]) -> String {
     let substitute = |text: &str, variables: Option<&serde_yaml::Mapping>| {
         let mut rendered = String::new();
         let mut rest = text;
@@ -842,7 +852,7 @@ fn render(value: &Value, producer: bool) -> String {
             rendered.push_str(&rest[..start]);
             let (name, after) = rest[start + 2..].split_once('}').expect("a closed ${");
             match variables.and_then(|variables| variables.get(name)) {
-                Some(value) => rendered.push_str(&render(value, producer)),
+                Some(value) => rendered.push_str(&render(value, conditions)),
                 None => rendered.push_str(&format!("<{name}>")),
             }
             rest = after;
@@ -862,12 +872,17 @@ fn render(value: &Value, producer: bool) -> String {
                 parts.get(1).and_then(Value::as_mapping),
             ),
             ("If", Value::Sequence(parts)) => {
-                assert_eq!(parts[0], "WithProducer", "only WithProducer is rendered");
-                render(&parts[if producer { 1 } else { 2 }], producer)
+                let condition = parts[0].as_str().expect("a condition's name");
+                assert!(
+                    ["WithProducer", "WithStatusConsumer"].contains(&condition),
+                    "{condition} is not rendered"
+                );
+                let holds = conditions.contains(&condition);
+                render(&parts[if holds { 1 } else { 2 }], conditions)
             }
             ("Join", Value::Sequence(parts)) => one_or_many(&parts[1])
                 .into_iter()
-                .map(|part| render(part, producer))
+                .map(|part| render(part, conditions))
                 .collect::<Vec<_>>()
                 .join(parts[0].as_str().expect("a Join separator")),
             ("Ref" | "GetAtt", Value::String(target)) => format!("<{target}>"),
@@ -880,12 +895,19 @@ fn render(value: &Value, producer: bool) -> String {
 /// (namespace, metric, dimension name, dimension value), its `.` and `...`
 /// shorthands spelled out.
 fn dashboard_metrics(template: &Value, producer: bool) -> Vec<[String; 4]> {
+    let conditions: &[&str] = if producer { &["WithProducer"] } else { &[] };
+    dashboard_metrics_with(template, conditions)
+}
+
+/// [`dashboard_metrics`] with these conditions holding.
+fn dashboard_metrics_with(template: &Value, conditions: &[&str]) -> Vec<[String; 4]> {
     let body = render(
         &resource(template, "Dashboard")["Properties"]["DashboardBody"],
-        producer,
+        conditions,
     );
-    let body: serde_json::Value = serde_json::from_str(&body)
-        .unwrap_or_else(|error| panic!("the dashboard (producer {producer}) is not JSON: {error}"));
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap_or_else(|error| {
+        panic!("the dashboard (conditions {conditions:?}) is not JSON: {error}")
+    });
     let mut found = Vec::new();
     for widget in body["widgets"].as_array().expect("widgets") {
         let mut previous: Vec<String> = Vec::new();
@@ -1534,7 +1556,10 @@ fn the_producer_half_deploys_only_with_the_producer() {
         for dependency in one_or_many(&item["DependsOn"]) {
             named.insert(dependency.as_str().unwrap_or("").to_owned());
         }
-        let conditional = item["Condition"] == "WithProducer";
+        // The status consumer deploys only with the producer (its
+        // condition is checked in its own test).
+        let conditional =
+            item["Condition"] == "WithProducer" || item["Condition"] == "WithStatusConsumer";
         let from_producer: Vec<&String> = named.intersection(&producer).collect();
         assert!(
             conditional || from_producer.is_empty(),
@@ -1673,5 +1698,298 @@ fn the_events_topic_fans_out_to_each_consumers_queue_raw_and_unfiltered() {
             depends.iter().any(|dependency| dependency == policy_name),
             "{name} depends on {policy_name}"
         );
+    }
+}
+
+/// The status consumer's resources; each carries `WithStatusConsumer`.
+const STATUS: [&str; 12] = [
+    "StatusDeadLetterQueue",
+    "StatusQueue",
+    "StatusQueuePolicy",
+    "StatusQueueSubscription",
+    "StatusTable",
+    "StatusProjectorLogGroup",
+    "StatusProjectorRole",
+    "StatusProjectorFunction",
+    "StatusDeadLetterQueueAlarm",
+    "StatusOldestMessageAlarm",
+    "StatusFunctionErrorsAlarm",
+    "StatusGapsSustainedAlarm",
+];
+
+/// The second consumer (CONTRACT section 8): deployed on demand, only with
+/// the producer's topic, and the projector again on its own queue, table
+/// and role, none of them shared.
+#[test]
+fn the_status_consumer_is_the_projector_again_on_its_own_queue_table_and_role() {
+    let template = template();
+    let parameter = &template["Parameters"]["DeployStatusConsumer"];
+    assert_eq!(parameter["Default"], "false");
+    assert_eq!(strings(&parameter["AllowedValues"]), ["true", "false"]);
+    let (and, parts) = function(&template["Conditions"]["WithStatusConsumer"]).expect("And");
+    assert_eq!(and, "And");
+    let (equals, arguments) = function(&parts[0]).expect("Equals");
+    assert_eq!(equals, "Equals");
+    assert_eq!(intrinsic(&arguments[0]), "Ref DeployStatusConsumer");
+    assert_eq!(arguments[1], "true");
+    assert_eq!(
+        intrinsic(&parts[1]),
+        "Condition WithProducer",
+        "the status consumer subscribes to the producer's topic: never without it"
+    );
+    let rule = &template["Rules"]["StatusConsumerNeedsTheProducer"];
+    assert_eq!(
+        intrinsic(
+            &function(&rule["Assertions"][0]["Assert"])
+                .expect("Equals")
+                .1[0]
+        ),
+        "Ref DeployProducer",
+        "asked for without the producer, the stack is refused"
+    );
+
+    // Its resources, and only they, carry its condition; nothing else names
+    // one of them but in its branch of an `!If [WithStatusConsumer, ..]`.
+    let resources = template["Resources"].as_mapping().expect("resources");
+    let status: BTreeSet<String> = resources
+        .iter()
+        .filter(|(_, item)| item["Condition"] == "WithStatusConsumer")
+        .filter_map(|(name, _)| name.as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        status,
+        STATUS.iter().map(|name| (*name).to_owned()).collect()
+    );
+    let outputs = template["Outputs"].as_mapping().expect("outputs");
+    for (name, item) in resources.iter().chain(outputs) {
+        let name = name.as_str().expect("a name");
+        if item["Condition"] == "WithStatusConsumer" {
+            continue;
+        }
+        let mut named = BTreeSet::new();
+        references_without(item, "WithStatusConsumer", &mut named);
+        let from_status: Vec<&String> = named.intersection(&status).collect();
+        assert!(
+            from_status.is_empty(),
+            "{name} names {from_status:?} without the WithStatusConsumer condition"
+        );
+    }
+
+    // The function: the status-projector binary, configured as the projector.
+    let function = resource(&template, "StatusProjectorFunction");
+    assert_eq!(
+        function["Metadata"]["BuildProperties"]["Binary"],
+        "status-projector"
+    );
+    assert!(
+        std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/bin/status-projector.rs"
+        ))
+        .exists(),
+        "the status-projector binary target"
+    );
+    let properties = &function["Properties"];
+    let projector = &resource(&template, "ProjectorFunction")["Properties"];
+    for property in [
+        "Handler",
+        "Runtime",
+        "Architectures",
+        "Tracing",
+        "MemorySize",
+        "Timeout",
+    ] {
+        assert_eq!(properties[property], projector[property], "{property}");
+    }
+    assert_eq!(
+        intrinsic(&properties["Role"]),
+        "GetAtt StatusProjectorRole.Arn"
+    );
+    assert_eq!(
+        intrinsic(&properties["LoggingConfig"]["LogGroup"]),
+        "Ref StatusProjectorLogGroup"
+    );
+    let (variables, names) = environment(&template, "StatusProjectorFunction");
+    for name in &names {
+        assert!(
+            VARIABLES.contains(name),
+            "{name}: the code does not read it"
+        );
+    }
+    assert_eq!(intrinsic(&variables["TABLE_NAME"]), "Ref StatusTable");
+    assert_eq!(
+        intrinsic(&variables["METRICS_SERVICE"]),
+        "Sub ${AWS::StackName}-status",
+        "its own Service dimension"
+    );
+    let (projector_variables, _) = environment(&template, "ProjectorFunction");
+    for variable in [
+        "METRICS_NAMESPACE",
+        "GAP_POLICY",
+        "PARK_AFTER_RECEIVES",
+        "MAX_PARKED_PER_STREAM",
+    ] {
+        assert_eq!(
+            variables[variable], projector_variables[variable],
+            "{variable}"
+        );
+    }
+    let events = &properties["Events"];
+    assert_eq!(events["Queue"]["Type"], "SQS");
+    assert_eq!(
+        intrinsic(&events["Queue"]["Properties"]["Queue"]),
+        "GetAtt StatusQueue.Arn"
+    );
+    assert_eq!(
+        events["Queue"]["Properties"],
+        {
+            let mut expected = projector["Events"]["Queue"]["Properties"].clone();
+            expected["Queue"] = events["Queue"]["Properties"]["Queue"].clone();
+            expected
+        },
+        "the projector's batch size, partial batch responses and concurrency"
+    );
+    assert_eq!(
+        events["ParkedSweep"]["Properties"]["Schedule"],
+        "rate(5 minutes)"
+    );
+
+    // Its queue subscribes to the topic (raw, unfiltered, its own policy:
+    // see the fan-out test) and redrives to its own dead-letter queue.
+    assert!(subscribed_queues(&template).contains(&(
+        "StatusQueueSubscription".to_owned(),
+        "StatusQueue".to_owned()
+    )));
+    let queue = &resource(&template, "StatusQueue")["Properties"];
+    let events_queue = &resource(&template, "EventsQueue")["Properties"];
+    for property in [
+        "VisibilityTimeout",
+        "MessageRetentionPeriod",
+        "DeduplicationScope",
+        "FifoThroughputLimit",
+        "SqsManagedSseEnabled",
+    ] {
+        assert_eq!(queue[property], events_queue[property], "{property}");
+    }
+    assert_eq!(
+        intrinsic(&queue["RedrivePolicy"]["deadLetterTargetArn"]),
+        "GetAtt StatusDeadLetterQueue.Arn"
+    );
+
+    // Its role: the projector's grants, on its own queue, table and logs.
+    let grants = lambda_role_grants(&template, "StatusProjectorRole");
+    let projector_grants = lambda_role_grants(&template, "ProjectorRole");
+    for service in ["sqs:", "dynamodb:", "logs:", "xray:"] {
+        assert_eq!(
+            granted(&grants, service),
+            granted(&projector_grants, service),
+            "{service}"
+        );
+    }
+    for (action, _) in &grants {
+        assert!(
+            ["sqs:", "dynamodb:", "logs:", "xray:"]
+                .iter()
+                .any(|service| action.starts_with(service)),
+            "{action}"
+        );
+    }
+    for (service, on) in [
+        ("sqs:", "GetAtt StatusQueue.Arn"),
+        ("dynamodb:", "GetAtt StatusTable.Arn"),
+        ("logs:", "GetAtt StatusProjectorLogGroup.Arn"),
+    ] {
+        assert_eq!(
+            granted_on(&grants, service),
+            BTreeSet::from([on.to_owned()]),
+            "{service}"
+        );
+    }
+
+    // Its table: the contract's key schema and TTL, kept like the projection.
+    let table = resource(&template, "StatusTable");
+    let projection = resource(&template, "ProjectionTable");
+    assert_eq!(table["DeletionPolicy"], "Retain");
+    assert_eq!(table["Properties"], projection["Properties"]);
+    assert_eq!(
+        table["Properties"]["TimeToLiveSpecification"]["AttributeName"],
+        TTL_ATTRIBUTE
+    );
+
+    // Its alarms: the dead-letter queue and the function's errors, at least.
+    for (alarm, metric, dimension) in [
+        (
+            "StatusDeadLetterQueueAlarm",
+            "ApproximateNumberOfMessagesVisible",
+            "GetAtt StatusDeadLetterQueue.QueueName",
+        ),
+        (
+            "StatusOldestMessageAlarm",
+            "ApproximateAgeOfOldestMessage",
+            "GetAtt StatusQueue.QueueName",
+        ),
+        (
+            "StatusFunctionErrorsAlarm",
+            "Errors",
+            "Ref StatusProjectorFunction",
+        ),
+        (
+            "StatusGapsSustainedAlarm",
+            "Gap",
+            "Sub ${AWS::StackName}-status",
+        ),
+    ] {
+        let properties = &resource(&template, alarm)["Properties"];
+        assert_eq!(properties["MetricName"], metric, "{alarm}");
+        assert_eq!(
+            intrinsic(&properties["Dimensions"][0]["Value"]),
+            dimension,
+            "{alarm}"
+        );
+        assert!(
+            one_or_many(&properties["AlarmActions"])
+                .iter()
+                .any(|action| intrinsic(action) == "Ref AlarmTopic"),
+            "{alarm} notifies"
+        );
+    }
+
+    // The dashboard: its lines with it, none without it.
+    let emitted = sequence_guard::metrics::emitted();
+    let all = dashboard_metrics_with(&template, &["WithProducer", "WithStatusConsumer"]);
+    let mut shown = BTreeSet::new();
+    for [namespace, metric, _, value] in &all {
+        if value == "<AWS::StackName>-status" {
+            assert_eq!(namespace, "<MetricsNamespace>");
+            assert!(emitted.contains(&metric.as_str()), "{metric}");
+        }
+        if value.contains("Status") || value.ends_with("-status") {
+            shown.insert((metric.clone(), value.clone()));
+        }
+    }
+    for (metric, value) in [
+        ("Applied", "<AWS::StackName>-status"),
+        (
+            "ApproximateNumberOfMessagesVisible",
+            "<StatusQueue.QueueName>",
+        ),
+        (
+            "ApproximateNumberOfMessagesVisible",
+            "<StatusDeadLetterQueue.QueueName>",
+        ),
+        ("Errors", "<StatusProjectorFunction>"),
+    ] {
+        assert!(
+            shown.contains(&(metric.to_owned(), value.to_owned())),
+            "the dashboard shows {metric} of {value}: {shown:?}"
+        );
+    }
+    for conditions in [&["WithProducer"][..], &[]] {
+        for [_, metric, _, value] in dashboard_metrics_with(&template, conditions) {
+            assert!(
+                !value.contains("Status") && !value.ends_with("-status"),
+                "{metric} of {value} without the status consumer"
+            );
+        }
     }
 }
