@@ -1,0 +1,105 @@
+//! The README's walk-through is compiled: every Rust block of its sections
+//! "Bring your own events" and "Change an event's shape" is an excerpt of
+//! the bank example (`examples/bank/`), which the suite builds and tests.
+//! Each block's lines (trimmed; blank and comment-only lines and trailing
+//! comments aside) must stand, in order, in one of the bank's files, so
+//! that the README cannot drift from code that compiles.
+
+use std::path::Path;
+
+const SECTIONS: [&str; 2] = ["## Bring your own events", "## Change an event's shape"];
+
+/// A line as compared: trimmed, its trailing `// ...` comment cut.
+fn code(line: &str) -> Option<String> {
+    let line = match line.find("  //").or_else(|| line.find(" // ")) {
+        Some(at) => &line[..at],
+        None => line,
+    };
+    let line = line.trim();
+    (!line.is_empty() && !line.starts_with("//")).then(|| line.to_owned())
+}
+
+/// The Rust blocks of a section of the README.
+fn blocks(readme: &str, heading: &str) -> Vec<Vec<String>> {
+    let start = readme
+        .find(heading)
+        .unwrap_or_else(|| panic!("README has no section {heading}"));
+    let rest = &readme[start + heading.len()..];
+    let section = &rest[..rest.find("\n## ").unwrap_or(rest.len())];
+    let mut blocks = Vec::new();
+    let mut current: Option<Vec<String>> = None;
+    for line in section.lines() {
+        match (&mut current, line.trim_start()) {
+            (None, fence) if fence.starts_with("```rust") => current = Some(Vec::new()),
+            (Some(_), "```") => blocks.extend(current.take()),
+            (Some(block), line) => block.extend(code(line)),
+            (None, _) => {}
+        }
+    }
+    blocks
+}
+
+/// The bank's source files, each as its code lines.
+fn sources() -> Vec<(String, Vec<String>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/bank");
+    let mut files = Vec::new();
+    let mut dirs = vec![root.join("src"), root.join("tests")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a directory of the bank") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                let text = std::fs::read_to_string(&path).expect("a source file");
+                files.push((
+                    path.display().to_string(),
+                    text.lines().filter_map(code).collect(),
+                ));
+            }
+        }
+    }
+    files
+}
+
+/// Whether `block` stands in `file`, in order (lines between may be left out).
+fn stands_in(block: &[String], file: &[String]) -> bool {
+    let mut lines = file.iter();
+    block.iter().all(|wanted| lines.any(|line| line == wanted))
+}
+
+#[test]
+fn the_walk_through_is_an_excerpt_of_the_bank_which_compiles() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let sources = sources();
+    let mut checked = 0;
+    for heading in SECTIONS {
+        for block in blocks(&readme, heading) {
+            assert!(
+                sources.iter().any(|(_, file)| stands_in(&block, file)),
+                "a Rust block of the README's {heading:?} is not in the bank's code \
+                 (examples/bank/src, examples/bank/tests); the block's code lines:\n{}",
+                block.join("\n")
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 6, "the walk-through's blocks: {checked}");
+}
+
+#[test]
+fn a_block_the_bank_does_not_hold_is_caught() {
+    let file: Vec<String> = ["fn a() {", "let x = 1;", "}"]
+        .iter()
+        .map(|line| (*line).to_owned())
+        .collect();
+    let holds = |lines: &[&str]| {
+        let block: Vec<String> = lines.iter().map(|line| (*line).to_owned()).collect();
+        stands_in(&block, &file)
+    };
+    assert!(holds(&["fn a() {", "}"]));
+    assert!(!holds(&["let x = 1;", "fn a() {"]), "out of order");
+    assert!(!holds(&["let x = 2;"]));
+    assert_eq!(code("    x += 1; // a note"), Some("x += 1;".to_owned()));
+    assert_eq!(code("    // a comment"), None);
+}
