@@ -1,6 +1,6 @@
-//! LocalStack's SQS, in host mode (no Docker), started once per test binary,
-//! and an event source mapping written for the tests that polls a FIFO queue
-//! and invokes the function as Lambda's does.
+//! LocalStack's SQS and SNS, in host mode (no Docker), started once per test
+//! binary, and an event source mapping written for the tests that polls a
+//! FIFO queue and invokes the function as Lambda's does.
 
 use std::collections::HashMap;
 use std::net::TcpStream;
@@ -56,7 +56,7 @@ fn start() -> Result<LocalStack, String> {
         .args(["watchdog", &bin, &log.display().to_string()])
         .current_dir(&root)
         .env("OVERRIDE_IN_DOCKER", "0")
-        .env("SERVICES", "sqs")
+        .env("SERVICES", "sqs,sns")
         .env("EAGER_SERVICE_LOADING", "1")
         .env("GATEWAY_LISTEN", format!("127.0.0.1:{port}"))
         .env("FILESYSTEM_ROOT", &root)
@@ -103,6 +103,47 @@ pub async fn sqs() -> Client {
         ))
         .build();
     Client::from_conf(config)
+}
+
+/// An SNS client for the shared LocalStack.
+pub async fn sns() -> aws_sdk_sns::Client {
+    let config = aws_sdk_sns::config::Builder::new()
+        .behavior_version(aws_sdk_sns::config::BehaviorVersion::latest())
+        .endpoint_url(&localstack().endpoint)
+        .region(aws_sdk_sns::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_sns::config::Credentials::new(
+            "test", "test", None, None, "test",
+        ))
+        .build();
+    aws_sdk_sns::Client::from_conf(config)
+}
+
+/// An SNS FIFO topic (`<name>.fifo`, no content-based deduplication, as
+/// the template's); its ARN.
+pub async fn fifo_topic(sns: &aws_sdk_sns::Client, name: &str) -> String {
+    sns.create_topic()
+        .name(format!("{name}.fifo"))
+        .attributes("FifoTopic", "true")
+        .attributes("ContentBasedDeduplication", "false")
+        .send()
+        .await
+        .expect("create topic")
+        .topic_arn
+        .expect("topic ARN")
+}
+
+/// Subscribes a queue to a topic as the template does: raw delivery, no
+/// filter policy.
+pub async fn subscribe_raw(sns: &aws_sdk_sns::Client, topic_arn: &str, queue_arn: &str) {
+    sns.subscribe()
+        .topic_arn(topic_arn)
+        .protocol("sqs")
+        .endpoint(queue_arn)
+        .attributes("RawMessageDelivery", "true")
+        .return_subscription_arn(true)
+        .send()
+        .await
+        .expect("subscribe");
 }
 
 /// A FIFO queue with a FIFO dead-letter queue behind it.
