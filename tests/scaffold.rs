@@ -99,6 +99,81 @@ fn cargo() -> Command {
     command
 }
 
+/// The resolved features of each registry package, by package id, as
+/// `cargo metadata` of the workspace at `dir` unifies them.
+fn features(dir: &Path) -> std::collections::BTreeMap<String, (Vec<String>, serde_json::Value)> {
+    static HOST: OnceLock<String> = OnceLock::new();
+    let host = HOST.get_or_init(|| {
+        let rustc = run(Command::new("rustc").arg("-vV"));
+        let version = text(&rustc.stdout);
+        let host = version.lines().find_map(|line| line.strip_prefix("host: "));
+        host.expect("rustc names its host").to_owned()
+    });
+    let output = run(cargo()
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", host])
+        .current_dir(dir));
+    assert!(output.status.success(), "cargo metadata: {}", seen(&output));
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
+    let nodes = metadata["resolve"]["nodes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    nodes
+        .into_iter()
+        .filter_map(|node| {
+            let id = node["id"].as_str()?.to_owned();
+            id.starts_with("registry+").then_some(())?;
+            let package = packages.iter().find(|p| p["id"] == node["id"])?.clone();
+            let features = node["features"].as_array()?.iter();
+            let features = features
+                .filter_map(|f| f.as_str().map(str::to_owned))
+                .collect();
+            Some((id, (features, package)))
+        })
+        .collect()
+}
+
+/// Cargo builds a dependency once per set of features: this workspace's
+/// `cargo test` unifies features its members' dev-dependencies enable
+/// (tokio's `process`, serde_dynamo's streams, ...), which the crate alone
+/// would not, and every unit above tokio (the AWS SDK) would be built a
+/// second time. The test's copy of the crate asks for the same features,
+/// as extra dev-dependencies: it then reuses this workspace's units.
+fn mirror_features(dir: &Path) {
+    let ours = features(Path::new(ROOT));
+    let theirs = features(dir);
+    let mut extra = String::from(
+        "\n# Added by tests/scaffold.rs: the features the sequence-guard workspace\n\
+         # unifies, so that this crate reuses its build of each dependency.\n",
+    );
+    for (id, (their_features, package)) in &theirs {
+        let Some((our_features, _)) = ours.get(id) else {
+            continue;
+        };
+        if our_features == their_features {
+            continue;
+        }
+        let declared = package["features"].as_object().cloned().unwrap_or_default();
+        let named: Vec<String> = our_features
+            .iter()
+            .filter(|f| f.as_str() == "default" || declared.contains_key(f.as_str()))
+            .map(|f| format!("{f:?}"))
+            .collect();
+        let name = package["name"].as_str().expect("a name");
+        let version = package["version"].as_str().expect("a version");
+        extra.push_str(&format!(
+            "[dev-dependencies.{name}]\nversion = \"={version}\"\ndefault-features = false\nfeatures = [{}]\n",
+            named.join(", ")
+        ));
+    }
+    let manifest = dir.join("Cargo.toml");
+    let mut text = std::fs::read_to_string(&manifest).expect("Cargo.toml");
+    text.push_str(&extra);
+    std::fs::write(&manifest, text).expect("write");
+}
+
 #[test]
 fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
     // GIVEN a crate made from nothing, on this checkout, with our lock file.
@@ -127,6 +202,7 @@ fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
         Path::new(ROOT).canonicalize().expect("the checkout")
     );
     std::fs::copy(Path::new(ROOT).join("Cargo.lock"), dir.join("Cargo.lock")).expect("the lock");
+    mirror_features(&dir);
 
     // WHEN it is formatted, built and tested (its handlers through the test
     // kit, its samples through its replay binary) in our target directory
@@ -184,19 +260,13 @@ fn the_generated_template_is_ours_on_the_crates_binaries() {
     assert!(made.status.success(), "{}", seen(&made));
     let ours = std::fs::read_to_string(Path::new(ROOT).join("template.yaml")).expect("ours");
     let theirs = std::fs::read_to_string(dir.join("template.yaml")).expect("theirs");
-    // Line by line: the same template but for these lines.
-    assert_eq!(ours.lines().count(), theirs.lines().count());
-    let changed: Vec<(&str, &str)> = ours
-        .lines()
-        .zip(theirs.lines())
-        .filter(|(a, b)| a != b)
-        .collect();
-    let expected = [
+    // Ours, line for line, but for these substitutions ...
+    let substitutions = [
         ("Binary: projector", "Binary: parcels-projector"),
         ("Binary: dispatcher", "Binary: parcels-dispatcher"),
         (
-            "sequence-guard: projects",
-            "parcels, on sequence-guard: projects",
+            "  sequence-guard: projects",
+            "  parcels, on sequence-guard: projects",
         ),
         ("aggregateId or sku", "aggregateId, or a counter's id"),
         ("a stock level", "a counter"),
@@ -205,24 +275,44 @@ fn the_generated_template_is_ours_on_the_crates_binaries() {
             "the runbook in the README",
             "the runbook in sequence-guard's README",
         ),
-        (
-            "the runbook in the README",
-            "the runbook in sequence-guard's README",
-        ),
-        (
-            "the runbook in the README",
-            "the runbook in sequence-guard's README",
-        ),
+        ("${StatusWidgets}", ""),
     ];
-    assert_eq!(changed.len(), expected.len(), "{changed:#?}");
-    for (ours, theirs) in &changed {
+    let substituted = |line: &str| {
+        substitutions
+            .iter()
+            .fold(line.to_owned(), |line, (a, b)| line.replace(a, b))
+    };
+    // ... and without the worked example's second consumer: every line of
+    // ours left out is in a block that names it.
+    let mut ours_lines = ours.lines();
+    let mut left_out: Vec<Vec<&str>> = vec![Vec::new()];
+    let mut changed = 0;
+    for line in theirs.lines() {
+        loop {
+            let Some(our_line) = ours_lines.next() else {
+                panic!("not in ours, in this order: {line}");
+            };
+            if our_line == line || substituted(our_line) == line {
+                changed += usize::from(our_line != line);
+                left_out.push(Vec::new());
+                break;
+            }
+            left_out.last_mut().expect("a block").push(our_line);
+        }
+    }
+    left_out.last_mut().expect("a block").extend(ours_lines);
+    assert!(changed >= 7, "{changed} lines substituted");
+    for block in left_out
+        .iter()
+        .filter(|b| b.iter().any(|l| !l.trim().is_empty()))
+    {
         assert!(
-            expected
-                .iter()
-                .any(|(a, b)| ours.contains(a) && theirs.contains(b)),
-            "an unexpected change:\n  {ours}\n  {theirs}"
+            block.iter().any(|line| line.contains("Status")),
+            "left out, not of the second consumer:\n{}",
+            block.join("\n")
         );
     }
+    assert!(!theirs.contains("Status"), "the second consumer is gone");
     // The stack's name is samconfig.toml's, everything else as ours.
     let ours = std::fs::read_to_string(Path::new(ROOT).join("samconfig.toml")).expect("ours");
     let theirs = std::fs::read_to_string(dir.join("samconfig.toml")).expect("theirs");

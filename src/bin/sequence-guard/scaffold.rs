@@ -343,12 +343,16 @@ pub fn deployment(names: &Names) -> Result<Vec<File>, Error> {
     Ok(files)
 }
 
-/// One substitution in one of our files: `pattern` found exactly `times`.
+/// One substitution in one of our files: `pattern` found exactly `times`
+/// ([`ANY`]: at least once).
 struct Substitution {
     pattern: &'static str,
     replacement: String,
     times: usize,
 }
+
+/// A substitution of text that may be found any number of times (once at least).
+const ANY: usize = usize::MAX;
 
 fn once(pattern: &'static str, replacement: String) -> Substitution {
     Substitution {
@@ -365,7 +369,7 @@ pub fn template(names: &Names) -> Result<String, Error> {
     let package = &names.package;
     let template = substitute(
         "template.yaml",
-        TEMPLATE,
+        &without_second_consumer(TEMPLATE)?,
         &[
             once(
                 "        Binary: projector\n",
@@ -396,12 +400,143 @@ pub fn template(names: &Names) -> Result<String, Error> {
             Substitution {
                 pattern: "See the runbook in the README.",
                 replacement: "See the runbook in sequence-guard's README.".to_owned(),
-                times: 3,
+                times: ANY,
             },
         ],
     )?;
     builds_only(names, &template)?;
     Ok(template)
+}
+
+/// The condition of the worked example's second consumer (the shop's
+/// `status-projector`), which a domain's crate does not have.
+const SECOND_CONSUMER: &str = "WithStatusConsumer";
+
+/// The parameter that deploys it.
+const SWITCH: &str = "DeployStatusConsumer";
+
+/// Our template without the shop's second consumer: every entry of
+/// `Parameters`, `Conditions`, `Rules`, `Resources` and `Outputs` that
+/// names [`SECOND_CONSUMER`] (its parameter, its condition, the rule that
+/// guards it, the resources and outputs under it) with the comments above
+/// it, the dashboard's widgets of it, and a section left empty. Whatever
+/// of it remains is an error, as is finding none of it.
+fn without_second_consumer(template: &str) -> Result<String, Error> {
+    let drifted = |pattern: &'static str, found, expected| Error::Drifted {
+        file: "template.yaml",
+        pattern,
+        found,
+        expected,
+    };
+    // The dashboard's widgets of it first: a `!Sub` variable, and its use.
+    let uses = template.matches("${StatusWidgets}").count();
+    if uses != 1 {
+        return Err(drifted("${StatusWidgets}", uses, 1));
+    }
+    let template = template.replace("${StatusWidgets}", "");
+    let lines: Vec<&str> = template.lines().collect();
+    let mut removed = vec![false; lines.len()];
+    let widgets = lines
+        .iter()
+        .position(|line| line.trim_start().starts_with("StatusWidgets: !If"))
+        .ok_or_else(|| drifted("StatusWidgets: !If", 0, 1))?;
+    let (first, last) = block(&lines, widgets);
+    removed[first..last].iter_mut().for_each(|r| *r = true);
+    // Then every entry of a section that names it, and a section left empty.
+    let sections: Vec<usize> = (0..lines.len())
+        .filter(|&i| !lines[i].is_empty() && indent(lines[i]) == 0 && !lines[i].starts_with('#'))
+        .collect();
+    for (n, &header) in sections.iter().enumerate() {
+        let end = sections.get(n + 1).copied().unwrap_or(lines.len());
+        let name = lines[header].trim_end_matches(':');
+        if !["Parameters", "Conditions", "Rules", "Resources", "Outputs"].contains(&name) {
+            continue;
+        }
+        let mut kept = 0;
+        let mut at = header + 1;
+        while at < end {
+            let line = lines[at];
+            // A comment belongs to the entry below it.
+            if line.trim().is_empty() || indent(line) != 2 || line.trim_start().starts_with('#') {
+                at += 1;
+                continue;
+            }
+            let (first, last) = block(&lines, at);
+            let of_it =
+                lines[first..last]
+                    .iter()
+                    .zip(&removed[first..last])
+                    .any(|(line, removed)| {
+                        !removed && (line.contains(SECOND_CONSUMER) || line.contains(SWITCH))
+                    });
+            if of_it {
+                removed[first..last].iter_mut().for_each(|r| *r = true);
+            } else {
+                kept += 1;
+            }
+            at = last.max(at + 1);
+        }
+        if kept == 0 {
+            removed[header..end].iter_mut().for_each(|r| *r = true);
+        }
+    }
+    let mut kept: Vec<&str> = Vec::with_capacity(lines.len());
+    for (line, removed) in lines.iter().zip(&removed) {
+        // Of the blank lines around what was removed, one is kept.
+        let repeated = line.trim().is_empty() && kept.last().is_some_and(|l| l.trim().is_empty());
+        if !removed && !repeated {
+            kept.push(line);
+        }
+    }
+    let mut text = kept.join("\n");
+    text.push('\n');
+    for rest in [
+        SECOND_CONSUMER,
+        "DeployStatusConsumer",
+        "StatusWidgets",
+        "status-projector",
+    ] {
+        let found = text.matches(rest).count();
+        if found > 0 {
+            return Err(drifted(rest_name(rest), found, 0));
+        }
+    }
+    Ok(text)
+}
+
+/// The pattern, as a `'static` name for [`Error::Drifted`].
+fn rest_name(rest: &str) -> &'static str {
+    match rest {
+        SECOND_CONSUMER => SECOND_CONSUMER,
+        SWITCH => SWITCH,
+        "StatusWidgets" => "StatusWidgets",
+        _ => "status-projector",
+    }
+}
+
+fn indent(line: &str) -> usize {
+    line.len() - line.trim_start().len()
+}
+
+/// The YAML entry whose key is at line `at`: from the comments just above
+/// it (at its indentation) to its last line, the blank lines after it left out.
+fn block(lines: &[&str], at: usize) -> (usize, usize) {
+    let depth = indent(lines[at]);
+    let mut first = at;
+    while first > 0
+        && indent(lines[first - 1]) == depth
+        && lines[first - 1].trim_start().starts_with('#')
+    {
+        first -= 1;
+    }
+    let mut last = at + 1;
+    while last < lines.len() && (lines[last].trim().is_empty() || indent(lines[last]) > depth) {
+        last += 1;
+    }
+    while last > at + 1 && lines[last - 1].trim().is_empty() {
+        last -= 1;
+    }
+    (first, last)
 }
 
 /// Every `Binary:` the template builds must be one of the crate's.
@@ -438,7 +573,11 @@ fn substitute(
     let mut text = text.to_owned();
     for substitution in substitutions {
         let found = text.matches(substitution.pattern).count();
-        if found != substitution.times {
+        let fits = match substitution.times {
+            ANY => found > 0,
+            times => found == times,
+        };
+        if !fits {
             return Err(Error::Drifted {
                 file,
                 pattern: substitution.pattern,
@@ -546,7 +685,7 @@ mod tests {
         let template = template(&names).expect("the template");
         assert!(template.contains("        Binary: parcels-projector\n"));
         assert!(template.contains("        Binary: parcels-dispatcher\n"));
-        assert_eq!(template.lines().count(), TEMPLATE.lines().count());
+        assert!(!template.contains("Status"), "without the second consumer");
         let samconfig = samconfig(&names).expect("samconfig.toml");
         assert!(samconfig.contains("stack_name = \"parcels\"\n"));
     }
