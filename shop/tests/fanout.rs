@@ -533,3 +533,56 @@ async fn a_dispatcher_killed_mid_batch_republishes_and_both_consumers_absorb_it(
         0.0
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn resend_publishes_to_the_topic_as_the_dispatcher_does() {
+    let mut f = fanout("resend", None).await;
+    let order = "r-order-1".to_owned();
+    append(
+        &f.events,
+        Append::one(order.clone(), NewEvent::new("OrderCreated", details(1))),
+    )
+    .await;
+    for n in 2..=12 {
+        append(
+            &f.events,
+            Append::one(order.clone(), NewEvent::new("OrderUpdated", details(n))),
+        )
+        .await;
+    }
+    // Before the dispatcher reads the stream: resend alone reaches both
+    // queues, twelve events in two PublishBatch requests.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_resend"))
+        .args(["--endpoint-url", &dynamodb_local().endpoint])
+        .args(["--stream", &order])
+        .env_remove("QUEUE_URL")
+        .env("EVENTS_TABLE", f.events.table())
+        .env("TOPIC_ARN", &f.topic_arn)
+        .env("AWS_ENDPOINT_URL_SNS", &localstack().endpoint)
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .expect("resend");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+    assert_eq!(
+        (summary["sent"].as_u64(), summary["requests"].as_u64()),
+        (Some(12), Some(2))
+    );
+    for consumer in &mut f.consumers {
+        for poll in consumer.poller.drain(Duration::from_secs(30)).await {
+            consumer.delivered.extend(poll.received);
+        }
+        assert_eq!(consumer.delivered.len(), 12, "{}", consumer.name);
+    }
+    // The dispatcher then sends the same events: the topic drops them.
+    f.settle().await;
+    f.assert_every_consumer_is_the_fold(&[order]).await;
+    assert_eq!(f.dispatched("Dispatched"), 12.0);
+}
