@@ -141,9 +141,28 @@ fn features(dir: &Path) -> std::collections::BTreeMap<String, (Vec<String>, serd
 /// would not, and every unit above tokio (the AWS SDK) would be built a
 /// second time. The test's copy of the crate asks for the same features,
 /// as extra dev-dependencies: it then reuses this workspace's units.
+/// Until nothing is left to add: a feature added may bring in a package
+/// (serde_dynamo's streams bring aws-sdk-dynamodbstreams).
 fn mirror_features(dir: &Path) {
     let ours = features(Path::new(ROOT));
+    for _ in 0..4 {
+        if !mirror_features_once(dir, &ours) {
+            return;
+        }
+    }
+    panic!(
+        "the features never settled: {}",
+        dir.join("Cargo.toml").display()
+    );
+}
+
+/// Whether a dependency was added.
+fn mirror_features_once(
+    dir: &Path,
+    ours: &std::collections::BTreeMap<String, (Vec<String>, serde_json::Value)>,
+) -> bool {
     let theirs = features(dir);
+    let mut added = false;
     let mut extra = String::from(
         "\n# Added by tests/scaffold.rs: the features the sequence-guard workspace\n\
          # unifies, so that this crate reuses its build of each dependency.\n",
@@ -156,22 +175,37 @@ fn mirror_features(dir: &Path) {
             continue;
         }
         let declared = package["features"].as_object().cloned().unwrap_or_default();
+        // Not an optional dependency's own feature: metadata lists those of
+        // every platform (tokio's `windows-sys`); the features that need
+        // them enable them where they apply.
+        let optional: Vec<&str> = package["dependencies"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|dep| dep["optional"] == true)
+            .filter_map(|dep| dep["rename"].as_str().or(dep["name"].as_str()))
+            .collect();
         let named: Vec<String> = our_features
             .iter()
             .filter(|f| f.as_str() == "default" || declared.contains_key(f.as_str()))
+            .filter(|f| !optional.contains(&f.as_str()))
             .map(|f| format!("{f:?}"))
             .collect();
         let name = package["name"].as_str().expect("a name");
         let version = package["version"].as_str().expect("a version");
+        added = true;
         extra.push_str(&format!(
             "[dev-dependencies.{name}]\nversion = \"={version}\"\ndefault-features = false\nfeatures = [{}]\n",
             named.join(", ")
         ));
     }
-    let manifest = dir.join("Cargo.toml");
-    let mut text = std::fs::read_to_string(&manifest).expect("Cargo.toml");
-    text.push_str(&extra);
-    std::fs::write(&manifest, text).expect("write");
+    if added {
+        let manifest = dir.join("Cargo.toml");
+        let mut text = std::fs::read_to_string(&manifest).expect("Cargo.toml");
+        text.push_str(&extra);
+        std::fs::write(&manifest, text).expect("write");
+    }
+    added
 }
 
 #[test]
