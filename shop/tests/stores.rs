@@ -124,6 +124,72 @@ mod suite {
         );
     }
 
+    /// The embedded table refuses what DynamoDB refuses: an item over
+    /// 400 KB, an entity that writes an attribute of the engine's (a
+    /// flattened struct registration cannot see), a sequence not in
+    /// `sequence`. Each a refusal for good, nothing written.
+    pub async fn what_dynamodb_refuses_is_refused<S: Store>(store: S) {
+        use sequence_guard::store::StoreError;
+
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+        struct Window {
+            #[serde(rename = "expiresAt")]
+            until: u64,
+        }
+
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Cart {
+            sequence: u64,
+            last_event_id: String,
+            #[serde(flatten)]
+            window: Window,
+        }
+
+        impl sequence_guard::Entity for Cart {
+            const KIND: &'static str = "CART";
+            fn sequence(&self) -> u64 {
+                self.sequence
+            }
+            fn last_event_id(&self) -> &str {
+                &self.last_event_id
+            }
+        }
+
+        let mut huge = order_at(1);
+        huge.customer_name = "x".repeat(410 * 1024);
+        let cart = Cart {
+            sequence: 1,
+            last_event_id: "e1".into(),
+            window: Window { until: 1 },
+        };
+        for (keyed, named) in [
+            (Keyed::new("o-huge", huge), "maximum allowed size"),
+            (Keyed::new("cart-1", cart), "`expiresAt`"),
+        ] {
+            match store.save(&keyed, None).await {
+                Err(StoreError::Rejected { message, .. }) => {
+                    assert!(message.contains(named), "{named}: {message}")
+                }
+                other => panic!("{named}: refused for good, not {other:?}"),
+            }
+        }
+        assert_eq!(
+            entity(&store, EntityKey::of::<shop::Order>("o-huge")).await,
+            None
+        );
+        // Just under the limit: written.
+        let mut large = order_at(1);
+        large.customer_name = "x".repeat(390 * 1024);
+        assert_eq!(
+            store
+                .save(&Keyed::new("o-large", large), None)
+                .await
+                .expect("save"),
+            Saved::Written
+        );
+    }
+
     pub async fn a_new_entity_is_written_only_where_none_exists<S: Store>(store: S) {
         assert_eq!(
             store.save(&order("order-2", 1), None).await.expect("save"),
@@ -637,6 +703,10 @@ macro_rules! store_suite {
             #[tokio::test]
             async fn entities_round_trip_with_every_attribute() {
                 suite::entities_round_trip_with_every_attribute($store).await
+            }
+            #[tokio::test]
+            async fn what_dynamodb_refuses_is_refused() {
+                suite::what_dynamodb_refuses_is_refused($store).await
             }
             #[tokio::test]
             async fn a_new_entity_is_written_only_where_none_exists() {

@@ -6,7 +6,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use super::{
     Added, Addition, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded,
     MAX_COMMIT_ITEMS, ParkedEntity, ParkedEvent, ParkedPage, Parking, Store, StoreError, Stored,
-    added,
+    added, checks,
 };
 use crate::entity::{AnyEntity, EntityKey};
 use crate::handling::Counter;
@@ -189,6 +189,9 @@ impl Store for MemoryStore {
                 return Ok(Committed::Conflict { current: stored });
             }
             if let Some(entity) = &commit.entity {
+                // As DynamoDB would refuse it.
+                let item = checks::entity_item(entity)?;
+                checks::fits(&key.pk(), &item, commit.parked_after().len())?;
                 tables.entities.insert(key.clone(), entity.clone());
             }
             let parked = tables.parked.entry(key.clone()).or_default();

@@ -8,6 +8,7 @@
 //! on them, conflicts and counters; they know nothing of SQS, nor of any
 //! domain.
 
+pub(crate) mod checks;
 pub mod dynamodb;
 pub mod memory;
 

@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use serde_dynamo::aws_sdk_dynamodb_1::from_item;
 
 use super::Item;
-use super::errors::build_error;
 use crate::entity::{AnyEntity, EntityKey, Kind};
 use crate::handling::Counter;
 use crate::store::{ConflictRecord, DedupKey, ParkedEvent, Parking, StoreError, Stored};
@@ -117,32 +116,7 @@ pub(super) struct DedupItem {
 
 /// An entity's attributes, the keys and the parking attributes aside.
 pub(super) fn entity_attributes(entity: &AnyEntity) -> Result<Item, StoreError> {
-    let item = entity
-        .to_item()
-        .map_err(|err| build_error("serialize entity", err))?;
-    // Registration refuses such a field where serde's derive lists the
-    // fields; a flattened or hand-written struct is caught here.
-    if let Some(name) = RESERVED.iter().find(|name| item.contains_key(**name)) {
-        return Err(StoreError::Rejected {
-            operation: "serialize entity",
-            message: format!(
-                "a {} entity writes the attribute `{name}`, which is the engine's own: rename its field",
-                entity.kind().name
-            ),
-        });
-    }
-    // The guard's condition reads the sequence from this attribute.
-    let sequence = AttributeValue::N(entity.sequence().to_string());
-    if item.get("sequence") != Some(&sequence) {
-        return Err(StoreError::Rejected {
-            operation: "serialize entity",
-            message: format!(
-                "a {} entity must be written with its sequence in the attribute `sequence` (serialize its sequence field as `sequence`)",
-                entity.kind().name
-            ),
-        });
-    }
-    Ok(item)
+    crate::store::checks::entity_item(entity)
 }
 
 /// Reads an entity item of `kind`; `Ok(None)` for an item that only
