@@ -39,8 +39,8 @@ Exit status: 0 appended (or the request id seen before: the first answer again);
 #[derive(Debug, Parser)]
 #[command(name = "append", version, after_help = EXAMPLES)]
 struct Args {
-    /// The stream: the aggregateId (the counter's id, a sku, for a
-    /// deduplicated effect).
+    /// The stream: the aggregateId (the counter's id for a deduplicated
+    /// effect).
     #[arg(long, value_name = "ID")]
     stream: String,
     /// The event type.

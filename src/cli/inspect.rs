@@ -1,13 +1,13 @@
 //! `inspect`: the operator's look at the table.
 //!
 //! ```text
-//! inspect --table NAME [--endpoint-url URL] KIND ID      (KIND: an entity kind or a counter: order, product, sku)
+//! inspect --table NAME [--endpoint-url URL] KIND ID      (KIND: one of the domain's entity kinds or counters)
 //! inspect --table NAME [--endpoint-url URL] --parked
 //! ```
 //!
 //! The first shows one aggregate's entity: its sequence, the events parked
 //! on it (and the sequence it waits for) and the conflicts recorded for it;
-//! for a counter (a sku), its value (`onHand`). The second lists every entity with events
+//! for a counter, its value. The second lists every entity with events
 //! parked, longest waiting first. Bodies are not printed (they may hold
 //! personal data); they are in the table's `PENDING#` and `CONFLICT#` items.
 //! Credentials and region come from the environment, as for the AWS CLI; the
@@ -56,7 +56,7 @@ struct Args {
     /// What to look at: an entity kind or a counter of the domain.
     #[arg(required_unless_present = "parked", requires = "id")]
     kind: Option<String>,
-    /// Its id: the aggregateId, or the counter's id (a sku).
+    /// Its id: the aggregateId, or the counter's id.
     #[arg(required_unless_present = "parked")]
     id: Option<String>,
 }

@@ -76,7 +76,7 @@ or a missing variable.";
 #[derive(Debug, Parser)]
 #[command(name = "resend", version, after_help = EXAMPLES)]
 struct Args {
-    /// The stream: the aggregateId, or the sku of `InventoryAdjusted`.
+    /// The stream: the aggregateId, or a deduplicated effect's counter id.
     #[arg(long, value_name = "ID", value_parser = NonEmptyStringValueParser::new())]
     stream: String,
     /// The first sequence to send (default: 1).
