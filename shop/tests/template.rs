@@ -722,13 +722,15 @@ fn the_deadline_margin_fits_every_allowed_timeout() {
 // their alarms, all under the `WithProducer` condition.
 
 /// Every resource of the producer's half; each carries `WithProducer`.
-const PRODUCER: [&str; 14] = [
+const PRODUCER: [&str; 17] = [
     "EventsTable",
     "DispatchFailureQueue",
     "EventsTopicKey",
     "EventsTopicKeyAlias",
     "EventsTopic",
     "EventsQueuePolicy",
+    "EventsSubscriptionDeadLetterQueue",
+    "EventsSubscriptionDeadLetterQueuePolicy",
     "EventsQueueSubscription",
     "DispatcherLogGroup",
     "DispatcherRole",
@@ -737,14 +739,16 @@ const PRODUCER: [&str; 14] = [
     "DispatcherErrorsAlarm",
     "DispatchFailureQueueAlarm",
     "DispatcherCorruptAlarm",
+    "EventsUndeliveredAlarm",
 ];
 
 /// The outputs that name producer resources.
-const PRODUCER_OUTPUTS: [&str; 4] = [
+const PRODUCER_OUTPUTS: [&str; 5] = [
     "EventsTableName",
     "DispatcherFunctionName",
     "DispatchFailureQueueUrl",
     "EventsTopicArn",
+    "EventsUndeliveredQueueUrl",
 ];
 
 /// The dispatcher's `Service` dimension, as the template writes it.
@@ -1701,17 +1705,179 @@ fn the_events_topic_fans_out_to_each_consumers_queue_raw_and_unfiltered() {
     }
 }
 
+/// The queue policies of the template that name `queue` (`Ref queue`).
+fn queue_policies<'a>(template: &'a Value, queue: &str) -> Vec<(&'a str, &'a Value)> {
+    let resources = template["Resources"].as_mapping().expect("resources");
+    resources
+        .iter()
+        .filter(|(_, item)| {
+            item["Type"] == "AWS::SQS::QueuePolicy"
+                && one_or_many(&item["Properties"]["Queues"])
+                    .iter()
+                    .any(|named| intrinsic(named) == format!("Ref {queue}"))
+        })
+        .map(|(name, item)| (name.as_str().expect("a name"), item))
+        .collect()
+}
+
+/// What SNS could not deliver to a consumer's queue (a broken queue policy,
+/// a deleted queue) it retries and then drops, unless the subscription
+/// redrives it: an event lost silently, a gap its consumer cannot tell from
+/// a lost one. So every subscription redrives to a FIFO queue of its own
+/// (a FIFO topic's subscription takes no other), encrypted as the others,
+/// that only the topic may send to, watched by an alarm to the alarm topic
+/// and shown on the dashboard, deployed with the subscription.
+#[test]
+fn every_subscription_redrives_what_sns_cannot_deliver_to_a_watched_fifo_queue() {
+    let template = template();
+    let resources = template["Resources"].as_mapping().expect("resources");
+    let every_condition =
+        dashboard_metrics_with(&template, &["WithProducer", "WithStatusConsumer"]);
+    let mut dead_letter_queues = BTreeSet::new();
+    let mut subscriptions = 0;
+    for (name, subscription) in resources {
+        if subscription["Type"] != "AWS::SNS::Subscription"
+            || subscription["Properties"]["Protocol"] != "sqs"
+        {
+            continue;
+        }
+        subscriptions += 1;
+        let name = name.as_str().expect("a name");
+        let properties = &subscription["Properties"];
+        let condition = &subscription["Condition"];
+        let target = &properties["RedrivePolicy"]["deadLetterTargetArn"];
+        assert!(!target.is_null(), "{name}: a RedrivePolicy");
+        assert!(
+            intrinsic(target).ends_with(".Arn"),
+            "{name}: a queue of the template, by its ARN: {target:?}"
+        );
+        let queue = named_resource(target);
+        assert!(
+            dead_letter_queues.insert(queue.clone()),
+            "{name}: {queue} is another subscription's"
+        );
+        let endpoint = named_resource(&properties["Endpoint"]);
+        assert_ne!(queue, endpoint, "{name}: not the queue it delivers to");
+        let endpoint_dead_letters = named_resource(
+            &resource(&template, &endpoint)["Properties"]["RedrivePolicy"]["deadLetterTargetArn"],
+        );
+        assert_ne!(
+            queue, endpoint_dead_letters,
+            "{name}: not the consumer's own dead-letter queue (what SNS could not deliver is not what the consumer failed)"
+        );
+
+        // A FIFO queue, kept and encrypted as the others, with the subscription.
+        let dead_letters = resource(&template, &queue);
+        assert_eq!(dead_letters["Type"], "AWS::SQS::Queue", "{queue}");
+        assert_eq!(&dead_letters["Condition"], condition, "{queue}");
+        let queue_properties = &dead_letters["Properties"];
+        let endpoint_properties = &resource(&template, &endpoint)["Properties"];
+        assert_eq!(
+            queue_properties["FifoQueue"], true,
+            "{queue}: FIFO, as the topic"
+        );
+        assert!(
+            intrinsic(&queue_properties["QueueName"]).ends_with(".fifo"),
+            "{queue}: a FIFO queue's name ends in .fifo"
+        );
+        for property in ["SqsManagedSseEnabled", "MessageRetentionPeriod"] {
+            assert_eq!(
+                queue_properties[property], endpoint_properties[property],
+                "{queue}: {property}"
+            );
+        }
+        assert!(
+            queue_properties["RedrivePolicy"].is_null(),
+            "{queue}: the end of the line"
+        );
+
+        // Its policy: the topic's redrives, and nothing else.
+        let policies = queue_policies(&template, &queue);
+        assert_eq!(policies.len(), 1, "{queue}: one queue policy");
+        let (policy_name, policy) = policies[0];
+        assert_eq!(&policy["Condition"], condition, "{policy_name}");
+        let statements = one_or_many(&policy["Properties"]["PolicyDocument"]["Statement"]);
+        assert_eq!(statements.len(), 1, "{policy_name}: {statements:?}");
+        let statement = statements[0];
+        assert_eq!(statement["Effect"], "Allow");
+        assert_eq!(statement["Principal"]["Service"], "sns.amazonaws.com");
+        assert_eq!(statement["Action"], "sqs:SendMessage");
+        assert_eq!(
+            intrinsic(&statement["Resource"]),
+            format!("GetAtt {queue}.Arn")
+        );
+        assert_eq!(
+            intrinsic(&statement["Condition"]["ArnEquals"]["aws:SourceArn"]),
+            intrinsic(&properties["TopicArn"]),
+            "{policy_name}: only the subscription's topic may send"
+        );
+        let depends: Vec<&str> = one_or_many(&subscription["DependsOn"])
+            .into_iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(
+            depends.contains(&policy_name),
+            "{name} depends on {policy_name}: the topic may redrive from the first delivery"
+        );
+
+        // An alarm on its depth, to the alarm topic, with the subscription.
+        let alarms: Vec<&Value> = resources
+            .values()
+            .filter(|alarm| {
+                alarm["Type"] == "AWS::CloudWatch::Alarm"
+                    && alarm["Properties"]["MetricName"] == "ApproximateNumberOfMessagesVisible"
+                    && intrinsic(&alarm["Properties"]["Dimensions"][0]["Value"])
+                        == format!("GetAtt {queue}.QueueName")
+            })
+            .collect();
+        assert_eq!(alarms.len(), 1, "{queue}: one depth alarm");
+        let alarm = alarms[0];
+        assert_eq!(&alarm["Condition"], condition, "{queue}'s alarm");
+        let alarm = &alarm["Properties"];
+        assert_eq!(alarm["Namespace"], "AWS/SQS");
+        assert_eq!(alarm["Dimensions"][0]["Name"], "QueueName");
+        assert_eq!(alarm["Threshold"], 0, "{queue}: one message is too many");
+        assert_eq!(alarm["ComparisonOperator"], "GreaterThanThreshold");
+        assert!(
+            one_or_many(&alarm["AlarmActions"])
+                .iter()
+                .any(|action| intrinsic(action) == "Ref AlarmTopic"),
+            "{queue}'s alarm notifies"
+        );
+        assert!(
+            intrinsic(&alarm["AlarmName"]).starts_with("Sub ${AWS::StackName}-"),
+            "{queue}'s alarm is named as the alarm topic's key policy allows"
+        );
+
+        // A line of the dashboard.
+        assert!(
+            every_condition.iter().any(|[_, metric, _, value]| {
+                metric == "ApproximateNumberOfMessagesVisible"
+                    && *value == format!("<{queue}.QueueName>")
+            }),
+            "the dashboard shows the depth of {queue}"
+        );
+    }
+    assert!(
+        subscriptions >= 2,
+        "the projector's and the status consumer's subscriptions"
+    );
+}
+
 /// The status consumer's resources; each carries `WithStatusConsumer`.
-const STATUS: [&str; 12] = [
+const STATUS: [&str; 15] = [
     "StatusDeadLetterQueue",
     "StatusQueue",
     "StatusQueuePolicy",
+    "StatusSubscriptionDeadLetterQueue",
+    "StatusSubscriptionDeadLetterQueuePolicy",
     "StatusQueueSubscription",
     "StatusTable",
     "StatusProjectorLogGroup",
     "StatusProjectorRole",
     "StatusProjectorFunction",
     "StatusDeadLetterQueueAlarm",
+    "StatusUndeliveredAlarm",
     "StatusOldestMessageAlarm",
     "StatusFunctionErrorsAlarm",
     "StatusGapsSustainedAlarm",
