@@ -43,6 +43,41 @@ pub struct Refused {
     pub sender_fault: bool,
 }
 
+/// A batch request's answer, absorbed the same for SQS and SNS: the
+/// entries refused, as the service named them (`(id, code, message,
+/// sender fault)`; the id is the entry's position), and, as `NoAnswer`,
+/// every entry of the `count` sent that `taken` does not name either: an
+/// entry not known to be sent is not taken.
+pub(crate) fn not_taken<'a>(
+    service: &str,
+    count: usize,
+    failed: impl Iterator<Item = (&'a str, &'a str, Option<&'a str>, bool)>,
+    taken: impl Fn(&str) -> bool,
+) -> Vec<Refused> {
+    let mut refused: Vec<Refused> = failed
+        .filter_map(|(id, code, message, sender_fault)| {
+            Some(Refused {
+                index: id.parse().ok()?,
+                code: code.to_owned(),
+                message: message.unwrap_or_default().to_owned(),
+                sender_fault,
+            })
+        })
+        .collect();
+    for index in 0..count {
+        let answered = taken(&index.to_string()) || refused.iter().any(|r| r.index == index);
+        if !answered {
+            refused.push(Refused {
+                index,
+                code: "NoAnswer".to_owned(),
+                message: format!("{service} answered neither success nor failure for this entry"),
+                sender_fault: false,
+            });
+        }
+    }
+    refused
+}
+
 /// A request that failed as a whole (after the SDK's own retries).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]

@@ -17,7 +17,7 @@ use aws_sdk_sns::Client;
 use aws_sdk_sns::types::PublishBatchRequestEntry;
 
 use super::record::Outgoing;
-use super::send::{Queue, Refused, SendError};
+use super::send::{Queue, Refused, SendError, not_taken};
 use super::sqs::{error, report_to};
 
 /// The codes of an entry SNS refused that sending it again cannot cure (with
@@ -86,36 +86,19 @@ impl Queue for SnsTopic {
             .send()
             .await
             .map_err(|err| error("PublishBatch", &err))?;
-        let mut refused: Vec<Refused> = output
-            .failed()
-            .iter()
-            .filter_map(|failed| {
-                Some(Refused {
-                    index: failed.id().parse().ok()?,
-                    code: failed.code().to_owned(),
-                    message: failed.message().unwrap_or_default().to_owned(),
-                    sender_fault: failed.sender_fault(),
-                })
-            })
-            .collect();
-        // An entry neither taken nor refused is not known to be published.
-        for index in 0..entries.len() {
-            let id = index.to_string();
-            let answered = output
-                .successful()
-                .iter()
-                .any(|ok| ok.id() == Some(id.as_str()))
-                || refused.iter().any(|r| r.index == index);
-            if !answered {
-                refused.push(Refused {
-                    index,
-                    code: "NoAnswer".to_owned(),
-                    message: "SNS answered neither success nor failure for this entry".to_owned(),
-                    sender_fault: false,
-                });
-            }
-        }
-        Ok(refused)
+        Ok(not_taken(
+            "SNS",
+            entries.len(),
+            output.failed().iter().map(|failed| {
+                (
+                    failed.id(),
+                    failed.code(),
+                    failed.message(),
+                    failed.sender_fault(),
+                )
+            }),
+            |id| output.successful().iter().any(|ok| ok.id() == Some(id)),
+        ))
     }
 
     async fn report(&self, report: &str) -> Result<(), SendError> {

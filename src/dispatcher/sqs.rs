@@ -8,7 +8,7 @@ use aws_sdk_sqs::types::{
 };
 
 use super::record::Outgoing;
-use super::send::{Queue, Refused, SendError};
+use super::send::{Queue, Refused, SendError, not_taken};
 
 /// The FIFO queue the events go to, and the queue reports go to. Cheap to
 /// clone.
@@ -82,33 +82,19 @@ impl Queue for SqsQueue {
             .send()
             .await
             .map_err(|err| error("SendMessageBatch", &err))?;
-        let mut refused: Vec<Refused> = output
-            .failed()
-            .iter()
-            .filter_map(|failed| {
-                Some(Refused {
-                    index: failed.id().parse().ok()?,
-                    code: failed.code().to_owned(),
-                    message: failed.message().unwrap_or_default().to_owned(),
-                    sender_fault: failed.sender_fault(),
-                })
-            })
-            .collect();
-        // An entry neither taken nor refused is not known to be sent.
-        for index in 0..entries.len() {
-            let id = index.to_string();
-            let answered = output.successful().iter().any(|ok| ok.id() == id)
-                || refused.iter().any(|r| r.index == index);
-            if !answered {
-                refused.push(Refused {
-                    index,
-                    code: "NoAnswer".to_owned(),
-                    message: "SQS answered neither success nor failure for this entry".to_owned(),
-                    sender_fault: false,
-                });
-            }
-        }
-        Ok(refused)
+        Ok(not_taken(
+            "SQS",
+            entries.len(),
+            output.failed().iter().map(|failed| {
+                (
+                    failed.id(),
+                    failed.code(),
+                    failed.message(),
+                    failed.sender_fault(),
+                )
+            }),
+            |id| output.successful().iter().any(|ok| ok.id() == id),
+        ))
     }
 
     async fn report(&self, report: &str) -> Result<(), SendError> {
