@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use aws_sdk_dynamodb::types::AttributeValue;
 use sequence_guard::Domain;
 use sequence_guard::producer::{Append, AppendError, EventStore, NewEvent};
 use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
@@ -280,38 +279,7 @@ fn epoch_seconds() -> u64 {
 /// A table's items whose pk starts with one of `kinds`, attribute by
 /// attribute.
 async fn items(table: &str, kinds: &[&str]) -> BTreeMap<(String, String), String> {
-    let client = connect(Some(&dynamodb_local().endpoint)).await;
-    let mut items = BTreeMap::new();
-    let mut start = None;
-    loop {
-        let output = client
-            .scan()
-            .table_name(table)
-            .consistent_read(true)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .expect("scan");
-        for item in output.items.unwrap_or_default() {
-            let text = |name: &str| match item.get(name) {
-                Some(AttributeValue::S(text)) => text.clone(),
-                _ => String::new(),
-            };
-            let (pk, sk) = (text("pk"), text("sk"));
-            if kinds.iter().any(|kind| pk.starts_with(kind)) {
-                let mut attributes: Vec<String> = item
-                    .iter()
-                    .map(|(name, value)| format!("{name}={value:?}"))
-                    .collect();
-                attributes.sort();
-                items.insert((pk, sk), attributes.join(" "));
-            }
-        }
-        start = output.last_evaluated_key;
-        if start.is_none() {
-            return items;
-        }
-    }
+    items_of(&dynamodb_local().endpoint, table, kinds).await
 }
 
 fn details(total: u64) -> Value {

@@ -258,6 +258,16 @@ pub fn run_local(exe: &str, endpoint: &str, args: &[&str]) -> (i32, String, Stri
 
 /// The projection's items (entities and counters), attribute by attribute.
 pub async fn projection(endpoint: &str, table: &str) -> BTreeMap<(String, String), String> {
+    items_of(endpoint, table, &["ORDER#", "PRODUCT#", "SKU#"]).await
+}
+
+/// A table's items whose pk starts with one of `kinds`, attribute by
+/// attribute.
+pub async fn items_of(
+    endpoint: &str,
+    table: &str,
+    kinds: &[&str],
+) -> BTreeMap<(String, String), String> {
     let client = connect(Some(endpoint)).await;
     let mut items = BTreeMap::new();
     let mut start = None;
@@ -276,10 +286,7 @@ pub async fn projection(endpoint: &str, table: &str) -> BTreeMap<(String, String
                 _ => String::new(),
             };
             let (pk, sk) = (text("pk"), text("sk"));
-            if ["ORDER#", "PRODUCT#", "SKU#"]
-                .iter()
-                .any(|kind| pk.starts_with(kind))
-            {
+            if kinds.iter().any(|kind| pk.starts_with(kind)) {
                 let mut attributes: Vec<String> = item
                     .iter()
                     .map(|(name, value)| format!("{name}={value:?}"))
