@@ -23,7 +23,7 @@ use tracing::{info, warn};
 use crate::domain::Domain;
 use crate::entity::{AnyEntity, EntityKey};
 use crate::runner::{CallError, Invocation, ParkingReport, Runner, RunnerConfig};
-use crate::store::{ParkedEntity, Store, StoreError};
+use crate::store::{Loaded, ParkedEntity, Store, StoreError};
 
 /// How many of the longest waiting entities a sweep logs one by one.
 pub const LOGGED: usize = 100;
@@ -92,122 +92,185 @@ async fn walk<S: Store>(
     invocation: &Invocation,
     drain: bool,
 ) -> Result<SweepReport, StoreError> {
-    let store = runner.store();
-    let now = invocation.now;
-    let mut report = SweepReport {
-        complete: true,
-        ..SweepReport::default()
+    let mut walk = Walk {
+        runner,
+        invocation,
+        drain,
+        report: SweepReport {
+            complete: true,
+            ..SweepReport::default()
+        },
+        longest: Vec::new(),
     };
-    let mut longest: Vec<ParkedStream> = Vec::new();
     let mut after: Option<String> = None;
     loop {
-        let read = store.parked_entities(after.as_deref(), PAGE);
-        let Some(page) = within_deadline(runner.timed("Query", invocation, read).await)? else {
-            report.complete = false;
+        let Some(page) = walk.read_page(after.as_deref()).await? else {
+            walk.report.complete = false;
             break;
         };
-        // Entries of kinds the domain does not register are left alone.
-        let entries: Vec<(EntityKey, u64)> = page
-            .entities
-            .iter()
-            .filter_map(|ParkedEntity { pk, since }| {
-                let key = runner.domain().key_of_pk(pk);
-                if key.is_none() {
-                    warn!(entry = %pk, "an entity with events parked is of a kind this domain does not register: skipped");
-                }
-                Some((key?, *since))
-            })
-            .collect();
-        let keys: Vec<EntityKey> = entries.iter().map(|(key, _)| key.clone()).collect();
-        let loaded = if keys.is_empty() {
-            Default::default()
-        } else {
-            let load = store.load(&keys, &[]);
-            match within_deadline(runner.timed("BatchGetItem", invocation, load).await)? {
-                Some(loaded) => loaded,
-                None => {
-                    report.complete = false;
-                    break;
-                }
-            }
-        };
-        for (key, since) in entries {
-            let at = match loaded.entities.get(&key) {
-                Some(Ok(found)) => AnyEntity::sequence(found),
-                _ => 0,
-            };
-            let sequences = loaded.parking.get(&key).map(|parking| &parking.sequences);
-            let waiting_for = at.saturating_add(1);
-            let mut stream = ParkedStream {
-                key,
-                parked_for_seconds: now.saturating_sub(since),
-                parked: sequences.map_or(0, |sequences| sequences.len()),
-                waiting_for,
-                drainable: sequences
-                    .and_then(|sequences| sequences.first())
-                    .is_some_and(|first| *first <= waiting_for),
-            };
-            if drain && stream.drainable {
-                match runner.drain(&stream.key, invocation).await {
-                    Ok(parking) => {
-                        if let Some(last) = parking.last() {
-                            stream.parked = last.parked_now;
-                            stream.waiting_for = last.waiting_for.unwrap_or(stream.waiting_for);
-                            stream.drainable = false;
-                        }
-                        report.drained.extend(parking);
-                    }
-                    Err(err) => warn!(error = %err, "cannot drain parked events"),
-                }
-                if stream.parked == 0 {
-                    continue; // drained empty: out of the index
-                }
-            }
-            report.entities += 1;
-            report.oldest_parked_age_seconds = report
-                .oldest_parked_age_seconds
-                .max(Some(stream.parked_for_seconds));
-            longest.push(stream);
-            if longest.len() >= 2 * LOGGED {
-                keep_longest(&mut longest);
-            }
+        for stream in page.streams {
+            walk.settle(stream).await;
         }
         match page.next {
             Some(next) => after = Some(next),
             None => break,
         }
     }
-    keep_longest(&mut longest);
-    for stream in &longest {
-        warn!(
-            stream = %stream.key.id(),
-            entity = %stream.key.kind().label(),
-            parked = stream.parked,
-            waiting_for = stream.waiting_for,
-            parked_for_seconds = stream.parked_for_seconds,
-            drainable = stream.drainable,
-            "events still parked"
-        );
+    Ok(walk.finish())
+}
+
+/// One walk through the index: what it has found so far.
+struct Walk<'a, S: Store> {
+    runner: &'a Runner<S>,
+    invocation: &'a Invocation,
+    drain: bool,
+    report: SweepReport,
+    /// The longest waiting so far, at most `2 * LOGGED` between trims.
+    longest: Vec<ParkedStream>,
+}
+
+/// One page of the index, read with the entities' items.
+struct Page {
+    streams: Vec<ParkedStream>,
+    next: Option<String>,
+}
+
+impl<S: Store> Walk<'_, S> {
+    /// Next request: the page of the index after `after`, and the items of
+    /// its entities; `None` when the deadline stopped either read.
+    async fn read_page(&self, after: Option<&str>) -> Result<Option<Page>, StoreError> {
+        let store = self.runner.store();
+        let read = store.parked_entities(after, PAGE);
+        let timed = self.runner.timed("Query", self.invocation, read).await;
+        let Some(page) = within_deadline(timed)? else {
+            return Ok(None);
+        };
+        let entries = self.known_entries(&page.entities);
+        let loaded = if entries.is_empty() {
+            Loaded::default()
+        } else {
+            let keys: Vec<EntityKey> = entries.iter().map(|(key, _)| key.clone()).collect();
+            let load = store.load(&keys, &[]);
+            let timed = self
+                .runner
+                .timed("BatchGetItem", self.invocation, load)
+                .await;
+            match within_deadline(timed)? {
+                Some(loaded) => loaded,
+                None => return Ok(None),
+            }
+        };
+        let now = self.invocation.now;
+        let streams = entries
+            .into_iter()
+            .map(|(key, since)| stream_of(key, since, &loaded, now))
+            .collect();
+        Ok(Some(Page {
+            streams,
+            next: page.next,
+        }))
     }
-    report.longest = longest;
-    if !report.complete {
-        warn!(
-            entities = report.entities,
-            "the sweep reached the deadline before the end of the index: the next one goes on"
-        );
-    }
-    info!(
-        entities = report.entities,
-        oldest_parked_age_seconds = report.oldest_parked_age_seconds,
-        drained = report
-            .drained
+
+    /// The entries of kinds the domain registers; the others are left alone.
+    fn known_entries(&self, entries: &[ParkedEntity]) -> Vec<(EntityKey, u64)> {
+        entries
             .iter()
-            .map(|parking| parking.drained.len())
-            .sum::<usize>(),
-        complete = report.complete,
-        "parked events checked"
-    );
-    Ok(report)
+            .filter_map(|ParkedEntity { pk, since }| {
+                let key = self.runner.domain().key_of_pk(pk);
+                if key.is_none() {
+                    warn!(entry = %pk, "an entity with events parked is of a kind this domain does not register: skipped");
+                }
+                Some((key?, *since))
+            })
+            .collect()
+    }
+
+    /// Absorbs one entity: drains it when it can and should be drained,
+    /// then counts it if events stay parked on it.
+    async fn settle(&mut self, mut stream: ParkedStream) {
+        if self.drain && stream.drainable {
+            match self.runner.drain(&stream.key, self.invocation).await {
+                Ok(parking) => {
+                    if let Some(last) = parking.last() {
+                        stream.parked = last.parked_now;
+                        stream.waiting_for = last.waiting_for.unwrap_or(stream.waiting_for);
+                        stream.drainable = false;
+                    }
+                    self.report.drained.extend(parking);
+                }
+                Err(err) => warn!(error = %err, "cannot drain parked events"),
+            }
+            if stream.parked == 0 {
+                return; // drained empty: out of the index
+            }
+        }
+        self.report.entities += 1;
+        self.report.oldest_parked_age_seconds = self
+            .report
+            .oldest_parked_age_seconds
+            .max(Some(stream.parked_for_seconds));
+        self.longest.push(stream);
+        if self.longest.len() >= 2 * LOGGED {
+            keep_longest(&mut self.longest);
+        }
+    }
+
+    /// Logs what the walk found and hands back its report.
+    fn finish(self) -> SweepReport {
+        let mut report = self.report;
+        let mut longest = self.longest;
+        keep_longest(&mut longest);
+        for stream in &longest {
+            warn!(
+                stream = %stream.key.id(),
+                entity = %stream.key.kind().label(),
+                parked = stream.parked,
+                waiting_for = stream.waiting_for,
+                parked_for_seconds = stream.parked_for_seconds,
+                drainable = stream.drainable,
+                "events still parked"
+            );
+        }
+        report.longest = longest;
+        if !report.complete {
+            warn!(
+                entities = report.entities,
+                "the sweep reached the deadline before the end of the index: the next one goes on"
+            );
+        }
+        info!(
+            entities = report.entities,
+            oldest_parked_age_seconds = report.oldest_parked_age_seconds,
+            drained = report
+                .drained
+                .iter()
+                .map(|parking| parking.drained.len())
+                .sum::<usize>(),
+            complete = report.complete,
+            "parked events checked"
+        );
+        report
+    }
+}
+
+/// One entry of the index as the walk sees it: where its entity stands
+/// (`loaded`), what is parked on it, and for how long as of `now`.
+fn stream_of(key: EntityKey, since: u64, loaded: &Loaded, now: u64) -> ParkedStream {
+    let at = match loaded.entities.get(&key) {
+        Some(Ok(found)) => AnyEntity::sequence(found),
+        _ => 0,
+    };
+    let sequences = loaded.parking.get(&key).map(|parking| &parking.sequences);
+    let waiting_for = at.saturating_add(1);
+    ParkedStream {
+        parked_for_seconds: now.saturating_sub(since),
+        parked: sequences.map_or(0, |sequences| sequences.len()),
+        waiting_for,
+        drainable: sequences
+            .and_then(|sequences| sequences.first())
+            .is_some_and(|first| *first <= waiting_for),
+        key,
+    }
 }
 
 /// The [`LOGGED`] longest waiting, longest first.
