@@ -53,6 +53,9 @@
 
 #![warn(missing_docs)]
 
+// `#[derive(Entity)]` names `::sequence_guard::Entity`, in this crate too.
+extern crate self as sequence_guard;
+
 pub mod cli;
 pub mod config;
 mod digest;
@@ -77,4 +80,8 @@ pub mod versions;
 
 pub use domain::{Domain, Events};
 pub use entity::{AnyEntity, Entity, EntityKey};
+/// `#[derive(Entity)]`: `KIND`, `sequence` and `last_event_id` from
+/// `#[entity(kind = "...")]` and the fields `sequence` and `last_event_id`
+/// (see [`Entity`]).
+pub use sequence_guard_derive::Entity;
 pub use handling::{Counter, Decision, Handling, Sequenced};

@@ -1,9 +1,10 @@
-//! The README's walk-through is compiled: every Rust block of its sections
-//! "Bring your own events" and "Change an event's shape" is an excerpt of
-//! the bank example (`examples/bank/`), which the suite builds and tests.
-//! Each block's lines (trimmed; blank and comment-only lines and trailing
-//! comments aside) must stand, in order, in one of the bank's files, so
-//! that the README cannot drift from code that compiles.
+//! The walk-through (docs/guide.md) cannot drift: every Rust block of its
+//! sections "Bring your own events" and "Change an event's shape" is
+//! compiled as a doctest of the bank (`examples/bank/`), and is an excerpt of
+//! the bank's code, which the suite builds and tests. Each block's shown
+//! lines (trimmed; blank and comment-only lines, trailing comments and the
+//! doctest's hidden `# ` lines aside) must stand, in order, in one of the
+//! bank's files.
 
 use std::path::Path;
 
@@ -16,14 +17,15 @@ fn code(line: &str) -> Option<String> {
         None => line,
     };
     let line = line.trim();
-    (!line.is_empty() && !line.starts_with("//")).then(|| line.to_owned())
+    let hidden = line == "#" || line.starts_with("# ");
+    (!line.is_empty() && !line.starts_with("//") && !hidden).then(|| line.to_owned())
 }
 
-/// The Rust blocks of a section of the README.
+/// The Rust blocks of a section of the walk-through.
 fn blocks(readme: &str, heading: &str) -> Vec<Vec<String>> {
     let start = readme
         .find(heading)
-        .unwrap_or_else(|| panic!("README has no section {heading}"));
+        .unwrap_or_else(|| panic!("docs/guide.md has no section {heading}"));
     let rest = &readme[start + heading.len()..];
     let section = &rest[..rest.find("\n## ").unwrap_or(rest.len())];
     let mut blocks = Vec::new();
@@ -69,15 +71,15 @@ fn stands_in(block: &[String], file: &[String]) -> bool {
 
 #[test]
 fn the_walk_through_is_an_excerpt_of_the_bank_which_compiles() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md");
+    let guide = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guide.md");
+    let readme = std::fs::read_to_string(guide).expect("docs/guide.md");
     let sources = sources();
     let mut checked = 0;
     for heading in SECTIONS {
         for block in blocks(&readme, heading) {
             assert!(
                 sources.iter().any(|(_, file)| stands_in(&block, file)),
-                "a Rust block of the README's {heading:?} is not in the bank's code \
+                "a Rust block of docs/guide.md's {heading:?} is not in the bank's code \
                  (examples/bank/src, examples/bank/tests); the block's code lines:\n{}",
                 block.join("\n")
             );

@@ -38,3 +38,27 @@ pub fn domain() -> Domain {
         .counter(&STOCK)
         .with_crate_version(env!("CARGO_PKG_VERSION"))
 }
+
+// The Rust blocks of the README and of docs/ are compiled and run as this
+// crate's doctests (the walk-through's, of the bank's), so they cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct Readme;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/behaviour.md")]
+pub struct Behaviour;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/event-store.md")]
+pub struct EventStoreDoc;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/deploy.md")]
+pub struct Deploy;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/operate.md")]
+pub struct Operate;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/performance.md")]
+pub struct Performance;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/testing.md")]
+pub struct Testing;

@@ -23,8 +23,9 @@ impl OrderStatus {
 }
 
 /// The order projection: the item `ORDER#<aggregateId>` / `STATE`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Entity)]
 #[serde(rename_all = "camelCase")]
+#[entity(kind = "ORDER", summary = "summary_line")]
 pub struct Order {
     /// The sequence of the last event applied.
     pub sequence: u64,
@@ -38,27 +39,16 @@ pub struct Order {
     pub cancel_reason: Option<String>,
 }
 
-impl Entity for Order {
-    const KIND: &'static str = "ORDER";
-
-    fn sequence(&self) -> u64 {
-        self.sequence
-    }
-
-    fn last_event_id(&self) -> &str {
-        &self.last_event_id
-    }
-
-    fn summary(&self) -> String {
+impl Order {
+    /// The line `replay` and `inspect` show.
+    fn summary_line(&self) -> String {
         format!(
             "totalCents {:<6} status {}",
             self.total_cents,
             self.status.as_str()
         )
     }
-}
 
-impl Order {
     /// Creates the order at the creation event's sequence.
     pub fn create(event: &Sequenced<OrderDetails>) -> Self {
         Order {

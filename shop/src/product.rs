@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 use crate::events::{NewProduct, PriceChange};
 
 /// The product projection: the item `PRODUCT#<aggregateId>` / `STATE`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Entity)]
 #[serde(rename_all = "camelCase")]
+#[entity(kind = "PRODUCT", summary = "summary_line")]
 pub struct Product {
     /// The sequence of the last event applied.
     pub sequence: u64,
@@ -16,23 +17,12 @@ pub struct Product {
     pub price_cents: u64,
 }
 
-impl Entity for Product {
-    const KIND: &'static str = "PRODUCT";
-
-    fn sequence(&self) -> u64 {
-        self.sequence
-    }
-
-    fn last_event_id(&self) -> &str {
-        &self.last_event_id
-    }
-
-    fn summary(&self) -> String {
+impl Product {
+    /// The line `replay` and `inspect` show.
+    fn summary_line(&self) -> String {
         format!("priceCents {}", self.price_cents)
     }
-}
 
-impl Product {
     /// Creates the product at the creation event's sequence.
     pub fn create(event: &Sequenced<NewProduct>) -> Self {
         Product {

@@ -22,8 +22,9 @@ use crate::OrderStatus;
 use crate::events::OrderCancellation;
 
 /// An order's status, as the status consumer keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Entity)]
 #[serde(rename_all = "camelCase")]
+#[entity(kind = "STATUS")]
 pub struct Status {
     /// The sequence of the last event of the order applied (or passed).
     pub sequence: u64,
@@ -32,18 +33,6 @@ pub struct Status {
     /// Once cancelled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_reason: Option<String>,
-}
-
-impl Entity for Status {
-    const KIND: &'static str = "STATUS";
-
-    fn sequence(&self) -> u64 {
-        self.sequence
-    }
-
-    fn last_event_id(&self) -> &str {
-        &self.last_event_id
-    }
 }
 
 /// The types the status consumer receives. The ones it does not project

@@ -25,8 +25,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 /// The account projection.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Entity)]
 #[serde(rename_all = "camelCase")]
+#[entity(kind = "ACCOUNT")]
 pub struct Account {
     pub sequence: u64,
     pub last_event_id: String,
@@ -34,18 +35,6 @@ pub struct Account {
     /// ISO 4217: `EUR`, `GBP`.
     pub currency: String,
     pub balance_cents: i64,
-}
-
-impl Entity for Account {
-    const KIND: &'static str = "ACCOUNT";
-
-    fn sequence(&self) -> u64 {
-        self.sequence
-    }
-
-    fn last_event_id(&self) -> &str {
-        &self.last_event_id
-    }
 }
 
 /// The fees charged to an account, summed once per `FeeCharged`: an item
@@ -225,6 +214,13 @@ pub fn from_snapshot(event: &Sequenced<Snapshot>) -> Account {
 pub fn on_fee_charged(fee: Fee) -> Handling {
     Handling::add(FEES_HANDLER, &FEES, fee.account_id, cents(fee.fee_cents))
 }
+
+// The walk-through (docs/guide.md) is this crate's doctests: each Rust
+// block compiles against the bank (tests/readme.rs checks that each is an
+// excerpt of the bank's code).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/guide.md")]
+pub struct Guide;
 
 #[cfg(test)]
 mod tests {

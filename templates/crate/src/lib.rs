@@ -21,25 +21,14 @@ use sequence_guard::{Counter, Decision, Domain, Entity, Events, Handling, Sequen
 use serde::{Deserialize, Serialize};
 
 /// The item projection: the item `ITEM#<aggregateId>` / `STATE`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Entity)]
 #[serde(rename_all = "camelCase")]
+#[entity(kind = "ITEM")]
 pub struct Item {
     /// The sequence of the last event applied (the guard's condition reads it).
     pub sequence: u64,
     pub last_event_id: String,
     pub name: String,
-}
-
-impl Entity for Item {
-    const KIND: &'static str = "ITEM";
-
-    fn sequence(&self) -> u64 {
-        self.sequence
-    }
-
-    fn last_event_id(&self) -> &str {
-        &self.last_event_id
-    }
 }
 
 /// How often an item was viewed, counted once per `ItemViewed`: an item of
