@@ -80,8 +80,8 @@ pub mod versions;
 
 pub use domain::{Domain, Events};
 pub use entity::{AnyEntity, Entity, EntityKey};
+pub use handling::{Counter, Decision, Handling, Sequenced};
 /// `#[derive(Entity)]`: `KIND`, `sequence` and `last_event_id` from
 /// `#[entity(kind = "...")]` and the fields `sequence` and `last_event_id`
 /// (see [`Entity`]).
 pub use sequence_guard_derive::Entity;
-pub use handling::{Counter, Decision, Handling, Sequenced};
