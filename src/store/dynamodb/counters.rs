@@ -1,0 +1,150 @@
+//! Counters: the additions of a batch in one transaction (a conditional
+//! put of each deduplication record, one bounded ADD per counter), what a
+//! cancelled one means, and a counter read.
+
+use aws_sdk_dynamodb::types::{
+    AttributeValue, CancellationReason, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+    Update,
+};
+use serde_dynamo::aws_sdk_dynamodb_1::to_item;
+
+use super::DynamoStore;
+use super::errors::{build_error, cancelled, request_error};
+use super::items::{DEDUP_PREFIX, DedupItem, HANDLER_PREFIX, counter_key, counter_of};
+use crate::handling::Counter;
+use crate::store::{Added, Addition, StoreError};
+
+/// The sum of the deltas of each counter, in the order first added to.
+pub(super) type Deltas<'a> = Vec<((&'static Counter, &'a str), i128)>;
+
+/// Sums the additions' deltas by counter (a transaction may touch an item
+/// only once).
+pub(super) fn deltas(additions: &[Addition]) -> Deltas<'_> {
+    let mut deltas: Deltas = Vec::new();
+    for addition in additions {
+        let target = (addition.counter, addition.id.as_str());
+        match deltas.iter_mut().find(|(at, _)| *at == target) {
+            Some((_, sum)) => *sum += i128::from(addition.delta),
+            None => deltas.push((target, i128::from(addition.delta))),
+        }
+    }
+    deltas
+}
+
+impl DynamoStore {
+    /// The transaction's items: a conditional Put of each deduplication
+    /// record, in the additions' order, then one ADD per counter.
+    pub(super) fn addition_items(
+        &self,
+        additions: &[Addition],
+        deltas: &Deltas<'_>,
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let mut items = Vec::with_capacity(additions.len() + 1);
+        for addition in additions {
+            let record = to_item(DedupItem {
+                pk: format!("{DEDUP_PREFIX}{}", addition.event_id),
+                sk: format!("{HANDLER_PREFIX}{}", addition.handler),
+                handled_at: addition.handled_at,
+                expires_at: addition.expires_at,
+            })
+            .map_err(|err| build_error("serialize dedup record", err))?;
+            items.push(self.put_new(record)?);
+        }
+        for ((counter, id), delta) in deltas {
+            items.push(self.counter_update(counter, id, *delta)?);
+        }
+        Ok(items)
+    }
+
+    /// The ADD of `delta` to one counter. DynamoDB's numbers go far past 64
+    /// bits, so ADD alone would store a number that no reader can take: the
+    /// condition keeps the sum in range (an absent number counts as 0).
+    fn counter_update(
+        &self,
+        counter: &Counter,
+        id: &str,
+        delta: i128,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let (bound, limit) = if delta >= 0 {
+            ("<=", i128::from(i64::MAX) - delta)
+        } else {
+            (">=", i128::from(i64::MIN) - delta)
+        };
+        let in_range = if i64::try_from(delta).is_ok() {
+            format!("attribute_not_exists(#counter) OR #counter {bound} :limit")
+        } else {
+            // Even from 0 the sum leaves the range.
+            format!("#counter {bound} :limit")
+        };
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(counter_key(counter, id)))
+            .update_expression("ADD #counter :delta")
+            .condition_expression(in_range)
+            .expression_attribute_names("#counter", counter.attribute)
+            .expression_attribute_values(":delta", AttributeValue::N(delta.to_string()))
+            .expression_attribute_values(":limit", AttributeValue::N(limit.to_string()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(|err| build_error("TransactWriteItems", err))?;
+        Ok(TransactWriteItem::builder().update(update).build())
+    }
+
+    /// A counter's value, with a strongly consistent GetItem.
+    pub(super) async fn read_counter(
+        &self,
+        counter: &'static Counter,
+        id: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        self.count("GetItem");
+        let output = {
+            let started = self.subsegment_start();
+            let result = self
+                .client
+                .get_item()
+                .table_name(&self.table)
+                .set_key(Some(counter_key(counter, id)))
+                .consistent_read(true)
+                .send()
+                .await;
+            self.subsegment_end("GetItem", started, result.is_err());
+            result
+        }
+        .map_err(|err| request_error("GetItem", &err))?;
+        counter_of(counter, id, output.item.as_ref())
+    }
+}
+
+/// What a cancelled transaction of additions means: the additions already
+/// handled (their records exist), else the counter the sum would take out
+/// of range, else an error.
+pub(super) fn cancelled_additions(
+    additions: &[Addition],
+    deltas: &Deltas<'_>,
+    reasons: &[CancellationReason],
+) -> Result<Added, StoreError> {
+    let failed = |reason: &&CancellationReason| reason.code() == Some("ConditionalCheckFailed");
+    let existing: Vec<usize> = reasons
+        .iter()
+        .take(additions.len())
+        .enumerate()
+        .filter(|(_, reason)| failed(reason))
+        .map(|(index, _)| index)
+        .collect();
+    if !existing.is_empty() {
+        return Ok(Added::Duplicates(existing));
+    }
+    let out_of_range = reasons
+        .iter()
+        .skip(additions.len())
+        .zip(deltas)
+        .find(|(reason, _)| failed(reason));
+    match out_of_range {
+        Some((reason, ((counter, id), _))) => Ok(Added::OutOfRange {
+            counter,
+            id: (*id).to_owned(),
+            value: counter_of(counter, id, reason.item())?,
+        }),
+        None => Err(cancelled(reasons)),
+    }
+}
