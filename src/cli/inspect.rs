@@ -25,7 +25,7 @@ use crate::entity::EntityKey;
 use crate::handling::Counter;
 use crate::lambda::epoch_seconds;
 use crate::store::dynamodb::{DynamoStore, check_table, connect};
-use crate::store::{Store, StoreError};
+use crate::store::{ConflictRecord, Inspection, Store, StoreError};
 use crate::sweep::{LOGGED, look};
 
 const EXAMPLES: &str = "\
@@ -74,50 +74,8 @@ pub async fn inspect(domain: Domain) -> ExitCode {
         return code;
     }
     let name = program("inspect");
-    let kinds: Vec<String> = domain
-        .kinds()
-        .iter()
-        .map(|kind| kind.label())
-        .chain(
-            domain
-                .counters()
-                .iter()
-                .map(|counter| domain.counter_name(counter)),
-        )
-        .collect();
-    let mut command = Args::command()
-        .name(name.clone().leak() as &str)
-        .version(super::version(&domain).leak() as &str)
-        .after_help(format!("KIND: one of {}\n\n{EXAMPLES}", kinds.join(", ")));
-    let args = match command
-        .try_get_matches_from_mut(std::env::args_os())
-        .and_then(|matches| Args::from_arg_matches(&matches))
-    {
-        Ok(args) => args,
-        Err(err) => err.exit(),
-    };
-    if let Some(kind) = args.kind.as_deref()
-        && !kinds.iter().any(|known| known == kind)
-    {
-        command
-            .error(
-                clap::error::ErrorKind::InvalidValue,
-                format!(
-                    "invalid value '{kind}' for '<KIND>'\n  [possible values: {}]",
-                    kinds.join(", ")
-                ),
-            )
-            .exit();
-    }
-    let target = match (args.kind.as_deref(), args.id.clone()) {
-        (Some(kind), Some(id)) => match (domain.kind(kind), domain.counter_named(kind)) {
-            (Some(kind), _) => Some(Target::Entity(EntityKey::new(kind, id))),
-            (None, Some(counter)) => Some(Target::Counter(counter, id)),
-            // clap checked it against the domain's names.
-            (None, None) => None,
-        },
-        _ => None,
-    };
+    let args = parse(&name, &domain);
+    let target = target(&domain, &args);
     let client = connect(args.endpoint_url.as_deref()).await;
     if let Err(err) = check_table(&client, &args.table).await {
         eprintln!("{name}: {err}");
@@ -150,6 +108,61 @@ pub async fn inspect(domain: Domain) -> ExitCode {
     }
 }
 
+/// The arguments, parsed under `name`, KIND checked against the domain's
+/// kinds and counters; help, version and bad arguments end the process as
+/// clap does.
+fn parse(name: &str, domain: &Domain) -> Args {
+    let kinds: Vec<String> = domain
+        .kinds()
+        .iter()
+        .map(|kind| kind.label())
+        .chain(
+            domain
+                .counters()
+                .iter()
+                .map(|counter| domain.counter_name(counter)),
+        )
+        .collect();
+    let mut command = Args::command()
+        .name(name.to_owned().leak() as &str)
+        .version(super::version(domain).leak() as &str)
+        .after_help(format!("KIND: one of {}\n\n{EXAMPLES}", kinds.join(", ")));
+    let args = match command
+        .try_get_matches_from_mut(std::env::args_os())
+        .and_then(|matches| Args::from_arg_matches(&matches))
+    {
+        Ok(args) => args,
+        Err(err) => err.exit(),
+    };
+    if let Some(kind) = args.kind.as_deref()
+        && !kinds.iter().any(|known| known == kind)
+    {
+        command
+            .error(
+                clap::error::ErrorKind::InvalidValue,
+                format!(
+                    "invalid value '{kind}' for '<KIND>'\n  [possible values: {}]",
+                    kinds.join(", ")
+                ),
+            )
+            .exit();
+    }
+    args
+}
+
+/// What KIND and ID name, when given.
+fn target(domain: &Domain, args: &Args) -> Option<Target> {
+    match (args.kind.as_deref(), args.id.clone()) {
+        (Some(kind), Some(id)) => match (domain.kind(kind), domain.counter_named(kind)) {
+            (Some(kind), _) => Some(Target::Entity(EntityKey::new(kind, id))),
+            (None, Some(counter)) => Some(Target::Counter(counter, id)),
+            // clap checked it against the domain's names.
+            (None, None) => None,
+        },
+        _ => None,
+    }
+}
+
 /// What can stop a look.
 #[derive(Debug, thiserror::Error)]
 enum Shown {
@@ -159,6 +172,7 @@ enum Shown {
     Output(#[from] io::Error),
 }
 
+/// One counter's value.
 async fn show_counter(
     out: &mut impl Write,
     name: &str,
@@ -174,6 +188,7 @@ async fn show_counter(
     Ok(())
 }
 
+/// One entity: where it stands, what is parked on it, its conflicts.
 async fn show_entity(
     out: &mut impl Write,
     store: &DynamoStore,
@@ -198,60 +213,82 @@ async fn show_entity(
             0
         }
     };
+    show_parked_events(out, &inspection, at, now)?;
+    show_conflicts(out, &inspection.conflicts, now)
+}
+
+/// The events parked on an entity at sequence `at`, and the one it waits
+/// for.
+fn show_parked_events(
+    out: &mut impl Write,
+    inspection: &Inspection,
+    at: u64,
+    now: u64,
+) -> Result<(), Shown> {
     if inspection.parked.is_empty() {
         writeln!(out, "  nothing parked")?;
-    } else {
-        let since = inspection
-            .stored
-            .parking
-            .since
-            .map_or_else(String::new, |since| {
-                format!(", parked for {} s", now.saturating_sub(since))
-            });
-        writeln!(
-            out,
-            "  waiting for {}; {} parked{since}",
-            at.saturating_add(1),
-            inspection.parked.len()
-        )?;
-        for parked in &inspection.parked {
-            writeln!(
-                out,
-                "    seq {} {} event {} message {} parked {} s ago",
-                parked.sequence,
-                parked.event_type,
-                parked.event_id,
-                parked.message_id,
-                now.saturating_sub(parked.parked_at)
-            )?;
-        }
+        return Ok(());
     }
-    if inspection.conflicts.is_empty() {
-        writeln!(out, "  no conflicts")?;
-    } else {
-        let conflicts = inspection.conflicts.len();
+    let since = inspection
+        .stored
+        .parking
+        .since
+        .map_or_else(String::new, |since| {
+            format!(", parked for {} s", now.saturating_sub(since))
+        });
+    writeln!(
+        out,
+        "  waiting for {}; {} parked{since}",
+        at.saturating_add(1),
+        inspection.parked.len()
+    )?;
+    for parked in &inspection.parked {
         writeln!(
             out,
-            "  {conflicts} {}",
-            if conflicts == 1 {
-                "conflict"
-            } else {
-                "conflicts"
-            }
+            "    seq {} {} event {} message {} parked {} s ago",
+            parked.sequence,
+            parked.event_type,
+            parked.event_id,
+            parked.message_id,
+            now.saturating_sub(parked.parked_at)
         )?;
-        for conflict in &inspection.conflicts {
-            writeln!(
-                out,
-                "    seq {} event {} first seen {} s ago",
-                conflict.sequence,
-                conflict.event_id,
-                now.saturating_sub(conflict.seen_at)
-            )?;
-        }
     }
     Ok(())
 }
 
+/// The conflicts recorded for an entity.
+fn show_conflicts(
+    out: &mut impl Write,
+    conflicts: &[ConflictRecord],
+    now: u64,
+) -> Result<(), Shown> {
+    if conflicts.is_empty() {
+        writeln!(out, "  no conflicts")?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  {} {}",
+        conflicts.len(),
+        if conflicts.len() == 1 {
+            "conflict"
+        } else {
+            "conflicts"
+        }
+    )?;
+    for conflict in conflicts {
+        writeln!(
+            out,
+            "    seq {} event {} first seen {} s ago",
+            conflict.sequence,
+            conflict.event_id,
+            now.saturating_sub(conflict.seen_at)
+        )?;
+    }
+    Ok(())
+}
+
+/// Every entity with events parked, longest waiting first.
 async fn show_parked(
     out: &mut impl Write,
     domain: &Domain,
