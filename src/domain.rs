@@ -87,8 +87,9 @@ use serde::de::value::MapDeserializer;
 use serde_json::Value;
 
 use crate::entity::{ENGINE_ATTRIBUTES, Entity, EntityKey, Kind};
-use crate::envelope::{self, Event, InvalidMessage};
+use crate::envelope::{self, Event, InvalidMessage, Parser, ReadData};
 use crate::handling::{Counter, Handling};
+use crate::reason::path_from;
 use crate::versions::{Table, Versions};
 
 /// A domain's events: a serde enum tagged by the envelope's `type`, with the
@@ -110,7 +111,7 @@ pub trait Events: DeserializeOwned + 'static {
 /// counters its items hold.
 #[derive(Clone)]
 pub struct Domain {
-    read: fn(&Value, &Value) -> Result<Handling, InvalidMessage>,
+    read: ReadData,
     /// The event type names, as serde knows them: the one list.
     types: &'static [&'static str],
     kinds: Vec<&'static Kind>,
@@ -141,7 +142,7 @@ impl Domain {
     pub fn new<E: Events>() -> Self {
         let types = type_names::<E>();
         Domain {
-            read: envelope::payload::<E>,
+            read: payload::<E>,
             types,
             kinds: Vec::new(),
             counters: Vec::new(),
@@ -317,6 +318,32 @@ impl Domain {
             .copied()
             .find(|counter| self.counter_name(counter) == name || counter.label() == name)
     }
+}
+
+impl Parser for Domain {
+    fn parse(&self, body: &str) -> Result<Event, InvalidMessage> {
+        Domain::parse(self, body)
+    }
+}
+
+/// Reads `data` as the event type's payload, through serde and the limits
+/// its types declare; a refusal names the field by its path.
+fn payload<E: Events>(event_type: &Value, data: &Value) -> Result<Handling, InvalidMessage> {
+    let fields = || {
+        MapDeserializer::<_, serde_json::Error>::new(
+            [("type", event_type), ("data", data)].into_iter(),
+        )
+    };
+    // The common case pays for no path; a refusal is read again with its
+    // path, to name the field.
+    let events = E::deserialize(fields()).or_else(|_| {
+        serde_path_to_error::deserialize::<_, E>(fields()).map_err(|err| {
+            let path = path_from("", err.path());
+            let message = err.into_inner().to_string();
+            envelope::refusal(event_type.as_str().unwrap_or_default(), &path, &message)
+        })
+    })?;
+    Ok(events.handling())
 }
 
 /// What is wrong with the events enum's type names: none (not tagged as
