@@ -1,0 +1,196 @@
+//! The files of a domain's crate: what `new` writes, and what `sync` keeps.
+//!
+//! Deployment files are derived from sequence-guard's own, included at
+//! compile time: `template.yaml` and `samconfig.toml` with the names of the
+//! crate's binaries and stack substituted (each substitution must match
+//! exactly as often as expected, or generation fails: a change to our
+//! template that a substitution no longer fits is found by the tests, not
+//! by a team), `scripts/python-tools.sh` and its pinned requirements as they
+//! are. The domain to start from, its samples, its `Cargo.toml` and its
+//! build script are the files of `templates/crate/`.
+
+use std::path::PathBuf;
+
+mod dependency;
+mod names;
+mod second_consumer;
+mod template;
+#[cfg(test)]
+mod tests;
+
+pub use dependency::Dependency;
+pub use names::{MAX_NAME, Names};
+use template::{samconfig, template};
+
+/// Every binary of a domain, a one-line `main` each (`sequence_guard::cli`).
+pub const TOOLS: [&str; 8] = [
+    "projector",
+    "dispatcher",
+    "replay",
+    "inspect",
+    "append",
+    "rebuild",
+    "verify",
+    "resend",
+];
+
+const PYTHON_TOOLS: &str = include_str!("../../../../scripts/python-tools.sh");
+const REQUIREMENTS: &str = include_str!("../../../../scripts/requirements-tools.txt");
+
+const CARGO_TOML: &str = include_str!("../../../../templates/crate/Cargo.toml.in");
+const README: &str = include_str!("../../../../templates/crate/README.md");
+const GITIGNORE: &str = include_str!("../../../../templates/crate/gitignore");
+const LIB: &str = include_str!("../../../../templates/crate/src/lib.rs");
+const BIN: &str = include_str!("../../../../templates/crate/bin.rs.in");
+const REPLAY_TEST: &str = include_str!("../../../../templates/crate/tests/replay.rs");
+const BUILD_LAMBDA: &str = include_str!("../../../../templates/crate/scripts/build-lambda");
+const SAMPLES: [(&str, &str); 3] = [
+    (
+        "events/01-item-created-and-renamed.json",
+        include_str!("../../../../templates/crate/events/01-item-created-and-renamed.json"),
+    ),
+    (
+        "events/02-gap-parked.json",
+        include_str!("../../../../templates/crate/events/02-gap-parked.json"),
+    ),
+    (
+        "events/03-gap-closed.json",
+        include_str!("../../../../templates/crate/events/03-gap-closed.json"),
+    ),
+];
+
+/// What went wrong, naming the input.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "`{0}` cannot name a domain: use 1 to {MAX_NAME} lower-case letters, digits and `-`, starting with a letter (it names the crate, its binaries and its stack)"
+    )]
+    BadName(String),
+    #[error("`{0}` cannot name a domain: it is a Rust keyword or a crate every build has")]
+    ReservedName(String),
+    #[error(
+        "sequence-guard's {file} no longer fits the generator: `{pattern}` found {found} times, expected {expected}"
+    )]
+    Drifted {
+        file: &'static str,
+        pattern: &'static str,
+        found: usize,
+        expected: usize,
+    },
+    #[error(
+        "sequence-guard's template.yaml builds `{0}`, which is not one of a domain's binaries ({TOOLS:?}): the generator needs a substitution for it"
+    )]
+    UnknownBinary(String),
+    #[error(
+        "{0} is not a checkout of sequence-guard (no Cargo.toml naming the package `sequence-guard`)"
+    )]
+    NotSequenceGuard(PathBuf),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Whether `sync` rewrites a file, or only writes it when it is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// sequence-guard's: rewritten by `sync`, compared by `sync --check`.
+    Ours,
+    /// The team's once written (deploy settings that `sam deploy --guided`
+    /// saves, a binary they may extend): written only when missing.
+    Theirs,
+}
+
+/// One file of the crate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct File {
+    /// Relative to the crate's root.
+    pub path: PathBuf,
+    pub contents: String,
+    pub executable: bool,
+    pub kept: Kept,
+}
+
+impl File {
+    fn new(path: impl Into<PathBuf>, contents: String, kept: Kept) -> Self {
+        File {
+            path: path.into(),
+            contents,
+            executable: false,
+            kept,
+        }
+    }
+
+    fn executable(self) -> Self {
+        File {
+            executable: true,
+            ..self
+        }
+    }
+}
+
+/// Every file of a new crate: the domain to start from, its samples and
+/// manifest, and the deployment files of [`deployment`].
+pub fn new_crate(names: &Names, dependency: &Dependency) -> Result<Vec<File>, Error> {
+    let fill = |text: &str| fill(text, names);
+    let mut files = vec![
+        File::new(
+            "Cargo.toml",
+            fill(CARGO_TOML)
+                .replace("{{dependency}}", &dependency.line(&[]))
+                .replace("{{test_dependency}}", &dependency.line(&["test-support"])),
+            Kept::Theirs,
+        ),
+        File::new("README.md", fill(README), Kept::Theirs),
+        File::new(".gitignore", fill(GITIGNORE), Kept::Theirs),
+        File::new("src/lib.rs", fill(LIB), Kept::Theirs),
+        File::new("tests/replay.rs", fill(REPLAY_TEST), Kept::Theirs),
+    ];
+    for (path, sample) in SAMPLES {
+        files.push(File::new(path, fill(sample), Kept::Theirs));
+    }
+    files.extend(deployment(names)?);
+    Ok(files)
+}
+
+/// What deploys a domain, for any crate: the SAM template and its
+/// `samconfig.toml`, the build script and the pinned tools, and a binary
+/// per tool.
+pub fn deployment(names: &Names) -> Result<Vec<File>, Error> {
+    let mut files = vec![
+        File::new("template.yaml", template(names)?, Kept::Ours),
+        File::new("samconfig.toml", samconfig(names)?, Kept::Theirs),
+        File::new(
+            "scripts/build-lambda",
+            fill(BUILD_LAMBDA, names),
+            Kept::Ours,
+        )
+        .executable(),
+        File::new(
+            "scripts/python-tools.sh",
+            PYTHON_TOOLS.to_owned(),
+            Kept::Ours,
+        )
+        .executable(),
+        File::new(
+            "scripts/requirements-tools.txt",
+            REQUIREMENTS.to_owned(),
+            Kept::Ours,
+        ),
+    ];
+    for tool in TOOLS {
+        files.push(File::new(
+            format!("src/bin/{}.rs", names.binary(tool)),
+            fill(&BIN.replace("{{tool}}", tool), names),
+            Kept::Theirs,
+        ));
+    }
+    Ok(files)
+}
+
+/// A template of `templates/crate/` on the crate's names.
+fn fill(text: &str, names: &Names) -> String {
+    text.replace("{{name}}", &names.package)
+        .replace("{{crate}}", &names.library)
+}
