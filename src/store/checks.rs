@@ -46,6 +46,14 @@ pub(crate) fn entity_item(entity: &AnyEntity) -> Result<Item, StoreError> {
     Ok(item)
 }
 
+/// An entity written by the embedded table: refused as DynamoDB would
+/// refuse its item ([`entity_item`] and [`fits`]), with `parked` events
+/// recorded on it.
+pub(crate) fn entity_fits(entity: &AnyEntity, pk: &str, parked: usize) -> Result<(), StoreError> {
+    let item = entity_item(entity)?;
+    fits(pk, &item, parked)
+}
+
 /// The item's size as DynamoDB counts it: each attribute's name and value
 /// in bytes (a number about one byte per two digits, a list or map three
 /// bytes and its elements).

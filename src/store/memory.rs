@@ -53,6 +53,24 @@ impl Tables {
         }
     }
 
+    /// The commit's events parked and drained, and `parkedSince` with them.
+    fn change_parking(&mut self, commit: &Commit) {
+        let key = &commit.key;
+        let parked = self.parked.entry(key.clone()).or_default();
+        for sequence in &commit.drain {
+            parked.remove(sequence);
+        }
+        for event in &commit.park {
+            parked.insert(event.sequence, event.clone());
+        }
+        if parked.is_empty() {
+            self.parked.remove(key);
+            self.parked_since.remove(key);
+        } else {
+            self.parked_since.entry(key.clone()).or_insert(commit.now);
+        }
+    }
+
     fn stored(&self, key: &EntityKey) -> Stored {
         Stored {
             entity: self.entities.get(key).cloned(),
@@ -176,46 +194,41 @@ impl Store for MemoryStore {
         let mut tables = self.tables();
         let key = &commit.key;
         if commit.touches_entity() {
-            let stored = tables.stored(key);
-            let as_expected = stored.entity.as_ref().map(AnyEntity::sequence)
+            // Checked where it is stored: the item is copied only to answer a
+            // conflict with it.
+            let parked = tables.parked.get(key);
+            let as_expected = tables.entities.get(key).map(AnyEntity::sequence)
                 == commit.expected.sequence
-                && stored.parking.sequences == commit.expected.parked;
+                && parked.map_or(0, BTreeMap::len) == commit.expected.parked.len()
+                && parked.is_none_or(|parked| parked.keys().eq(commit.expected.parked.iter()));
             // As DynamoDB's transaction: a parked event is put only where none is.
-            let taken = commit
-                .park
-                .iter()
-                .any(|event| stored.parking.sequences.contains(&event.sequence));
+            let taken = parked.is_some_and(|parked| {
+                commit
+                    .park
+                    .iter()
+                    .any(|event| parked.contains_key(&event.sequence))
+            });
             if !as_expected || taken {
-                return Ok(Committed::Conflict { current: stored });
+                return Ok(Committed::Conflict {
+                    current: tables.stored(key),
+                });
             }
             if let Some(entity) = &commit.entity {
                 // As DynamoDB would refuse it.
-                let item = checks::entity_item(entity)?;
-                checks::fits(&key.pk(), &item, commit.parked_after().len())?;
+                checks::entity_fits(entity, &key.pk(), commit.parked_after().len())?;
                 tables.entities.insert(key.clone(), entity.clone());
             }
-            let parked = tables.parked.entry(key.clone()).or_default();
-            for sequence in &commit.drain {
-                parked.remove(sequence);
-            }
-            for event in &commit.park {
-                parked.insert(event.sequence, event.clone());
-            }
-            if parked.is_empty() {
-                tables.parked.remove(key);
-                tables.parked_since.remove(key);
-            } else {
-                tables.parked_since.entry(key.clone()).or_insert(commit.now);
+            if commit.changes_parking() {
+                tables.change_parking(commit);
             }
         }
-        let conflicts = tables.conflicts.entry(key.clone()).or_default();
-        for conflict in &commit.conflicts {
-            conflicts
-                .entry((conflict.sequence, conflict.event_id.clone()))
-                .or_insert_with(|| conflict.clone());
-        }
-        if conflicts.is_empty() {
-            tables.conflicts.remove(key);
+        if !commit.conflicts.is_empty() {
+            let conflicts = tables.conflicts.entry(key.clone()).or_default();
+            for conflict in &commit.conflicts {
+                conflicts
+                    .entry((conflict.sequence, conflict.event_id.clone()))
+                    .or_insert_with(|| conflict.clone());
+            }
         }
         Ok(Committed::Written)
     }
