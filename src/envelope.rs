@@ -146,6 +146,17 @@ impl Event {
         }
     }
 
+    /// Whether the event is projected onto the entity `key` (whether
+    /// [`Event::entity_key`] is `key`, without building it).
+    pub(crate) fn is_on(&self, key: &EntityKey) -> bool {
+        match &self.handling {
+            How::Sequenced(apply) | How::Snapshot(apply) => {
+                apply.kind() == key.kind() && apply.aggregate_id() == key.id()
+            }
+            How::Deduplicated(_) | How::Ignored(_) => false,
+        }
+    }
+
     /// The deduplicated effect, for an event handled so.
     pub fn deduplicated(&self) -> Option<&Deduplicated> {
         match &self.handling {

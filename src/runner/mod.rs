@@ -14,7 +14,8 @@
 //!
 //! | file | what it does |
 //! | --- | --- |
-//! | `mod.rs` | the configuration, and [`Runner::run`]: records, streams, one load |
+//! | `mod.rs` | the configuration, and [`Runner::run`]: a batch's phases in order |
+//! | `batch.rs` | those phases: records read, streams, the one load and each stream's share, the report's lines |
 //! | `stream.rs` | one stream: decided in order, then settled all at once |
 //! | `entity.rs` | the pure planner of one entity's share: the guard's answers, parking, draining, conflicts |
 //! | `settle.rs` | that share written: fetch, commit, decide again after a lost race; the sweep's drain |
@@ -24,14 +25,16 @@
 //! | `report.rs` | the outcomes and reports the response, logs and metrics are made from |
 
 mod additions;
+mod batch;
 mod deadline;
+mod dry_run;
 mod entity;
+mod parking;
 mod report;
 mod settle;
 mod stream;
 mod verdict;
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::sqs::SqsEvent;
@@ -39,11 +42,9 @@ use futures::future::join_all;
 use tracing::{Instrument, info, info_span, trace, warn};
 
 use crate::domain::Domain;
-use crate::entity::EntityKey;
-use crate::envelope::{Event, Record};
-use crate::store::{DedupKey, Loaded, Store};
+use crate::envelope::Record;
+use crate::store::{Loaded, Store};
 pub use additions::addition;
-use additions::dedup_key;
 pub(crate) use deadline::CallError;
 pub(crate) use report::stuck_handler_errors;
 pub use report::{BatchReport, DrainedEvent, MessageReport, Outcome, ParkingReport, StuckEvent};
@@ -170,75 +171,52 @@ impl<S: Store> Runner<S> {
         event: &SqsEvent,
         invocation: Invocation,
     ) -> Result<BatchReport, BatchError> {
-        let records = event
-            .records
-            .iter()
-            .enumerate()
-            .map(|(index, message)| {
-                Record::read(message, &self.domain).ok_or(BatchError::MissingMessageId { index })
-            })
-            .collect::<Result<Vec<Record>, BatchError>>()?;
+        let records = batch::read_records(event, &self.domain)?;
         let requests_before = self.store.requests();
-
-        // Streams, in the order of their first message; each holds the batch
-        // positions of its records.
-        let mut streams: Vec<Vec<usize>> = Vec::new();
-        let mut stream_of: HashMap<&str, usize> = HashMap::new();
-        for (position, record) in records.iter().enumerate() {
-            let index = *stream_of.entry(record.stream.as_str()).or_insert_with(|| {
-                streams.push(Vec::new());
-                streams.len() - 1
-            });
-            streams[index].push(position);
-        }
+        let streams = batch::streams_of(&records);
         trace!(
             records = records.len(),
             streams = streams.len(),
             "batch read"
         );
 
-        // One read for the whole batch: its entities and its deduplication records.
-        let events = || {
-            records
-                .iter()
-                .filter_map(|record| record.event.as_ref().ok())
-        };
-        let keys: Vec<EntityKey> = events().filter_map(Event::entity_key).collect();
-        let dedup: Vec<DedupKey> = events().filter_map(dedup_key).collect();
-        let loaded = if keys.is_empty() && dedup.is_empty() {
+        // One read for the whole batch: its entities and its deduplication
+        // records, split into each stream's share.
+        let wanted = batch::wanted(&records);
+        let loaded = if wanted.keys.is_empty() && wanted.dedup.is_empty() {
             Ok(Loaded::default())
         } else {
-            let load = self.store.load(&keys, &dedup);
+            let load = self.store.load(&wanted.keys, &wanted.dedup);
             self.timed("BatchGetItem", &invocation, load).await
         };
         if let Err(CallError::Store(err)) = &loaded {
             warn!(error = %err, "loading the batch's entities failed");
         }
+        let (shares, handled) = batch::shares(loaded, wanted, &streams);
 
-        let runs = streams.iter().map(|positions| {
+        let runs = streams.iter().zip(shares).map(|(positions, share)| {
             let stream: Vec<&Record> = positions
                 .iter()
                 .map(|&position| &records[position])
                 .collect();
             let span = info_span!("stream", stream = %stream[0].stream);
-            let loaded = &loaded;
-            async move { self.run_stream(&stream, loaded, &invocation).await }.instrument(span)
+            let handled = &handled;
+            async move { self.run_stream(&stream, share, handled, &invocation).await }
+                .instrument(span)
         });
-        // One report per record of each stream, in stream order: put them back
-        // into batch order.
-        let mut slots: Vec<Option<MessageReport>> = vec![None; records.len()];
+        // One verdict per record of each stream, in stream order: put them
+        // back into batch order.
+        let mut verdicts = vec![None; records.len()];
         let mut parking = Vec::new();
-        for (positions, (reports, parked)) in streams.iter().zip(join_all(runs).await) {
-            for (&position, report) in positions.iter().zip(reports) {
-                slots[position] = Some(report);
+        for (positions, (stream_verdicts, parked)) in streams.iter().zip(join_all(runs).await) {
+            for (&position, verdict) in positions.iter().zip(stream_verdicts) {
+                verdicts[position] = Some(verdict);
             }
             parking.extend(parked);
         }
-        let messages: Vec<MessageReport> = slots.into_iter().flatten().collect();
-        let requests = self.store.requests().saturating_sub(requests_before);
         let report = BatchReport {
-            messages,
-            requests,
+            messages: batch::message_reports(records, verdicts),
+            requests: self.store.requests().saturating_sub(requests_before),
             parking,
         };
         log_summary(&report);

@@ -2,15 +2,33 @@
 //! parked events fetched, committed, decided again after a lost race; and
 //! the drain the sweep asks for.
 
-use tracing::{debug, error, info, warn};
+use tracing::{debug, warn};
 
 use super::deadline::CallError;
-use super::entity::{self, Fetched, Planned, Stuck, StuckWhy};
+use super::entity::{self, Fetched, Planned, Step};
+use super::parking::{log_parking, parking_report, stuck_event};
 use super::verdict::{Verdict, fail_from, skipped, skipped_one};
-use super::{DrainedEvent, Invocation, Outcome, ParkingReport, Runner, StuckEvent};
+use super::{Invocation, Outcome, ParkingReport, Runner, StuckEvent};
 use crate::entity::{AnyEntity, EntityKey};
 use crate::envelope::Record;
 use crate::store::{Committed, Store, StoreError, Stored};
+
+/// A run being settled: the verdicts so far (one per message of the run,
+/// in order), what each commit parked and drained, the parked events read,
+/// and the races lost.
+struct Settling {
+    verdicts: Vec<Verdict>,
+    parking: Vec<ParkingReport>,
+    fetched: Fetched,
+    races: u32,
+}
+
+/// What follows a step: another, planned on the item as it is now, or
+/// nothing (the run is settled, or cut short).
+enum Next {
+    Plan(Stored),
+    Done,
+}
 
 impl<S: Store> Runner<S> {
     /// Decides a run of messages on one entity and writes it: one
@@ -36,135 +54,138 @@ impl<S: Store> Runner<S> {
                 );
             }
         };
-        let mut verdicts: Vec<Verdict> = Vec::with_capacity(run.len());
-        let mut parking = Vec::new();
-        let mut fetched = Fetched::new();
-        let mut races = 0;
+        let mut settling = Settling {
+            verdicts: Vec::with_capacity(run.len()),
+            parking: Vec::new(),
+            fetched: Fetched::new(),
+            races: 0,
+        };
         loop {
-            let rest = &run[verdicts.len()..];
+            let rest = &run[settling.verdicts.len()..];
+            let now = invocation.now;
             let planned = entity::plan(
                 &self.domain,
                 key,
-                &stored,
+                stored,
                 rest,
-                &fetched,
+                &settling.fetched,
                 &self.config,
-                invocation.now,
+                now,
             );
-            let step = match planned {
-                Planned::Fetch(sequences) => {
-                    let read = self.store.parked(key, &sequences);
-                    match self.timed("BatchGetItem", invocation, read).await {
-                        Ok(events) => {
-                            for sequence in sequences {
-                                fetched.insert(sequence, None);
-                            }
-                            for event in events {
-                                fetched.insert(event.sequence, Some(event));
-                            }
-                            continue;
-                        }
-                        Err(err) => {
-                            let (outcome, reason) = err.outcome();
-                            verdicts.extend(fail_from(skipped(rest.len()), 0, outcome, &reason));
-                            break;
-                        }
+            let next = match planned {
+                Planned::Fetch(sequences, back) => {
+                    let read = self.fetch(key, sequences, invocation, &mut settling).await;
+                    if let Err((outcome, reason)) = read {
+                        let verdicts = fail_from(skipped(rest.len()), 0, outcome, &reason);
+                        settling.verdicts.extend(verdicts);
+                        Next::Done
+                    } else {
+                        Next::Plan(back)
                     }
                 }
-                Planned::Step(step) => step,
+                Planned::Step(step) => {
+                    self.write_step(key, stream, *step, invocation, &mut settling)
+                        .await
+                }
             };
-            let stuck = step.stuck.as_ref().map(|stuck| stuck_event(stream, stuck));
-            if step.commit.items() == 0 {
-                if let Some(stuck) = stuck {
-                    parking.push(parking_report(
-                        stream,
-                        key,
-                        &step,
-                        invocation.now,
-                        Some(stuck),
-                    ));
-                }
-                verdicts.extend(step.verdicts);
-                break; // nothing to write
-            }
-            let writes = |verdict: &Verdict| verdict.written;
-            let operation = if step.commit.touches_entity() && step.commit.items() == 1 {
-                "UpdateItem"
-            } else {
-                "TransactWriteItems"
-            };
-            match self
-                .timed(operation, invocation, self.store.commit(&step.commit))
-                .await
-            {
-                Ok(Committed::Written) => {
-                    if step.commit.changes_parking() || stuck.is_some() {
-                        let report = parking_report(stream, key, &step, invocation.now, stuck);
-                        if step.commit.changes_parking() {
-                            log_parking(&report);
-                        }
-                        parking.push(report);
-                    }
-                    verdicts.extend(step.verdicts);
-                    stored = step.after;
-                    // Parked events read before, still parked and not parked again now.
-                    fetched.retain(|sequence, _| {
-                        stored.parking.sequences.contains(sequence)
-                            && !step
-                                .commit
-                                .park
-                                .iter()
-                                .any(|parked| parked.sequence == *sequence)
-                    });
-                    if !step.more {
-                        break;
-                    }
-                }
-                Ok(Committed::Conflict { current }) => {
-                    races += 1;
-                    if races > self.config.condition_retries {
-                        let reason = format!(
-                            "the conditional write lost the race {races} times: another invocation keeps writing this entity"
-                        );
-                        let from = step.verdicts.iter().position(writes).unwrap_or(0);
-                        verdicts.extend(fail_from(
-                            step.verdicts,
-                            from,
-                            Outcome::StorageError,
-                            &reason,
-                        ));
-                        break;
-                    }
-                    debug!(
-                        expected = ?step.commit.expected.sequence,
-                        found = ?current.entity.as_ref().map(AnyEntity::sequence),
-                        parked = current.parking.sequences.len(),
-                        "conditional write lost a race; deciding again"
-                    );
-                    stored = current;
-                    // What was read of parked events may be stale now.
-                    fetched.clear();
-                }
-                Err(err) => {
-                    let (outcome, reason) = err.outcome();
-                    if !step.drained.is_empty() {
-                        warn!(
-                            stream,
-                            reason = %reason,
-                            "draining parked events stopped: the next event of the stream, or the next sweep, goes on"
-                        );
-                    }
-                    let from = step.verdicts.iter().position(writes).unwrap_or(0);
-                    verdicts.extend(fail_from(step.verdicts, from, outcome, &reason));
-                    break;
-                }
+            match next {
+                Next::Plan(next) => stored = next,
+                Next::Done => break,
             }
         }
         // A step cut short by an error leaves the rest of the run unsettled.
-        if verdicts.len() < run.len() {
-            verdicts.resize_with(run.len(), skipped_one);
+        if settling.verdicts.len() < run.len() {
+            settling.verdicts.resize_with(run.len(), skipped_one);
         }
-        (verdicts, parking)
+        (settling.verdicts, settling.parking)
+    }
+
+    /// Reads parked events the plan asked for (`None` for one listed but
+    /// not found); `Err`: the outcome of the messages not settled.
+    async fn fetch(
+        &self,
+        key: &EntityKey,
+        sequences: Vec<u64>,
+        invocation: &Invocation,
+        settling: &mut Settling,
+    ) -> Result<(), (Outcome, String)> {
+        let read = self.store.parked(key, &sequences);
+        let events = self
+            .timed("BatchGetItem", invocation, read)
+            .await
+            .map_err(|err| err.outcome())?;
+        for sequence in sequences {
+            settling.fetched.insert(sequence, None);
+        }
+        for event in events {
+            settling.fetched.insert(event.sequence, Some(event));
+        }
+        Ok(())
+    }
+
+    /// Writes one planned step, and settles its verdicts by the answer.
+    async fn write_step(
+        &self,
+        key: &EntityKey,
+        stream: &str,
+        step: Step,
+        invocation: &Invocation,
+        settling: &mut Settling,
+    ) -> Next {
+        let stuck = step.stuck.as_ref().map(|stuck| stuck_event(stream, stuck));
+        if step.commit.items() == 0 {
+            if let Some(stuck) = stuck {
+                let report = parking_report(stream, key, &step, invocation.now, Some(stuck));
+                settling.parking.push(report);
+            }
+            settling.verdicts.extend(step.verdicts);
+            return Next::Done; // nothing to write
+        }
+        let operation = if step.commit.touches_entity() && step.commit.items() == 1 {
+            "UpdateItem"
+        } else {
+            "TransactWriteItems"
+        };
+        let commit = self.store.commit(&step.commit);
+        match self.timed(operation, invocation, commit).await {
+            Ok(Committed::Written) => written(stream, key, step, stuck, invocation.now, settling),
+            Ok(Committed::Conflict { current }) => self.lost_race(step, current, settling),
+            Err(err) => {
+                let (outcome, reason) = err.outcome();
+                if !step.drained.is_empty() {
+                    warn!(
+                        stream,
+                        reason = %reason,
+                        "draining parked events stopped: the next event of the stream, or the next sweep, goes on"
+                    );
+                }
+                fail_step(step, outcome, &reason, settling);
+                Next::Done
+            }
+        }
+    }
+
+    /// A step whose conditional write lost a race: planned again on the item
+    /// as it is now, a bounded number of times.
+    fn lost_race(&self, step: Step, current: Stored, settling: &mut Settling) -> Next {
+        settling.races += 1;
+        let races = settling.races;
+        if races > self.config.condition_retries {
+            let reason = format!(
+                "the conditional write lost the race {races} times: another invocation keeps writing this entity"
+            );
+            fail_step(step, Outcome::StorageError, &reason, settling);
+            return Next::Done;
+        }
+        debug!(
+            expected = ?step.commit.expected.sequence,
+            found = ?current.entity.as_ref().map(AnyEntity::sequence),
+            parked = current.parking.sequences.len(),
+            "conditional write lost a race; deciding again"
+        );
+        // What was read of parked events may be stale now.
+        settling.fetched.clear();
+        Next::Plan(current)
     }
 
     /// Applies the parked events that follow an entity (left by a drain
@@ -193,116 +214,48 @@ impl<S: Store> Runner<S> {
     }
 }
 
-/// A parked event that cannot be applied, logged with why: it stays parked
-/// (the next event of its stream, or the next sweep, tries it again).
-fn stuck_event(stream: &str, stuck: &Stuck) -> StuckEvent {
-    let sequence = stuck.sequence;
-    let (reason, handler_error) = match &stuck.why {
-        StuckWhy::Missing => ("its item is not in the table".to_owned(), false),
-        StuckWhy::Unreadable(reason) => (format!("its body cannot be read: {reason}"), false),
-        StuckWhy::Refused(decision) => {
-            (format!("its handler answered {}", decision.as_str()), false)
-        }
-        StuckWhy::Fault(fault) => (fault.to_string(), true),
-    };
-    if handler_error {
-        error!(
-            stream,
-            sequence,
-            reason = %reason,
-            "a handler broke its rule on a parked event that follows the entity: nothing written, it stays parked"
-        );
-    } else {
-        error!(
-            stream,
-            sequence,
-            reason = %reason,
-            "a parked event that follows the entity cannot be applied: it stays parked"
-        );
-    }
-    StuckEvent {
-        sequence,
-        reason,
-        handler_error,
-    }
-}
-
-/// What a written step parked and drained.
-fn parking_report(
+/// A step written: its verdicts stand, and the next is planned on the item
+/// as it leaves it, if the run has more.
+fn written(
     stream: &str,
     key: &EntityKey,
-    step: &entity::Step,
-    now: u64,
+    mut step: Step,
     stuck: Option<StuckEvent>,
-) -> ParkingReport {
-    let parking = &step.after.parking;
-    let oldest = step
-        .drained
-        .iter()
-        .map(|parked| parked.parked_at)
-        .chain(parking.since)
-        .min();
-    ParkingReport {
-        stream: stream.to_owned(),
-        entity: key.clone(),
-        parked: step
-            .commit
-            .park
-            .iter()
-            .map(|parked| parked.sequence)
-            .collect(),
-        drained: step.drained.iter().map(DrainedEvent::from).collect(),
-        parked_now: parking.sequences.len(),
-        waiting_for: (!parking.sequences.is_empty()).then(|| {
-            step.after
-                .entity
-                .as_ref()
-                .map_or(1, |entity| entity.sequence().saturating_add(1))
-        }),
-        oldest_parked_age_seconds: oldest.map(|at| now.saturating_sub(at)),
-        cleared: step.cleared.clone(),
-        conflicts: step.parked_conflicts.clone(),
-        stuck,
+    now: u64,
+    settling: &mut Settling,
+) -> Next {
+    if step.commit.changes_parking() || stuck.is_some() {
+        let report = parking_report(stream, key, &step, now, stuck);
+        if step.commit.changes_parking() {
+            log_parking(&report);
+        }
+        settling.parking.push(report);
     }
+    // Parked events read before, still parked and not parked again now.
+    settling.fetched.retain(|sequence, _| {
+        step.parking.sequences.contains(sequence)
+            && !step
+                .commit
+                .park
+                .iter()
+                .any(|parked| parked.sequence == *sequence)
+    });
+    settling.verdicts.append(&mut step.verdicts);
+    let more = step.more;
+    let stored = step.into_stored();
+    if more { Next::Plan(stored) } else { Next::Done }
 }
 
-fn log_parking(report: &ParkingReport) {
-    let drained: Vec<u64> = report
-        .drained
+/// A step not written: the verdicts before its first write stand (decided
+/// on a consistent read), that one fails with `outcome`, the rest are
+/// skipped.
+fn fail_step(step: Step, outcome: Outcome, reason: &str, settling: &mut Settling) {
+    let from = step
+        .verdicts
         .iter()
-        .map(|parked| parked.sequence)
-        .collect();
-    if !report.cleared.is_empty() {
-        let level_error = !report.conflicts.is_empty();
-        if level_error {
-            error!(
-                stream = %report.stream,
-                cleared = ?report.cleared,
-                conflicts = ?report.conflicts,
-                "parked events behind the entity cleared; those that differ from the event applied at their sequence recorded as conflicts"
-            );
-        } else {
-            warn!(
-                stream = %report.stream,
-                cleared = ?report.cleared,
-                "parked events behind the entity cleared (duplicates)"
-            );
-        }
-    }
-    info!(
-        stream = %report.stream,
-        parked = ?report.parked,
-        drained = ?drained,
-        parked_now = report.parked_now,
-        waiting_for = report.waiting_for,
-        oldest_parked_age_seconds = report.oldest_parked_age_seconds,
-        "{}",
-        if !drained.is_empty() {
-            "parked events drained"
-        } else if !report.parked.is_empty() {
-            "events parked"
-        } else {
-            "parked events cleared"
-        }
-    );
+        .position(|verdict| verdict.written)
+        .unwrap_or(0);
+    settling
+        .verdicts
+        .extend(fail_from(step.verdicts, from, outcome, reason));
 }

@@ -1,8 +1,6 @@
 //! One message's verdict inside its stream, before it becomes a report.
 
-use super::{MessageReport, Outcome};
-use crate::envelope::Event;
-use crate::envelope::Record;
+use super::Outcome;
 
 /// The outcome of one message, as decided inside its stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,19 +58,4 @@ pub(super) fn skipped_one() -> Verdict {
 
 pub(super) fn skipped(len: usize) -> Vec<Verdict> {
     vec![skipped_one(); len]
-}
-
-pub(super) fn report(record: &Record, verdict: Verdict) -> MessageReport {
-    let event = record.event.as_ref().ok();
-    MessageReport {
-        message_id: record.message_id.clone(),
-        stream: record.stream.clone(),
-        event_type: event.map(Event::type_name),
-        sequence: event.and_then(Event::sequence),
-        outcome: verdict.outcome,
-        reason: verdict.reason,
-        waiting_for: verdict.waiting_for,
-        parking_full: verdict.parking_full,
-        trace_id: record.trace_id.clone(),
-    }
 }

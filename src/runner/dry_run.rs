@@ -1,0 +1,141 @@
+//! A stream's dry run: its messages decided in order, without writing,
+//! up to the first that cannot be done; what it finds is the stream's plan
+//! (each entity's share of the messages, the additions, the verdicts known
+//! already).
+
+use std::collections::HashSet;
+
+use tracing::error;
+
+use super::additions::{addition, dedup_key};
+use super::batch::Share;
+use super::deadline::CallError;
+use super::verdict::Verdict;
+use super::{Invocation, Outcome, Runner};
+use crate::entity::{AnyEntity, EntityKey};
+use crate::envelope::{Event, Record};
+use crate::handling::Decision;
+use crate::store::{Addition, DedupKey, Store, Stored};
+
+/// One entity's share of a stream: its messages (positions in the stream, in
+/// order), the entity's item as loaded, and the entity as the dry run of the
+/// decisions leaves it.
+pub(super) struct EntityPlan {
+    pub(super) key: EntityKey,
+    pub(super) base: Result<Stored, CallError>,
+    dry: Option<AnyEntity>,
+    pub(super) positions: Vec<usize>,
+}
+
+/// What a stream's dry run found.
+pub(super) struct StreamPlan {
+    /// One per message: those decided without a write (invalid, ignored,
+    /// duplicate effects); `None` for the ones settled, and for those not
+    /// attempted.
+    pub(super) verdicts: Vec<Option<Verdict>>,
+    pub(super) entities: Vec<EntityPlan>,
+    /// The deduplicated effects to add, with their positions.
+    pub(super) additions: Vec<(usize, Addition)>,
+}
+
+impl<S: Store> Runner<S> {
+    /// Decides a stream's messages in order, without writing, up to the
+    /// first that cannot be done: the ones after it are not attempted.
+    pub(super) fn dry_run(
+        &self,
+        stream: &[&Record],
+        mut share: Share,
+        handled: &HashSet<DedupKey>,
+        invocation: &Invocation,
+    ) -> StreamPlan {
+        let mut plan = StreamPlan {
+            verdicts: vec![None; stream.len()],
+            entities: Vec::new(),
+            additions: Vec::new(),
+        };
+        let mut seen: HashSet<&str> = HashSet::new();
+        for (position, record) in stream.iter().enumerate() {
+            let event = match &record.event {
+                Err(invalid) => {
+                    let reason = invalid.to_string();
+                    log_invalid(record, &reason);
+                    plan.verdicts[position] = Some(Verdict::new(Outcome::Invalid, Some(reason)));
+                    break;
+                }
+                Ok(event) => event,
+            };
+            if event.is_ignored() {
+                plan.verdicts[position] = Some(Verdict::new(Outcome::Ignored, None));
+                continue;
+            }
+            if let Some(addition) = addition(event, invocation.now, self.config.dedup_ttl_seconds) {
+                let known = dedup_key(event).is_some_and(|key| handled.contains(&key));
+                if known || !seen.insert(event.event_id()) {
+                    plan.verdicts[position] = Some(Verdict::new(Outcome::Duplicate, None));
+                } else {
+                    plan.additions.push((position, addition));
+                }
+                continue;
+            }
+            let Some(entity) = entity_of(&mut plan.entities, &mut share, event) else {
+                break;
+            };
+            entity.positions.push(position);
+            if !self.maybe_done(entity, record, event) {
+                break; // this message fails: the ones after it are not attempted
+            }
+        }
+        plan
+    }
+
+    /// Whether the message may be done, as far as the dry run can tell: it
+    /// does not know what parking will do, so a gap that may be parked, or
+    /// on an entity with events parked, may be done.
+    fn maybe_done(&self, entity: &mut EntityPlan, record: &Record, event: &Event) -> bool {
+        match &entity.base {
+            Err(_) => false,
+            Ok(stored) => {
+                event
+                    .decide_unchecked(&mut entity.dry)
+                    .is_some_and(Decision::is_done)
+                    || self.config.parks(record)
+                    || !stored.parking.sequences.is_empty()
+            }
+        }
+    }
+}
+
+/// The plan of the entity `event` is projected onto, begun from its item in
+/// the share the first time; `None` for an event on no entity.
+fn entity_of<'a>(
+    entities: &'a mut Vec<EntityPlan>,
+    share: &mut Share,
+    event: &Event,
+) -> Option<&'a mut EntityPlan> {
+    let index = match entities.iter().position(|plan| event.is_on(&plan.key)) {
+        Some(index) => index,
+        None => {
+            let (key, base) = share.take(event)?;
+            let dry = base.as_ref().ok().and_then(|stored| stored.entity.clone());
+            entities.push(EntityPlan {
+                key,
+                base,
+                dry,
+                positions: Vec::new(),
+            });
+            entities.len() - 1
+        }
+    };
+    entities.get_mut(index)
+}
+
+fn log_invalid(record: &Record, reason: &str) {
+    error!(
+        message_id = %record.message_id,
+        trace_id = record.trace_id.as_deref(),
+        stream = %record.stream,
+        decision = Outcome::Invalid.as_str(),
+        reason = %reason,
+        "invalid message"
+    );
+}

@@ -1,0 +1,328 @@
+//! One entity's share of a stream, decided with parking: the guard's answer
+//! for each message, the events parked and drained, and the conflicts,
+//! planned as a step that one [`Commit`] writes.
+//!
+//! | the guard says                    | and                                            | outcome   |
+//! | --------------------------------- | ---------------------------------------------- | --------- |
+//! | applied                           | parked events that now follow are applied too  | applied   |
+//! | duplicate                         | same sequence as applied, other `eventId`      | conflict  |
+//! | duplicate                         | otherwise                                      | duplicate |
+//! | gap / not created                 | the sequence is parked, same `eventId`         | duplicate |
+//! | gap / not created                 | the sequence is parked, other `eventId`        | conflict  |
+//! | gap / not created                 | `GAP_POLICY=park`, received `PARK_AFTER_RECEIVES` times, room left | parked |
+//! | gap / not created                 | otherwise                                      | failed    |
+//!
+//! Planning is pure: when it needs parked events it has not read, it asks
+//! for them ([`Planned::Fetch`]) and is run again once they are read.
+//!
+//! | file | what it does |
+//! | --- | --- |
+//! | `mod.rs` | the step planned: each message decided, the commit that writes them |
+//! | `gap.rs` | a gap: parked, found parked already, or failed; conflicts recorded |
+//! | `drain.rs` | parked events that follow the entity applied; those behind it cleared |
+
+mod drain;
+mod gap;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::verdict::{Verdict, skipped_one};
+use super::{Outcome, RunnerConfig};
+use crate::domain::Domain;
+use crate::entity::{AnyEntity, EntityKey};
+use crate::envelope::{Event, Record};
+use crate::handling::{Decision, HandlerFault};
+use crate::store::{
+    Commit, ConflictRecord, Expected, MAX_COMMIT_BYTES, MAX_COMMIT_ITEMS, ParkedEvent, Parking,
+    Stored,
+};
+
+/// A planned step.
+pub(super) struct Step {
+    /// One per message decided, from the first of the run's rest: all of
+    /// them unless `more`.
+    pub verdicts: Vec<Verdict>,
+    /// What the step writes; its `entity`, the entity's new state.
+    pub commit: Commit,
+    /// What is parked on the item once the commit is written.
+    pub parking: Parking,
+    /// The entity the step was planned on, when the step leaves it as it
+    /// was (moved here, not copied: the commit's `expected` has it otherwise).
+    unchanged: Option<AnyEntity>,
+    /// Stored parked events the step applies.
+    pub drained: Vec<ParkedEvent>,
+    /// The step stopped at the size of a transaction: plan the rest after
+    /// committing it.
+    pub more: bool,
+    /// A parked event that follows the entity but cannot be applied: it
+    /// stays parked.
+    pub stuck: Option<Stuck>,
+    /// Parked sequences the entity got past another way: cleared.
+    pub cleared: Vec<u64>,
+    /// Of those, the ones recorded as conflicts.
+    pub parked_conflicts: Vec<u64>,
+}
+
+/// A parked event that follows the entity and cannot be applied, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Stuck {
+    /// Its sequence.
+    pub sequence: u64,
+    /// Why it cannot be applied.
+    pub why: StuckWhy,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StuckWhy {
+    /// Its item is in the entity's set but not in the table.
+    Missing,
+    /// Its body cannot be read now (the reason), or is another entity's or
+    /// sequence's event.
+    Unreadable(String),
+    /// Its handler answered something other than applied.
+    Refused(Decision),
+    /// Its handler broke its rule, or panicked.
+    Fault(HandlerFault),
+}
+
+impl Step {
+    /// The entity as the commit leaves it.
+    pub fn entity_after(&self) -> Option<&AnyEntity> {
+        self.commit.entity.as_ref().or(self.unchanged.as_ref())
+    }
+
+    /// The item as the commit leaves it, once it is written.
+    pub fn into_stored(self) -> Stored {
+        Stored {
+            entity: self.commit.entity.or(self.unchanged),
+            parking: self.parking,
+        }
+    }
+}
+
+pub(super) enum Planned {
+    /// Read these parked events, then plan again on the item given back.
+    Fetch(Vec<u64>, Stored),
+    Step(Box<Step>),
+}
+
+/// Parked events read so far; `None`: in the item's set, but not found.
+pub(super) type Fetched = HashMap<u64, Option<ParkedEvent>>;
+
+/// Plans the next step of a run on the item as `stored`: `rest` are its
+/// messages not settled yet.
+pub(super) fn plan(
+    domain: &Domain,
+    key: &EntityKey,
+    stored: Stored,
+    rest: &[&Record],
+    fetched: &Fetched,
+    config: &RunnerConfig,
+    now: u64,
+) -> Planned {
+    let mut planner = Planner {
+        domain,
+        key,
+        rest,
+        fetched,
+        config,
+        now,
+        slot: stored.entity.clone(),
+        parked: stored.parking.sequences.clone(),
+        stored,
+        new_parks: BTreeMap::new(),
+        drained: Vec::new(),
+        cleared: Vec::new(),
+        parked_conflicts: Vec::new(),
+        conflicts: Vec::new(),
+        verdicts: Vec::new(),
+        more: false,
+        stuck: None,
+    };
+    match planner.run() {
+        Err(wanted) => Planned::Fetch(wanted, planner.stored),
+        Ok(()) => Planned::Step(Box::new(planner.finish())),
+    }
+}
+
+struct Planner<'a> {
+    domain: &'a Domain,
+    key: &'a EntityKey,
+    /// The item the step is planned on.
+    stored: Stored,
+    rest: &'a [&'a Record],
+    fetched: &'a Fetched,
+    config: &'a RunnerConfig,
+    now: u64,
+    slot: Option<AnyEntity>,
+    /// Every sequence parked on the item as the step goes: the stored ones
+    /// not drained, and the ones this step parks.
+    parked: BTreeSet<u64>,
+    /// Parked by this step: sequence -> (position in `rest`, the event).
+    new_parks: BTreeMap<u64, (usize, ParkedEvent)>,
+    drained: Vec<ParkedEvent>,
+    /// Parked sequences removed without being applied (see `clear_behind`).
+    cleared: Vec<u64>,
+    /// Of those, the ones recorded as conflicts.
+    parked_conflicts: Vec<u64>,
+    conflicts: Vec<ConflictRecord>,
+    verdicts: Vec<Verdict>,
+    more: bool,
+    stuck: Option<Stuck>,
+}
+
+/// `Err`: the parked events to read before planning again.
+type Planning<T> = Result<T, Vec<u64>>;
+
+impl Planner<'_> {
+    /// Items the commit would write: the entity's, its entry in the index of
+    /// parked entities, and one per event parked, drained or in conflict.
+    fn items(&self) -> usize {
+        2 + self.new_parks.len() + self.drained.len() + self.cleared.len() + self.conflicts.len()
+    }
+
+    /// Bytes of the bodies the step parks, drains and records.
+    fn bytes(&self) -> usize {
+        let parked: usize = self
+            .new_parks
+            .values()
+            .map(|(_, event)| event.body.len())
+            .sum();
+        let drained: usize = self.drained.iter().map(|event| event.body.len()).sum();
+        let conflicts: usize = self
+            .conflicts
+            .iter()
+            .map(|conflict| conflict.body.len())
+            .sum();
+        parked + drained + conflicts
+    }
+
+    /// Whether the step has no room for another item or body.
+    fn full(&self) -> bool {
+        self.items() >= MAX_COMMIT_ITEMS || self.bytes() >= MAX_COMMIT_BYTES
+    }
+
+    fn run(&mut self) -> Planning<()> {
+        // What the entity's next sequence finds parked (left by a step cut
+        // short, or parked while another invocation moved the entity).
+        self.drain()?;
+        for (position, record) in self.rest.iter().enumerate() {
+            if self.more {
+                break;
+            }
+            if self.full() {
+                self.more = true;
+                break;
+            }
+            let Ok(event) = &record.event else { break };
+            let verdict = self.decide(position, record, event)?;
+            let failed = verdict.outcome.is_failure();
+            self.verdicts.push(verdict);
+            if failed {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn decide(&mut self, position: usize, record: &Record, event: &Event) -> Planning<Verdict> {
+        let sequence = event.sequence().unwrap_or(0);
+        let before = self.slot.as_ref().map(AnyEntity::sequence);
+        let decision = match event.decide(&mut self.slot) {
+            Ok(decision) => decision,
+            Err(fault) => return Ok(handler_error(event, &fault)),
+        };
+        match decision {
+            Decision::Applied => {
+                self.drain()?;
+                Ok(Verdict::new(Outcome::Applied, None))
+            }
+            Decision::Duplicate => match &self.slot {
+                Some(entity)
+                    if entity.sequence() == sequence
+                        && entity.last_event_id() != event.event_id() =>
+                {
+                    let recorded = entity.last_event_id().to_owned();
+                    Ok(self.conflict(record, event, "applied", &recorded))
+                }
+                _ => Ok(Verdict::new(Outcome::Duplicate, None)),
+            },
+            Decision::Gap | Decision::NotCreated => {
+                Ok(self.gap(position, record, event, decision, before)?)
+            }
+        }
+    }
+
+    fn finish(self) -> Step {
+        let mut verdicts = self.verdicts;
+        if !self.more {
+            verdicts.resize_with(self.rest.len(), skipped_one);
+        }
+        let Stored {
+            entity: before,
+            parking,
+        } = self.stored;
+        let sequence = before.as_ref().map(AnyEntity::sequence);
+        let since = if self.parked.is_empty() {
+            None
+        } else {
+            parking.since.or(Some(self.now))
+        };
+        let (entity, unchanged, before) = if self.slot == before {
+            (None, self.slot, None)
+        } else {
+            // Only a write of the entity needs it (for the attributes to remove).
+            let before = if self.slot.is_some() { before } else { None };
+            (self.slot, None, before)
+        };
+        let commit = Commit {
+            key: self.key.clone(),
+            expected: Expected {
+                sequence,
+                parked: parking.sequences,
+                entity: before,
+            },
+            entity,
+            park: self
+                .new_parks
+                .into_values()
+                .map(|(_, parked)| parked)
+                .collect(),
+            drain: self
+                .drained
+                .iter()
+                .map(|parked| parked.sequence)
+                .chain(self.cleared.iter().copied())
+                .collect(),
+            conflicts: self.conflicts,
+            now: self.now,
+        };
+        Step {
+            verdicts,
+            commit,
+            parking: Parking {
+                sequences: self.parked,
+                since,
+            },
+            unchanged,
+            drained: self.drained,
+            more: self.more,
+            stuck: self.stuck,
+            cleared: self.cleared,
+            parked_conflicts: self.parked_conflicts,
+        }
+    }
+}
+
+/// A handler that broke its rule: failed, and logged with the handler's
+/// and the event type's names; the slot was left as it was.
+fn handler_error(event: &Event, fault: &HandlerFault) -> Verdict {
+    tracing::error!(
+        event_type = event.type_name(),
+        handler = fault.handler,
+        sequence = event.sequence(),
+        problem = %fault.problem,
+        "a handler broke its rule: nothing written"
+    );
+    Verdict::new(Outcome::HandlerError, Some(fault.to_string()))
+}
