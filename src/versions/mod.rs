@@ -126,7 +126,7 @@
 use serde_json::Value;
 
 #[cfg(doc)]
-use crate::domain::Events;
+use crate::domain::{Domain, Events};
 
 mod problems;
 mod table;

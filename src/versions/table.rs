@@ -33,7 +33,7 @@ pub(crate) struct Plan<'a> {
 }
 
 impl Table {
-    /// The table of `versions`, and the mistakes in them (see [`problems`]);
+    /// The table of `versions`, and the mistakes in them (see [`problems()`]);
     /// a type whose declaration is wrong is left at version 1.
     pub(crate) fn new(versions: &Versions, types: &[&str]) -> (Table, Vec<String>) {
         let problems = problems(versions, types);
