@@ -28,11 +28,10 @@
 //! | `parked_index.rs` | the index of parked entities, spread over 16 partitions |
 //! | `admin.rs` | the table itself: connect, create if missing, check |
 
-#[cfg(feature = "test-support")]
 use std::collections::BTreeSet;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -80,6 +79,17 @@ pub fn iam_actions(operation: &str) -> &'static [&'static str] {
     }
 }
 
+/// The operations a store calls, as [`DynamoStore::operations`] names
+/// them: each a bit of the store's set.
+const OPERATIONS: [&str; 6] = [
+    "BatchGetItem",
+    "UpdateItem",
+    "TransactWriteItems",
+    "TransactWriteItems/Delete",
+    "GetItem",
+    "Query",
+];
+
 /// The table, through the AWS SDK. Cheap to clone; counts its requests.
 #[derive(Debug, Clone)]
 pub struct DynamoStore {
@@ -88,9 +98,9 @@ pub struct DynamoStore {
     requests: Arc<AtomicU64>,
     /// The X-Ray daemon, when there is one: a subsegment per call.
     xray: Option<Arc<xray::XRay>>,
-    /// The operations called, for the policy test (`test-support` only).
-    #[cfg(feature = "test-support")]
-    operations: Arc<std::sync::Mutex<BTreeSet<&'static str>>>,
+    /// The operations called, a bit each of [`OPERATIONS`] (for the
+    /// policy test; one atomic `or` a call, the same in every build).
+    operations: Arc<AtomicU32>,
 }
 
 impl DynamoStore {
@@ -102,7 +112,6 @@ impl DynamoStore {
             table: table.into(),
             requests: Arc::new(AtomicU64::new(0)),
             xray: xray::XRay::from_env().map(Arc::new),
-            #[cfg(feature = "test-support")]
             operations: Arc::default(),
         }
     }
@@ -127,27 +136,22 @@ impl DynamoStore {
     }
 
     /// Records an operation (for [`iam_actions`]) without counting a
-    /// request; only with the `test-support` feature (the function pays no
-    /// lock for it).
-    #[cfg(feature = "test-support")]
+    /// request.
     fn note(&self, operation: &'static str) {
-        self.operations
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(operation);
+        if let Some(bit) = OPERATIONS.iter().position(|known| *known == operation) {
+            self.operations.fetch_or(1 << bit, Ordering::Relaxed);
+        }
     }
 
-    #[cfg(not(feature = "test-support"))]
-    fn note(&self, _operation: &'static str) {}
-
-    /// The DynamoDB operations called so far (see [`iam_actions`]);
-    /// `test-support` only.
-    #[cfg(feature = "test-support")]
+    /// The DynamoDB operations called so far (see [`iam_actions`]).
     pub fn operations(&self) -> BTreeSet<&'static str> {
-        self.operations
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        let called = self.operations.load(Ordering::Relaxed);
+        OPERATIONS
+            .iter()
+            .enumerate()
+            .filter(|(bit, _)| called & (1 << bit) != 0)
+            .map(|(_, operation)| *operation)
+            .collect()
     }
 
     /// The SDK client it sends requests with.
