@@ -1,5 +1,5 @@
-//! The producer's half on DynamoDB Local: the event store's append (the head,
-//! the events and the request record in one transaction), checked with the
+//! The producer's half on DynamoDB Local: the event store's append (the events,
+//! the request record and the caller's writes, all or nothing), checked with the
 //! consumer's declarations; the `append` binary; appenders racing on a few
 //! streams; requests repeated, also after lost answers and from a new
 //! process; faults between the caller and the table.
@@ -96,7 +96,7 @@ async fn items(store: &EventStore, endpoint: &str) -> BTreeMap<(String, String),
         .collect()
 }
 
-/// Each stream holds 1..n with no gap, and the head says n.
+/// Each stream holds 1..n with no gap, and its last sequence is n.
 async fn assert_contiguous(store: &EventStore, stream: &str) -> Vec<StoredEvent> {
     let stored = events(store, stream).await;
     let sequences: Vec<u64> = stored.iter().map(|event| event.sequence).collect();
@@ -105,7 +105,10 @@ async fn assert_contiguous(store: &EventStore, stream: &str) -> Vec<StoredEvent>
         (1..=stored.len() as u64).collect::<Vec<_>>(),
         "{stream}"
     );
-    assert_eq!(store.head(stream).await.expect("head"), stored.len() as u64);
+    assert_eq!(
+        store.last_sequence(stream).await.expect("last sequence"),
+        stored.len() as u64
+    );
     for event in &stored {
         let body: Value = serde_json::from_str(&event.body).expect("a JSON body");
         if event.event_type != "InventoryAdjusted" {
@@ -119,7 +122,7 @@ async fn assert_contiguous(store: &EventStore, stream: &str) -> Vec<StoredEvent>
 }
 
 #[tokio::test]
-async fn an_append_writes_the_head_the_event_and_the_request_in_one_transaction() {
+async fn an_append_writes_the_event_and_the_request_and_no_head() {
     let local = dynamodb_local();
     let store = fresh_store(&local.endpoint).await;
     let mut append = Append::one("order-42", created(1250));
@@ -148,12 +151,7 @@ async fn an_append_writes_the_head_the_event_and_the_request_in_one_transaction(
         [
             ("REQUEST#req-1", "REQUEST"),
             ("STREAM#order-42", "EVENT#00000000000000000001"),
-            ("STREAM#order-42", "HEAD"),
         ]
-    );
-    assert_eq!(
-        items[&("STREAM#order-42".into(), "HEAD".into())],
-        json!({"sequence": "1"})
     );
     let event = &items[&(
         "STREAM#order-42".into(),
@@ -194,7 +192,7 @@ async fn a_request_repeated_appends_once_and_answers_as_the_first() {
         (first.sequence, first.event_id.as_str())
     );
     assert_eq!(assert_contiguous(&store, "order-7").await.len(), 1);
-    // With the expected sequence of the first call (the head has moved since).
+    // With the expected sequence of the first call (the stream has moved since).
     let exact = Append {
         expected: ExpectedSequence::Exact(0),
         ..append.clone()
@@ -337,7 +335,7 @@ async fn expected_sequences_and_bad_inputs_write_nothing() {
         "field `data.customerName` holds U+FFFF, a character SQS does not carry"
     );
     let too_many = Append {
-        events: (0..100).map(updated).collect(),
+        events: (0..101).map(updated).collect(),
         ..Append::one("order-1", updated(0))
     };
     assert!(matches!(
@@ -499,7 +497,8 @@ async fn racing_appenders_leave_no_gap_and_no_duplicate() {
     let local = dynamodb_local();
     let store = Arc::new(fresh_store(&local.endpoint).await);
     let writers = (0..8).map(|writer| {
-        let store = store.clone();
+        // A store each, as in processes of their own: they race.
+        let store = own_store(&store);
         tokio::spawn(async move {
             let mut answers = Vec::new();
             for n in 0..6 {
@@ -653,4 +652,250 @@ async fn an_append_of_a_known_sequence_is_one_request() {
         stderr.contains("table `no-such-table` does not exist"),
         "{stderr}"
     );
+}
+
+/// A store of its own on the same table (its own turns: it races the
+/// others, as another process would).
+fn own_store(store: &EventStore) -> EventStore {
+    EventStore::new(
+        store.client().clone(),
+        store.table().to_owned(),
+        shop::domain(),
+    )
+}
+
+/// Eight and thirty-two writers on one stream, each appending wherever it
+/// stands, half of them sharing a store (taking turns), half with a store
+/// each (racing): none gives up (the retry budget, not a count of tries),
+/// and the stream ends at 1..n.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writers_on_one_hot_stream_never_give_up() {
+    let local = dynamodb_local();
+    let store = Arc::new(fresh_store(&local.endpoint).await);
+    for (writers, each) in [(8u64, 10u64), (32, 3)] {
+        let stream = format!("hot-{writers}");
+        let tasks = (0..writers).map(|writer| {
+            let store = if writer % 2 == 0 {
+                store.clone()
+            } else {
+                Arc::new(own_store(&store))
+            };
+            let stream = stream.clone();
+            tokio::spawn(async move {
+                let mut outcomes = Vec::new();
+                for n in 0..each {
+                    let append = Append::one(stream.clone(), updated(writer * 100 + n));
+                    outcomes.push(store.append(append).await.map(|appended| appended.sequence));
+                }
+                outcomes
+            })
+        });
+        let mut sequences = Vec::new();
+        for writer in futures::future::join_all(tasks).await {
+            for outcome in writer.expect("writer") {
+                sequences.push(outcome.expect("no append gives up"));
+            }
+        }
+        sequences.sort();
+        assert_eq!(sequences, (1..=writers * each).collect::<Vec<_>>());
+        assert_eq!(
+            assert_contiguous(&store, &stream).await.len() as u64,
+            writers * each
+        );
+    }
+}
+
+/// Answers lost after the write, and 500s, without a request id: the
+/// store's own retries never append an event twice, and every answer names
+/// the event stored at its sequence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_outcomes_without_a_request_id_append_once() {
+    let local = dynamodb_local();
+    let upstream = local.endpoint.trim_start_matches("http://").to_owned();
+    let proxy = FaultProxy::start(
+        upstream,
+        0x5EED_0001,
+        0,
+        vec![Fault::LostAnswer, Fault::ServerError],
+    )
+    .await;
+    let table = fresh_store(&local.endpoint).await.table().to_owned();
+    let store = EventStore::new(connect(Some(&proxy.endpoint)).await, table, shop::domain());
+    proxy.set_percent(40);
+    let mut answers = Vec::new();
+    for n in 0..24u64 {
+        let mut event = updated(n);
+        event.event_id = Some(format!("event-{n}"));
+        let mut append = Append::one(format!("order-{}", n % 2), event);
+        if n % 3 == 0 {
+            // Two events in one transaction.
+            let mut second = updated(n);
+            second.event_id = Some(format!("event-{n}-b"));
+            append.events.push(second);
+        }
+        if let Ok(appended) = store.append(append).await {
+            answers.push(appended);
+        }
+    }
+    proxy.set_percent(0);
+    assert!(
+        proxy
+            .counts
+            .lost_answers
+            .load(std::sync::atomic::Ordering::Relaxed)
+            > 0,
+        "no answer lost: {}",
+        proxy.counts.summary()
+    );
+    let mut ids = HashSet::new();
+    for stream in ["order-0", "order-1"] {
+        let stored = assert_contiguous(&store, stream).await;
+        for event in &stored {
+            assert!(
+                ids.insert(event.event_id.clone()),
+                "{} twice",
+                event.event_id
+            );
+        }
+        for answer in answers.iter().filter(|answer| answer.stream_id == stream) {
+            let at = &stored[answer.sequence as usize - 1];
+            assert_eq!(at.event_id, answer.event_id, "{stream} {}", answer.sequence);
+        }
+    }
+    assert!(answers.len() >= 12, "{} of 24 answered", answers.len());
+}
+
+/// A table an earlier release wrote (a HEAD item per stream, updated with
+/// its events): the store appends after the last event, ignores the heads,
+/// and lists the old streams with the new. A producer of that release
+/// beside this one is refused on a stream this one appended to: never a gap,
+/// never a duplicate.
+#[tokio::test]
+async fn a_table_of_the_head_layout_is_read_and_appended_and_an_old_producer_is_refused() {
+    let local = dynamodb_local();
+    let store = fresh_store(&local.endpoint).await;
+    let client = connect(Some(&local.endpoint)).await;
+    let old_append = |stream: &str, at: u64| {
+        let head = aws_sdk_dynamodb::types::Update::builder()
+            .table_name(store.table())
+            .key("pk", AttributeValue::S(format!("STREAM#{stream}")))
+            .key("sk", AttributeValue::S("HEAD".into()))
+            .update_expression("SET #s = :last")
+            .condition_expression(if at == 0 {
+                "attribute_not_exists(#s)"
+            } else {
+                "#s = :at"
+            })
+            .expression_attribute_names("#s", "sequence")
+            .set_expression_attribute_values(Some(
+                [(":last".to_owned(), AttributeValue::N((at + 1).to_string()))]
+                    .into_iter()
+                    .chain((at > 0).then(|| (":at".to_owned(), AttributeValue::N(at.to_string()))))
+                    .collect(),
+            ))
+            .build()
+            .expect("update");
+        let id = format!("old-{stream}-{}", at + 1);
+        let body = json!({"eventId": id, "type": "OrderUpdated", "aggregateId": stream, "sequence": at + 1,
+            "data": {"customerName": "Ada", "email": "ada@example.com", "totalCents": 1}});
+        let event = Put::builder()
+            .table_name(store.table())
+            .item("pk", AttributeValue::S(format!("STREAM#{stream}")))
+            .item("sk", AttributeValue::S(format!("EVENT#{:020}", at + 1)))
+            .item("eventId", AttributeValue::S(id))
+            .item("type", AttributeValue::S("OrderUpdated".into()))
+            .item("sequence", AttributeValue::N((at + 1).to_string()))
+            .item("body", AttributeValue::S(body.to_string()))
+            .item("appendedAt", AttributeValue::N("1".into()))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .expect("put");
+        client
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().update(head).build())
+            .transact_items(TransactWriteItem::builder().put(event).build())
+            .send()
+    };
+    for at in 0..2 {
+        old_append("order-old", at).await.expect("the old layout");
+    }
+    assert_eq!(store.last_sequence("order-old").await.expect("last"), 2);
+    let appended = store
+        .append(Append::one("order-old", updated(3)))
+        .await
+        .expect("after the old events");
+    assert_eq!(appended.sequence, 3);
+    let exact = Append {
+        expected: ExpectedSequence::Exact(3),
+        ..Append::one("order-old", updated(4))
+    };
+    assert_eq!(store.append(exact).await.expect("exact").sequence, 4);
+    let mut stale = Append::one("order-old", updated(5));
+    stale.expected = ExpectedSequence::Exact(2);
+    assert_eq!(
+        store.append(stale).await,
+        Err(AppendError::ExpectedSequence {
+            expected: 2,
+            current: 4
+        })
+    );
+    // The old producer: its head says 2, its event 3 is taken.
+    assert!(old_append("order-old", 2).await.is_err(), "refused");
+    // On a stream of this release (no head): event 1 is taken.
+    store
+        .append(Append::one("order-new", created(1)))
+        .await
+        .expect("new");
+    assert!(old_append("order-new", 0).await.is_err(), "refused");
+    assert_eq!(assert_contiguous(&store, "order-old").await.len(), 4);
+    assert_eq!(assert_contiguous(&store, "order-new").await.len(), 1);
+    let (mut streams, next) = store.streams(None).await.expect("streams");
+    streams.sort();
+    assert_eq!(
+        (streams, next),
+        (vec!["order-new".to_owned(), "order-old".to_owned()], None)
+    );
+}
+
+/// `ExactCheck::ReadFirst`: an exact sequence read first, then one
+/// conditional put; a stale or ahead sequence refused without a write.
+#[tokio::test]
+async fn an_exact_sequence_read_first_appends_and_refuses_as_in_the_transaction() {
+    let local = dynamodb_local();
+    let store = fresh_store(&local.endpoint)
+        .await
+        .with_exact_check(sequence_guard::producer::ExactCheck::ReadFirst);
+    for at in 0..3 {
+        let append = Append {
+            expected: ExpectedSequence::Exact(at),
+            ..Append::one("order-r", updated(at))
+        };
+        assert_eq!(store.append(append).await.expect("append").sequence, at + 1);
+    }
+    let before = items(&store, &local.endpoint).await;
+    for expected in [1, 7] {
+        let append = Append {
+            expected: ExpectedSequence::Exact(expected),
+            ..Append::one("order-r", updated(9))
+        };
+        assert_eq!(
+            store.append(append).await,
+            Err(AppendError::ExpectedSequence {
+                expected,
+                current: 3
+            })
+        );
+    }
+    assert_eq!(
+        items(&store, &local.endpoint).await,
+        before,
+        "nothing written"
+    );
+    let requests = store.requests();
+    let append = Append {
+        expected: ExpectedSequence::Exact(3),
+        ..Append::one("order-r", updated(4))
+    };
+    store.append(append).await.expect("append");
+    assert_eq!(store.requests() - requests, 2, "a Query, then a PutItem");
 }

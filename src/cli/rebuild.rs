@@ -200,8 +200,8 @@ async fn count_versions(
     let mut streams = 0;
     let mut page = None;
     loop {
-        let (heads, next) = events.streams(page.take()).await?;
-        for (stream, _) in heads {
+        let (found, next) = events.streams(page.take()).await?;
+        for stream in found {
             streams += 1;
             let mut after = 0;
             loop {
@@ -245,7 +245,7 @@ pub(super) async fn project<S: Store>(
         let mut page = None;
         loop {
             let (streams, next) = events.streams(page.take()).await?;
-            for (stream, _) in streams {
+            for stream in streams {
                 project_stream(name, events, runner, &stream, &mut rebuilt, progress).await?;
             }
             match next {

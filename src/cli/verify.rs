@@ -118,39 +118,13 @@ pub async fn verify(domain: Domain) -> ExitCode {
 
     // Fold: the store's streams through the projector's runner, in memory.
     let events = EventStore::new(client.clone(), events_table.clone(), domain.clone());
-    let runner = Runner::new(domain.clone(), MemoryStore::new(), config);
-    let folded = match project(&name, &events, &runner, &streams).await {
-        Ok(folded) => folded,
-        Err(err) => {
-            eprintln!("{name}: cannot read the event store {events_table}: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    if folded.not_done > 0 {
-        eprintln!(
-            "{name}: {} stored events were not done in the fold (named above): the projector cannot do them either",
-            folded.not_done
-        );
-    }
-    let expected = match compare::expected(runner.store()) {
+    let expected = match fold(&name, &events, &domain, config, &streams).await {
         Ok(expected) => expected,
-        Err(err) => {
-            eprintln!("{name}: {err}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
 
     // Read: the whole table, or the streams' items.
-    let found = if streams.is_empty() {
-        scan(&client, &table, &domain).await
-    } else {
-        // The streams' items, and whatever else the fold holds.
-        let mut keys = compare::candidates(&domain, &streams);
-        keys.extend(expected.keys().cloned());
-        keys.sort();
-        keys.dedup();
-        get(&client, &table, &domain, keys).await
-    };
+    let found = read(&client, &table, &domain, &streams, &expected).await;
     let found = match found {
         Ok(found) => found,
         Err(err) => {
@@ -174,6 +148,58 @@ pub async fn verify(domain: Domain) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// The fold of the event store (or of `streams`) through the projector's
+/// runner, in memory: the items the projection should hold. An error is
+/// printed, and its exit status returned.
+async fn fold(
+    name: &str,
+    events: &EventStore,
+    domain: &Domain,
+    config: crate::runner::RunnerConfig,
+    streams: &[String],
+) -> Result<BTreeMap<ItemKey, Side>, ExitCode> {
+    let runner = Runner::new(domain.clone(), MemoryStore::new(), config);
+    let folded = match project(name, events, &runner, streams).await {
+        Ok(folded) => folded,
+        Err(err) => {
+            eprintln!(
+                "{name}: cannot read the event store {}: {err}",
+                events.table()
+            );
+            return Err(ExitCode::FAILURE);
+        }
+    };
+    if folded.not_done > 0 {
+        eprintln!(
+            "{name}: {} stored events were not done in the fold (named above): the projector cannot do them either",
+            folded.not_done
+        );
+    }
+    compare::expected(runner.store()).map_err(|err| {
+        eprintln!("{name}: {err}");
+        ExitCode::FAILURE
+    })
+}
+
+/// The projection's items to compare: the whole table, or the streams'
+/// items and whatever else the fold holds.
+async fn read(
+    client: &Client,
+    table: &str,
+    domain: &Domain,
+    streams: &[String],
+    expected: &BTreeMap<ItemKey, Side>,
+) -> Result<BTreeMap<ItemKey, Side>, StoreError> {
+    if streams.is_empty() {
+        return scan(client, table, domain).await;
+    }
+    let mut keys = compare::candidates(domain, streams);
+    keys.extend(expected.keys().cloned());
+    keys.sort();
+    keys.dedup();
+    get(client, table, domain, keys).await
 }
 
 /// One line per difference, then the summary.

@@ -1,32 +1,45 @@
 //! The producer's half: events appended to an event store with gapless
-//! sequences, each stored with its sequence in one transaction.
+//! sequences, each event stored at its sequence on the condition that the
+//! slot is empty.
 //!
 //! An append ([`Append`]) names a stream, one or more events, the sequence the
 //! caller expects the stream at ([`ExpectedSequence`]) and, to make a retried
 //! command safe, a request id. [`EventStore::append`] validates every event
-//! with the consumer's own declarations (the [`Domain`]: an event the
-//! projector would refuse is refused before anything is written), then writes
-//! the stream's head, the events and the request record in one
-//! `TransactWriteItems` (CONTRACT section 6), with the caller's own writes if
-//! it has any. There is never an event without its head, a head ahead of its
-//! events, or two appends for one request id.
+//! with the consumer's own declarations (the [`Domain`](crate::domain::Domain): an event the
+//! projector would refuse is refused before anything is written), then puts
+//! the events right after the stream's last one (CONTRACT section 6): one
+//! conditional `PutItem` for one event, or one `TransactWriteItems` with the
+//! request record and the caller's own writes. The event items are the whole
+//! stream: no head item, so there is never a gap, a head ahead of its events,
+//! or two appends for one request id.
 //!
 //! | file | what it does |
 //! | --- | --- |
-//! | `mod.rs` | the request and its answer; the events checked and rendered as message bodies |
-//! | `store.rs` | [`EventStore`]: the transaction, its conditions, retries and the request record |
+//! | `mod.rs` | the request and its answer |
+//! | `check.rs` | the events checked and rendered as message bodies |
+//! | `store.rs` | [`EventStore`]: reading the stream, its streams, the request record |
+//! | `append.rs` | one append: a try planned, its answer absorbed; retries |
+//! | `send.rs` | one try sent, its units counted, the answer told |
+//! | `items.rs` | the items, their conditions, the transaction's token |
+//! | `capacity.rs` | capacity units, reported and by AWS's rules |
+//! | `turn.rs` | one append at a time per stream within a store |
 
+mod append;
+pub mod capacity;
+mod check;
+mod items;
+mod send;
 mod store;
+mod turn;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::dispatcher::sqs_body_char;
-use crate::domain::Domain;
 use crate::envelope::InvalidMessage;
 use crate::store::StoreError;
 
-pub use store::{EventStore, MAX_ATTEMPTS, REQUEST_TTL_SECONDS, StoredEvent};
+pub use capacity::{Consumed, Units};
+pub use store::{EventStore, ExactCheck, REQUEST_TTL_SECONDS, RETRY_BUDGET, StoredEvent};
 
 /// The largest message body an append takes, in bytes: what an SQS message
 /// holds (256 KiB), so that the dispatcher can send every event it stores.
@@ -67,11 +80,12 @@ impl NewEvent {
 pub enum ExpectedSequence {
     /// At this sequence exactly (0: a new stream): otherwise nothing is
     /// written and [`AppendError::ExpectedSequence`] says where it stands.
-    /// One request, no read.
+    /// One request, no read (see [`ExactCheck`] for the other way).
     Exact(u64),
-    /// Wherever it stands: the head is read, and the append is tried again
-    /// from the new head when another writer got there first, at most
-    /// [`MAX_ATTEMPTS`] times, with a short random pause between tries.
+    /// Wherever it stands: the stream's last event is read, and the append
+    /// is tried again at the next sequence when another writer got there
+    /// first, with a short random pause between tries, for at most the
+    /// store's retry budget ([`RETRY_BUDGET`] unless set).
     Any,
 }
 
@@ -147,7 +161,8 @@ pub enum AppendError {
         /// The sequence the stream is at (0: it has no event).
         current: u64,
     },
-    /// Other writers kept moving the stream: given up after this many tries.
+    /// Other writers kept moving the stream for the whole retry budget:
+    /// given up after this many tries.
     #[error(
         "other writers kept appending to the stream: gave up after {attempts} tries; safe to try again"
     )]
@@ -166,189 +181,6 @@ pub enum AppendError {
     /// run again.
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-/// The message body of section 1, in the contract's field order.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Body<'a> {
-    event_id: &'a str,
-    #[serde(rename = "type")]
-    event_type: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    aggregate_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sequence: Option<u64>,
-    /// Absent at version 1: a version-1 domain's bodies are as they were
-    /// before versions.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    version: Option<u16>,
-    data: &'a Value,
-}
-
-/// An event checked: its id and whether its body carries the sequence.
-#[derive(Debug, Clone)]
-pub(crate) struct Checked {
-    pub(crate) event_id: String,
-    pub(crate) event_type: String,
-    pub(crate) data: Value,
-    /// Sequenced (or a snapshot): the body carries `aggregateId` and
-    /// `sequence`; a deduplicated effect's carries neither.
-    pub(crate) sequenced: bool,
-    /// The type's current version: what `data` is, and what the body says.
-    pub(crate) version: u16,
-}
-
-impl Checked {
-    /// The body as it will be stored and sent, at `sequence`.
-    pub(crate) fn body(&self, stream_id: &str, sequence: u64) -> String {
-        let body = Body {
-            event_id: &self.event_id,
-            event_type: &self.event_type,
-            aggregate_id: self.sequenced.then_some(stream_id),
-            sequence: self.sequenced.then_some(sequence),
-            version: (self.version > 1).then_some(self.version),
-            data: &self.data,
-        };
-        // A struct of strings, a number and a JSON value always serializes.
-        serde_json::to_string(&body).unwrap_or_default()
-    }
-}
-
-/// Checks every event of an append as the consumer would read it.
-pub(crate) fn check(domain: &Domain, append: &Append) -> Result<Vec<Checked>, AppendError> {
-    if append.stream_id.is_empty() {
-        return Err(AppendError::Invalid {
-            index: 0,
-            reason: InvalidMessage::Invalid {
-                field: "stream".to_owned(),
-                problem: "must not be empty".to_owned(),
-            },
-        });
-    }
-    if append.events.is_empty() {
-        return Err(AppendError::Refused(
-            "an append needs at least one event".to_owned(),
-        ));
-    }
-    let items =
-        1 + append.events.len() + usize::from(append.request_id.is_some()) + append.writes.len();
-    if items > MAX_ITEMS {
-        return Err(AppendError::Refused(format!(
-            "{items} items (the head, {} events, the request, {} writes of the caller): a transaction holds {MAX_ITEMS}",
-            append.events.len(),
-            append.writes.len()
-        )));
-    }
-    if let ExpectedSequence::Exact(expected) = append.expected
-        && expected.saturating_add(append.events.len() as u64) > crate::envelope::MAX_SEQUENCE
-    {
-        return Err(AppendError::Refused(format!(
-            "the stream cannot be at {expected}: sequences end at 2^63-1"
-        )));
-    }
-    let mut checked: Vec<Checked> = Vec::with_capacity(append.events.len());
-    let mut bytes = 0;
-    for (index, event) in append.events.iter().enumerate() {
-        let event_id = event.event_id.clone().unwrap_or_else(new_event_id);
-        let invalid = |reason| AppendError::Invalid { index, reason };
-        if checked.iter().any(|earlier| earlier.event_id == event_id) {
-            // The consumer would take the second for a duplicate.
-            return Err(invalid(InvalidMessage::Invalid {
-                field: "eventId".to_owned(),
-                problem: format!("`{event_id}` is given to two events of this append"),
-            }));
-        }
-        let mut candidate = Checked {
-            event_id,
-            event_type: event.event_type.clone(),
-            data: event.data.clone(),
-            sequenced: true,
-            version: domain.version(&event.event_type),
-        };
-        // The body as the consumer will read it: sequenced, unless its type
-        // is a deduplicated effect (whose body carries no sequence).
-        let parsed = match domain.parse(&candidate.body(&append.stream_id, 1)) {
-            Err(InvalidMessage::Invalid { field, .. }) if field == "sequence" => {
-                candidate.sequenced = false;
-                domain.parse(&candidate.body(&append.stream_id, 1))
-            }
-            other => other,
-        }
-        .map_err(invalid)?;
-        if parsed.stream() != append.stream_id {
-            // A deduplicated effect's stream is its counter's id, in its data.
-            let field = match &candidate.data {
-                Value::Object(fields) => fields
-                    .iter()
-                    .find(|(_, value)| value.as_str() == Some(parsed.stream()))
-                    .map(|(name, _)| format!("data.{name}")),
-                _ => None,
-            }
-            .unwrap_or_else(|| "data".to_owned());
-            return Err(invalid(InvalidMessage::Invalid {
-                field,
-                problem: format!(
-                    "names the stream `{}`, not `{}`",
-                    parsed.stream(),
-                    append.stream_id
-                ),
-            }));
-        }
-        // SQS refuses U+FFFE and U+FFFF (JSON does not escape them): an
-        // event holding one could be stored and never sent.
-        let unsendable = |text: &str| text.chars().find(|c| !sqs_body_char(*c));
-        let bad = unsendable(&append.stream_id)
-            .map(|c| ("stream".to_owned(), c))
-            .or_else(|| unsendable(&candidate.event_id).map(|c| ("eventId".to_owned(), c)))
-            .or_else(|| unsendable_field(&candidate.data, "data"));
-        if let Some((field, c)) = bad {
-            return Err(invalid(InvalidMessage::Invalid {
-                field,
-                problem: format!(
-                    "holds U+{:04X}, a character SQS does not carry",
-                    u32::from(c)
-                ),
-            }));
-        }
-        let size = candidate.body(&append.stream_id, u64::MAX >> 1).len();
-        if size > MAX_BODY {
-            return Err(AppendError::Refused(format!(
-                "event {index}: its body is {size} bytes, more than the {MAX_BODY} an SQS message holds"
-            )));
-        }
-        bytes += size;
-        checked.push(candidate);
-    }
-    if bytes > MAX_BYTES {
-        return Err(AppendError::Refused(format!(
-            "{bytes} bytes of bodies: a transaction holds about {MAX_BYTES}"
-        )));
-    }
-    Ok(checked)
-}
-
-/// The first string under `value` (its keys included) holding a character
-/// SQS does not carry, by its path, and that character.
-fn unsendable_field(value: &Value, path: &str) -> Option<(String, char)> {
-    match value {
-        Value::String(text) => text
-            .chars()
-            .find(|c| !sqs_body_char(*c))
-            .map(|c| (path.to_owned(), c)),
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .find_map(|(index, item)| unsendable_field(item, &format!("{path}[{index}]"))),
-        Value::Object(fields) => fields.iter().find_map(|(name, item)| {
-            let path = format!("{path}.{name}");
-            name.chars()
-                .find(|c| !sqs_body_char(*c))
-                .map(|c| (path.clone(), c))
-                .or_else(|| unsendable_field(item, &path))
-        }),
-        _ => None,
-    }
 }
 
 /// A random UUID (version 4), from the standard library's random hasher
@@ -383,7 +215,9 @@ pub fn new_event_id() -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::check::check;
     use super::*;
+    use crate::domain::Domain;
     use crate::versions::Versions;
     use crate::{Decision, Entity, Events, Handling, Sequenced};
 

@@ -1,0 +1,228 @@
+//! An append checked before anything is written: the append as a whole
+//! (a stream, at least one event, what a transaction holds), then each event
+//! rendered as the message body the projector will read and read by the same
+//! [`Domain`].
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Append, AppendError, ExpectedSequence, MAX_BODY, MAX_BYTES, MAX_ITEMS};
+use crate::dispatcher::sqs_body_char;
+use crate::domain::Domain;
+use crate::envelope::InvalidMessage;
+
+/// The message body of section 1, in the contract's field order.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Body<'a> {
+    event_id: &'a str,
+    #[serde(rename = "type")]
+    event_type: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    aggregate_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sequence: Option<u64>,
+    /// Absent at version 1: a version-1 domain's bodies are as they were
+    /// before versions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<u16>,
+    data: &'a Value,
+}
+
+/// An event checked: its id and whether its body carries the sequence.
+#[derive(Debug, Clone)]
+pub(crate) struct Checked {
+    pub(crate) event_id: String,
+    pub(crate) event_type: String,
+    pub(crate) data: Value,
+    /// Sequenced (or a snapshot): the body carries `aggregateId` and
+    /// `sequence`; a deduplicated effect's carries neither.
+    pub(crate) sequenced: bool,
+    /// The type's current version: what `data` is, and what the body says.
+    pub(crate) version: u16,
+}
+
+impl Checked {
+    /// The body as it will be stored and sent, at `sequence`.
+    pub(crate) fn body(&self, stream_id: &str, sequence: u64) -> String {
+        let body = Body {
+            event_id: &self.event_id,
+            event_type: &self.event_type,
+            aggregate_id: self.sequenced.then_some(stream_id),
+            sequence: self.sequenced.then_some(sequence),
+            version: (self.version > 1).then_some(self.version),
+            data: &self.data,
+        };
+        // A struct of strings, a number and a JSON value always serializes.
+        serde_json::to_string(&body).unwrap_or_default()
+    }
+}
+
+/// Checks every event of an append as the consumer would read it.
+pub(crate) fn check(domain: &Domain, append: &Append) -> Result<Vec<Checked>, AppendError> {
+    check_append(append)?;
+    let mut checked: Vec<Checked> = Vec::with_capacity(append.events.len());
+    let mut bytes = 0;
+    for index in 0..append.events.len() {
+        let event = check_event(domain, append, index, &checked)?;
+        let size = event.body(&append.stream_id, u64::MAX >> 1).len();
+        if size > MAX_BODY {
+            return Err(AppendError::Refused(format!(
+                "event {index}: its body is {size} bytes, more than the {MAX_BODY} an SQS message holds"
+            )));
+        }
+        bytes += size;
+        checked.push(event);
+    }
+    if bytes > MAX_BYTES {
+        return Err(AppendError::Refused(format!(
+            "{bytes} bytes of bodies: a transaction holds about {MAX_BYTES}"
+        )));
+    }
+    Ok(checked)
+}
+
+/// The append as a whole: a stream, events, no more items than a
+/// transaction holds, sequences that fit.
+fn check_append(append: &Append) -> Result<(), AppendError> {
+    if append.stream_id.is_empty() {
+        return Err(AppendError::Invalid {
+            index: 0,
+            reason: invalid("stream", "must not be empty".to_owned()),
+        });
+    }
+    if append.events.is_empty() {
+        return Err(AppendError::Refused(
+            "an append needs at least one event".to_owned(),
+        ));
+    }
+    // An exact sequence past 0 is checked in the transaction: one item more.
+    let check = matches!(append.expected, ExpectedSequence::Exact(at) if at > 0);
+    let items = append.events.len()
+        + usize::from(append.request_id.is_some())
+        + append.writes.len()
+        + usize::from(check);
+    if items > MAX_ITEMS {
+        return Err(AppendError::Refused(format!(
+            "{items} items ({} events, the request, {} writes of the caller, the check of the expected sequence): a transaction holds {MAX_ITEMS}",
+            append.events.len(),
+            append.writes.len()
+        )));
+    }
+    if let ExpectedSequence::Exact(expected) = append.expected
+        && expected.saturating_add(append.events.len() as u64) > crate::envelope::MAX_SEQUENCE
+    {
+        return Err(AppendError::Refused(format!(
+            "the stream cannot be at {expected}: sequences end at 2^63-1"
+        )));
+    }
+    Ok(())
+}
+
+fn invalid(field: &str, problem: String) -> InvalidMessage {
+    InvalidMessage::Invalid {
+        field: field.to_owned(),
+        problem,
+    }
+}
+
+/// Event `index` of the append, read by the domain as the consumer will.
+fn check_event(
+    domain: &Domain,
+    append: &Append,
+    index: usize,
+    earlier: &[Checked],
+) -> Result<Checked, AppendError> {
+    let event = &append.events[index];
+    let event_id = event.event_id.clone().unwrap_or_else(super::new_event_id);
+    let refuse = |reason| AppendError::Invalid { index, reason };
+    if earlier.iter().any(|earlier| earlier.event_id == event_id) {
+        // The consumer would take the second for a duplicate.
+        return Err(refuse(invalid(
+            "eventId",
+            format!("`{event_id}` is given to two events of this append"),
+        )));
+    }
+    let mut candidate = Checked {
+        event_id,
+        event_type: event.event_type.clone(),
+        data: event.data.clone(),
+        sequenced: true,
+        version: domain.version(&event.event_type),
+    };
+    // The body as the consumer will read it: sequenced, unless its type is a
+    // deduplicated effect (whose body carries no sequence).
+    let parsed = match domain.parse(&candidate.body(&append.stream_id, 1)) {
+        Err(InvalidMessage::Invalid { field, .. }) if field == "sequence" => {
+            candidate.sequenced = false;
+            domain.parse(&candidate.body(&append.stream_id, 1))
+        }
+        other => other,
+    }
+    .map_err(refuse)?;
+    if parsed.stream() != append.stream_id {
+        return Err(refuse(other_stream(&candidate, parsed.stream(), append)));
+    }
+    sendable(append, &candidate).map_err(refuse)?;
+    Ok(candidate)
+}
+
+/// A deduplicated effect naming another stream, by the field of its data
+/// that names it.
+fn other_stream(candidate: &Checked, named: &str, append: &Append) -> InvalidMessage {
+    let field = match &candidate.data {
+        Value::Object(fields) => fields
+            .iter()
+            .find(|(_, value)| value.as_str() == Some(named))
+            .map(|(name, _)| format!("data.{name}")),
+        _ => None,
+    }
+    .unwrap_or_else(|| "data".to_owned());
+    invalid(
+        &field,
+        format!("names the stream `{named}`, not `{}`", append.stream_id),
+    )
+}
+
+/// SQS refuses U+FFFE and U+FFFF (JSON does not escape them): an event
+/// holding one could be stored and never sent.
+fn sendable(append: &Append, candidate: &Checked) -> Result<(), InvalidMessage> {
+    let unsendable = |text: &str| text.chars().find(|c| !sqs_body_char(*c));
+    let bad = unsendable(&append.stream_id)
+        .map(|c| ("stream".to_owned(), c))
+        .or_else(|| unsendable(&candidate.event_id).map(|c| ("eventId".to_owned(), c)))
+        .or_else(|| unsendable_field(&candidate.data, "data"));
+    match bad {
+        Some((field, c)) => Err(invalid(
+            &field,
+            format!(
+                "holds U+{:04X}, a character SQS does not carry",
+                u32::from(c)
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The first string under `value` (its keys included) holding a character
+/// SQS does not carry, by its path, and that character.
+fn unsendable_field(value: &Value, path: &str) -> Option<(String, char)> {
+    match value {
+        Value::String(text) => text
+            .chars()
+            .find(|c| !sqs_body_char(*c))
+            .map(|c| (path.to_owned(), c)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(index, item)| unsendable_field(item, &format!("{path}[{index}]"))),
+        Value::Object(fields) => fields.iter().find_map(|(name, item)| {
+            let path = format!("{path}.{name}");
+            name.chars()
+                .find(|c| !sqs_body_char(*c))
+                .map(|c| (path.clone(), c))
+                .or_else(|| unsendable_field(item, &path))
+        }),
+        _ => None,
+    }
+}
