@@ -8,20 +8,20 @@
 //! }
 //! ```
 //!
-//! - [`projector`]: the Lambda function (SQS batches and the schedule's sweeps).
-//! - [`replay`]: runs sample events through the same runner, on an embedded
+//! - [`projector()`]: the Lambda function (SQS batches and the schedule's sweeps).
+//! - [`replay()`]: runs sample events through the same runner, on an embedded
 //!   table or on DynamoDB.
-//! - [`inspect`]: one entity or counter in the table, or every entity with
+//! - [`inspect()`]: one entity or counter in the table, or every entity with
 //!   events parked.
-//! - [`append`]: one event appended to the event store (the producer's half).
-//! - [`dispatcher`]: the Lambda function on the event store's stream,
+//! - [`append()`]: one event appended to the event store (the producer's half).
+//! - [`dispatcher()`]: the Lambda function on the event store's change records,
 //!   sending appended events to the queue.
-//! - [`rebuild`]: the event store projected into a table through the same
+//! - [`rebuild()`]: the event store projected into a table through the same
 //!   runner, stream by stream.
-//! - [`verify`]: the fold of the event store, in memory, compared with the
+//! - [`verify()`]: the fold of the event store, in memory, compared with the
 //!   projection table item by item: what differs, by attribute name (finds
 //!   a hole).
-//! - [`resend`]: a stream's stored events, or a range of them, sent to the
+//! - [`resend()`]: a stream's stored events, or a range of them, sent to the
 //!   queue again exactly as the dispatcher sent them (mends a hole).
 
 mod append;
