@@ -5,7 +5,43 @@
 use super::verdict::{Verdict, skipped_one};
 use super::{Invocation, Outcome, Runner};
 use crate::envelope::Event;
+use crate::handling::Counter;
 use crate::store::{Added, Addition, DedupKey, MAX_ADDITIONS, Store};
+
+/// An addition and its position in the stream.
+type Positioned = (usize, Addition);
+
+/// How a chunk of additions ended.
+enum Chunk<'a> {
+    /// Every addition of it has its verdict.
+    Settled,
+    /// A refused addition stops the stream: these, behind it, are not
+    /// attempted.
+    Cut(Vec<&'a Positioned>),
+    /// Nothing of these was written.
+    Failed(Vec<&'a Positioned>, (Outcome, String)),
+}
+
+/// What an answer leaves of a chunk.
+enum Left {
+    /// Nothing to write.
+    Nothing,
+    /// The rest, to write again (an addition was refused).
+    Rest,
+    /// The rest, to write again after a race lost (another invocation
+    /// recorded some, or the counter moved): a bounded number of times.
+    Raced,
+}
+
+/// A chunk being written: the additions still to write, the ones behind a
+/// refused one, where in the verdicts the refused one is, and the attempts
+/// made.
+struct Attempts<'a> {
+    pending: Vec<&'a Positioned>,
+    cut: Option<Vec<&'a Positioned>>,
+    rejected: Option<usize>,
+    attempt: u32,
+}
 
 impl<S: Store> Runner<S> {
     /// Writes a stream's additions to counters, with their deduplication records,
@@ -14,126 +50,167 @@ impl<S: Store> Runner<S> {
     /// written again, a bounded number of times.
     pub(super) async fn settle_additions(
         &self,
-        additions: Vec<(usize, Addition)>,
+        additions: Vec<Positioned>,
         invocation: &Invocation,
     ) -> Vec<(usize, Verdict)> {
         let mut verdicts = Vec::with_capacity(additions.len());
         let mut chunks = additions.chunks(MAX_ADDITIONS);
         while let Some(chunk) = chunks.next() {
-            let mut pending: Vec<&(usize, Addition)> = chunk.iter().collect();
-            // Adjustments behind a refused one: not attempted.
-            let mut cut: Option<Vec<&(usize, Addition)>> = None;
-            // Where in `verdicts` the refused one is.
-            let mut rejected: Option<usize> = None;
-            let mut attempt = 0;
-            let failure = loop {
-                let batch: Vec<Addition> = pending
-                    .iter()
-                    .map(|(_, addition)| addition.clone())
-                    .collect();
-                match self
-                    .timed("TransactWriteItems", invocation, self.store.add(&batch))
-                    .await
-                {
-                    Ok(Added::Applied) => {
-                        verdicts.extend(pending.iter().map(|(position, _)| {
-                            (*position, Verdict::new(Outcome::Applied, None))
-                        }));
-                        break None;
-                    }
-                    Ok(Added::Duplicates(existing)) => {
-                        let mut index = 0;
-                        pending.retain(|(position, _)| {
-                            let duplicate = existing.contains(&index);
-                            index += 1;
-                            if duplicate {
-                                verdicts.push((*position, Verdict::new(Outcome::Duplicate, None)));
-                            }
-                            !duplicate
-                        });
-                        attempt += 1;
-                        if pending.is_empty() {
-                            break None;
-                        }
-                        if attempt > self.config.condition_retries {
-                            break Some(lost_race(attempt));
-                        }
-                    }
-                    Ok(Added::OutOfRange { counter, id, value }) => {
-                        // In stream order, the first addition that takes the
-                        // counter out of range is refused; the ones before it are
-                        // written again without it, the ones after it wait.
-                        let mut running = Some(value.unwrap_or(0));
-                        let refused = pending.iter().position(|(_, addition)| {
-                            if addition.counter == counter && addition.id == id {
-                                running = running.and_then(|at| at.checked_add(addition.delta));
-                            }
-                            running.is_none()
-                        });
-                        attempt += 1;
-                        match refused {
-                            Some(at) => {
-                                let (position, addition) = pending[at];
-                                // An earlier refusal behind this one: not
-                                // attempted after all.
-                                if let Some(earlier) = rejected.take()
-                                    && let Some((_, verdict)) = verdicts.get_mut(earlier)
-                                {
-                                    *verdict = skipped_one();
-                                }
-                                rejected = Some(verdicts.len());
-                                verdicts.push((
-                                    *position,
-                                    Verdict::new(
-                                        Outcome::Rejected,
-                                        Some(format!(
-                                            "{} of {id} is {}: adding {} would take it outside the 64-bit range; retrying will not help",
-                                            counter.attribute,
-                                            value.unwrap_or(0),
-                                            addition.delta
-                                        )),
-                                    ),
-                                ));
-                                let after = pending.split_off(at);
-                                // Behind it: the rest, and what an earlier
-                                // refusal in this chunk cut already.
-                                let earlier = cut.take().into_iter().flatten();
-                                cut = Some(after.into_iter().skip(1).chain(earlier).collect());
-                                if pending.is_empty() {
-                                    break None;
-                                }
-                            }
-                            // The counter moved meanwhile: decide again.
-                            None if attempt > self.config.condition_retries => {
-                                break Some(lost_race(attempt));
-                            }
-                            None => {}
-                        }
-                    }
-                    Err(err) => break Some(err.outcome()),
+            match self.settle_chunk(chunk, invocation, &mut verdicts).await {
+                Chunk::Settled => {}
+                Chunk::Cut(cut) => {
+                    // After a refused addition, the stream stops.
+                    let rest = cut.into_iter().chain(chunks.by_ref().flatten());
+                    verdicts.extend(rest.map(|(position, _)| (*position, skipped_one())));
+                    break;
                 }
-            };
-            if let Some((outcome, reason)) = failure {
-                // Nothing of this chunk was written, nor of the chunks after it.
-                let rest = pending
-                    .into_iter()
-                    .chain(cut.take().into_iter().flatten())
-                    .chain(chunks.by_ref().flatten());
-                verdicts.extend(
-                    rest.map(|(position, _)| {
+                Chunk::Failed(rest, (outcome, reason)) => {
+                    // Nothing of this chunk was written, nor of the chunks after it.
+                    let rest = rest.into_iter().chain(chunks.by_ref().flatten());
+                    verdicts.extend(rest.map(|(position, _)| {
                         (*position, Verdict::new(outcome, Some(reason.clone())))
-                    }),
-                );
-                break;
-            }
-            if let Some(cut) = cut {
-                // After a refused addition, the stream stops.
-                let rest = cut.into_iter().chain(chunks.by_ref().flatten());
-                verdicts.extend(rest.map(|(position, _)| (*position, skipped_one())));
-                break;
+                    }));
+                    break;
+                }
             }
         }
         verdicts
+    }
+
+    /// Writes one chunk, again without the duplicates and refusals each
+    /// answer finds, until it is written or fails.
+    async fn settle_chunk<'a>(
+        &self,
+        chunk: &'a [Positioned],
+        invocation: &Invocation,
+        verdicts: &mut Vec<(usize, Verdict)>,
+    ) -> Chunk<'a> {
+        let mut attempts = Attempts {
+            pending: chunk.iter().collect(),
+            cut: None,
+            rejected: None,
+            attempt: 0,
+        };
+        let failure = loop {
+            let batch: Vec<Addition> = attempts
+                .pending
+                .iter()
+                .map(|(_, addition)| addition.clone())
+                .collect();
+            let add = self.store.add(&batch);
+            let answer = match self.timed("TransactWriteItems", invocation, add).await {
+                Ok(answer) => answer,
+                Err(err) => break Some(err.outcome()),
+            };
+            attempts.attempt += 1;
+            let left =
+                match answer {
+                    Added::Applied => {
+                        verdicts.extend(attempts.pending.iter().map(|(position, _)| {
+                            (*position, Verdict::new(Outcome::Applied, None))
+                        }));
+                        attempts.pending.clear();
+                        Left::Nothing
+                    }
+                    Added::Duplicates(existing) => attempts.duplicates(&existing, verdicts),
+                    Added::OutOfRange { counter, id, value } => {
+                        attempts.out_of_range(counter, &id, value, verdicts)
+                    }
+                };
+            match left {
+                Left::Nothing => break None,
+                Left::Rest => {}
+                Left::Raced if attempts.attempt > self.config.condition_retries => {
+                    break Some(lost_race(attempts.attempt));
+                }
+                Left::Raced => {}
+            }
+        };
+        match (failure, attempts.cut) {
+            (Some(failure), cut) => {
+                let rest = attempts
+                    .pending
+                    .into_iter()
+                    .chain(cut.into_iter().flatten());
+                Chunk::Failed(rest.collect(), failure)
+            }
+            (None, Some(cut)) => Chunk::Cut(cut),
+            (None, None) => Chunk::Settled,
+        }
+    }
+}
+
+impl<'a> Attempts<'a> {
+    /// Additions another invocation recorded meanwhile (positions in the
+    /// pending ones): duplicates.
+    fn duplicates(&mut self, existing: &[usize], verdicts: &mut Vec<(usize, Verdict)>) -> Left {
+        let mut index = 0;
+        self.pending.retain(|(position, _)| {
+            let duplicate = existing.contains(&index);
+            index += 1;
+            if duplicate {
+                verdicts.push((*position, Verdict::new(Outcome::Duplicate, None)));
+            }
+            !duplicate
+        });
+        if self.pending.is_empty() {
+            Left::Nothing
+        } else {
+            Left::Raced
+        }
+    }
+
+    /// In stream order, the first addition that takes the counter (at
+    /// `value`) out of range is refused; the ones before it are written
+    /// again without it, the ones after it wait. None refused: the counter
+    /// moved meanwhile.
+    fn out_of_range(
+        &mut self,
+        counter: &'static Counter,
+        id: &str,
+        value: Option<i64>,
+        verdicts: &mut Vec<(usize, Verdict)>,
+    ) -> Left {
+        let mut running = Some(value.unwrap_or(0));
+        let refused = self.pending.iter().position(|(_, addition)| {
+            if addition.counter == counter && addition.id == id {
+                running = running.and_then(|at| at.checked_add(addition.delta));
+            }
+            running.is_none()
+        });
+        let Some(at) = refused else {
+            return Left::Raced;
+        };
+        let (position, addition) = self.pending[at];
+        // An earlier refusal behind this one: not attempted after all.
+        if let Some(earlier) = self.rejected.take()
+            && let Some((_, verdict)) = verdicts.get_mut(earlier)
+        {
+            *verdict = skipped_one();
+        }
+        self.rejected = Some(verdicts.len());
+        verdicts.push((
+            *position,
+            Verdict::new(
+                Outcome::Rejected,
+                Some(format!(
+                    "{} of {id} is {}: adding {} would take it outside the 64-bit range; retrying will not help",
+                    counter.attribute,
+                    value.unwrap_or(0),
+                    addition.delta
+                )),
+            ),
+        ));
+        let after = self.pending.split_off(at);
+        // Behind it: the rest, and what an earlier refusal in this chunk cut
+        // already.
+        let earlier = self.cut.take().into_iter().flatten();
+        self.cut = Some(after.into_iter().skip(1).chain(earlier).collect());
+        if self.pending.is_empty() {
+            Left::Nothing
+        } else {
+            Left::Rest
+        }
     }
 }
 

@@ -70,21 +70,7 @@ impl Planner<'_> {
                 false,
             ));
         }
-        self.parked.insert(sequence);
-        self.new_parks.insert(
-            sequence,
-            (
-                position,
-                ParkedEvent {
-                    sequence,
-                    event_id: event.event_id().to_owned(),
-                    event_type: event.type_name().to_owned(),
-                    body: record.body.clone(),
-                    message_id: record.message_id.clone(),
-                    parked_at: self.now,
-                },
-            ),
-        );
+        self.park(position, record, event);
         Ok(Verdict {
             outcome: Outcome::Parked,
             reason: Some(format!("{waiting}; parked until it arrives")),
@@ -92,6 +78,21 @@ impl Planner<'_> {
             parking_full: false,
             written: true,
         })
+    }
+
+    /// Parks the message at `position` of the rest with this step.
+    fn park(&mut self, position: usize, record: &Record, event: &Event) {
+        let sequence = event.sequence().unwrap_or(0);
+        self.parked.insert(sequence);
+        let parked = ParkedEvent {
+            sequence,
+            event_id: event.event_id().to_owned(),
+            event_type: event.type_name().to_owned(),
+            body: record.body.clone(),
+            message_id: record.message_id.clone(),
+            parked_at: self.now,
+        };
+        self.new_parks.insert(sequence, (position, parked));
     }
 
     /// A message for a sequence that is parked: the same event again, or a
