@@ -59,8 +59,8 @@ pub use record::{
     valid_sqs_id, valid_trace_header,
 };
 pub use send::{
-    Dispatch, ENTRY_FAULTS, MAX_ENTRIES, MAX_REQUEST_BYTES, Queue, Refused, SendError, Settings,
-    dispatch,
+    Dispatch, ENTRY_FAULTS, MAX_ENTRIES, MAX_IN_FLIGHT, MAX_REQUEST_BYTES, Queue, Refused,
+    SendError, Settings, dispatch,
 };
 pub use sns::{SnsTopic, TOPIC_ENTRY_FAULTS, topic_blames_message};
 pub use sqs::SqsQueue;

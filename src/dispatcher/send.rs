@@ -2,7 +2,7 @@
 //! at most ten per request; refusals retried while that is safe; corrupt
 //! items reported; the first record left unsent named for redelivery.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -174,26 +174,60 @@ impl Dispatch {
     }
 }
 
+/// The most requests one batch has in flight at once. A stream is in at
+/// most one of them, so its messages still reach the queue in order.
+pub const MAX_IN_FLIGHT: usize = 10;
+
 /// A record that could not be done, and what blocks the redelivery point.
 struct Unfinished {
     index: usize,
     reason: String,
 }
 
+/// Messages waiting to be sent: (record index, message), in record order.
+type Pending = Vec<(usize, Outgoing)>;
+
+/// One request of a wave: the record indexes and the entries, in order.
+type Request = (Vec<usize>, Vec<Outgoing>);
+
+/// What one invocation works through: the answer being built, the records
+/// not done, and the streams with an entry refused and not yet taken (their
+/// head goes with no later entry of theirs in the same request, so that the
+/// service cannot take a later one and refuse the head again).
+struct Batch<'a, Q> {
+    records: &'a [Value],
+    queue: &'a Q,
+    settings: Settings,
+    deadline: Option<Instant>,
+    dispatch: Dispatch,
+    unfinished: Vec<Unfinished>,
+    troubled: HashSet<String>,
+}
+
+/// One round of sending: what goes again next round, and the streams with
+/// an entry refused in this round (their later entries wait behind it).
+#[derive(Default)]
+struct Round {
+    again: Pending,
+    held: HashSet<String>,
+}
+
 /// Sends one stream batch (the records as Lambda delivers them, in shard
 /// order) to `queue`.
 ///
 /// Every event item's `INSERT` becomes one message; a stream's messages go
-/// in stream order, up to ten per request. A refused entry, or the entries
-/// of a failed request, are sent again, first of their stream and alone of
-/// it in a request, up to `settings.retries` rounds; meanwhile the later
-/// messages of their stream wait. A corrupt event item, or an entry the
-/// service refuses for good ([`Queue::blames_message`]), is reported to the
-/// failure queue (and logged) and the batch goes on. What is still unsent at
-/// the end names the first such record as the batch's failure: Lambda
-/// delivers it and everything after it again, and the messages sent after it
-/// come back as duplicates that the queue's (or the topic's) deduplication
-/// (five minutes) and the consumer's guard absorb. A record that shows the stream set up wrong stops everything
+/// in stream order, up to ten per request, and up to [`MAX_IN_FLIGHT`]
+/// requests at once, a stream in only one of them. A refused entry, or the
+/// entries of a failed request, are sent again, first of their stream and
+/// alone of it in a request, up to `settings.retries` rounds; meanwhile the
+/// later messages of their stream wait. A corrupt event item, or an entry
+/// the service refuses for good ([`Queue::blames_message`]), is reported to
+/// the failure queue (and logged) and the batch goes on. What is still
+/// unsent at the end names the first such record as the batch's failure:
+/// Lambda delivers it and everything after it again, and the messages sent
+/// after it come back as duplicates that the queue's (or the topic's)
+/// deduplication (five minutes) and the consumer's guard absorb. A record
+/// that shows the stream set up wrong stops everything
 /// ([`Dispatch::unusable`]).
 pub async fn dispatch<Q: Queue>(
     records: &[Value],
@@ -202,83 +236,109 @@ pub async fn dispatch<Q: Queue>(
     settings: Settings,
     deadline: Option<Instant>,
 ) -> Dispatch {
-    let mut dispatch = Dispatch {
-        records: records.len(),
-        ..Dispatch::default()
+    let mut batch = Batch {
+        records,
+        queue,
+        settings,
+        deadline,
+        dispatch: Dispatch {
+            records: records.len(),
+            ..Dispatch::default()
+        },
+        unfinished: Vec::new(),
+        troubled: HashSet::new(),
     };
-    let mut unfinished: Vec<Unfinished> = Vec::new();
-    // (record index, message), in record order.
-    let mut pending: Vec<(usize, Outgoing)> = Vec::new();
-    let mut corrupt: Vec<(usize, Corrupt)> = Vec::new();
-    for (index, record) in records.iter().enumerate() {
-        match read(record, domain) {
-            Read::Send(outgoing) => pending.push((index, outgoing)),
-            Read::Skip(_) => dispatch.skipped += 1,
-            Read::Corrupt(item) => corrupt.push((index, item)),
-            Read::Unusable(reason) => {
-                dispatch.unusable = Some(reason);
-                return dispatch;
+    let Some((pending, corrupt)) = batch.classify(domain) else {
+        return batch.dispatch;
+    };
+    batch.report_corrupt(corrupt).await;
+    batch.send_all(pending).await;
+    batch.name_failure();
+    batch.dispatch
+}
+
+impl<Q: Queue> Batch<'_, Q> {
+    /// Reads every record: the messages to send and the corrupt items, or
+    /// `None` when a record shows the stream set up wrong.
+    fn classify(&mut self, domain: &Domain) -> Option<(Pending, Vec<(usize, Corrupt)>)> {
+        let mut pending = Vec::new();
+        let mut corrupt = Vec::new();
+        for (index, record) in self.records.iter().enumerate() {
+            match read(record, domain) {
+                Read::Send(outgoing) => pending.push((index, outgoing)),
+                Read::Skip(_) => self.dispatch.skipped += 1,
+                Read::Corrupt(item) => corrupt.push((index, item)),
+                Read::Unusable(reason) => {
+                    self.dispatch.unusable = Some(reason);
+                    return None;
+                }
             }
         }
+        Some((pending, corrupt))
     }
-    for (index, item) in corrupt {
-        if out_of_time(deadline, settings) {
-            unfinished.push(Unfinished {
-                index,
-                reason: "the invocation's deadline came before its report".to_owned(),
-            });
-            continue;
-        }
-        if let Err(reason) = report(queue, &item, &mut dispatch).await {
-            unfinished.push(Unfinished { index, reason });
-        }
-    }
-    // Streams with an entry refused and not yet taken: their head goes
-    // with no later entry of theirs in the same request, so that SQS cannot
-    // take a later one and refuse the head again.
-    let mut troubled: HashSet<String> = HashSet::new();
-    let mut round = 0;
-    while !pending.is_empty() {
-        if round > 0 {
-            tokio::time::sleep(settings.backoff * 2u32.saturating_pow(round - 1)).await;
-        }
-        let mut again: Vec<(usize, Outgoing)> = Vec::new();
-        // Streams with an entry refused in this round: their later entries
-        // wait for the next round, behind it.
-        let mut held: HashSet<String> = HashSet::new();
-        let mut rest: VecDeque<(usize, Outgoing)> = std::mem::take(&mut pending).into();
-        while !rest.is_empty() {
-            if out_of_time(deadline, settings) {
-                again.extend(rest.drain(..));
-                break;
-            }
-            let mut request: Vec<(usize, Outgoing)> = Vec::new();
-            let mut bytes = 0;
-            let mut position = 0;
-            while position < rest.len() && request.len() < MAX_ENTRIES {
-                let next = &rest[position].1;
-                if held.contains(&next.stream) {
-                    again.extend(rest.remove(position));
-                    continue;
-                }
-                let alone = troubled.contains(&next.stream)
-                    && request.iter().any(|(_, o)| o.stream == next.stream);
-                if alone {
-                    position += 1;
-                    continue;
-                }
-                if !request.is_empty() && bytes + next.body.len() > MAX_REQUEST_BYTES {
-                    break;
-                }
-                bytes += next.body.len();
-                request.extend(rest.remove(position));
-            }
-            if request.is_empty() {
+
+    /// Reports the corrupt items to the failure queue, while time is left.
+    async fn report_corrupt(&mut self, corrupt: Vec<(usize, Corrupt)>) {
+        for (index, item) in corrupt {
+            if out_of_time(self.deadline, self.settings) {
+                self.unfinished.push(Unfinished {
+                    index,
+                    reason: "the invocation's deadline came before its report".to_owned(),
+                });
                 continue;
             }
-            let (indexes, entries): (Vec<usize>, Vec<Outgoing>) = request.into_iter().unzip();
-            dispatch.requests += 1;
-            let answer = queue.send(&entries).await.and_then(|refused| {
+            if let Err(reason) = report(self.queue, &item, &mut self.dispatch).await {
+                self.unfinished.push(Unfinished { index, reason });
+            }
+        }
+    }
+
+    /// Sends the messages, round after round, until all are taken or the
+    /// retries (or the time) run out.
+    async fn send_all(&mut self, mut pending: Pending) {
+        let mut round = 0;
+        while !pending.is_empty() {
+            if round > 0 {
+                let pause = self.settings.backoff * 2u32.saturating_pow(round - 1);
+                tokio::time::sleep(pause).await;
+            }
+            let mut this = Round::default();
+            let mut rest: VecDeque<(usize, Outgoing)> = std::mem::take(&mut pending).into();
+            while !rest.is_empty() {
+                if out_of_time(self.deadline, self.settings) {
+                    this.again.extend(rest.drain(..));
+                    break;
+                }
+                let wave = next_wave(&mut rest, &mut this, &self.troubled);
+                self.send_wave(wave, &mut this).await;
+            }
+            this.again.sort_by_key(|(index, _)| *index);
+            pending = this.again;
+            round += 1;
+            let late = out_of_time(self.deadline, self.settings);
+            if !pending.is_empty() && (round > self.settings.retries || late) {
+                let service = self.queue.service();
+                let reason = if late {
+                    format!("the invocation's deadline came before {service} took it")
+                } else {
+                    format!("{service} did not take it after retries")
+                };
+                self.unfinished
+                    .extend(pending.drain(..).map(|(index, _)| Unfinished {
+                        index,
+                        reason: reason.clone(),
+                    }));
+            }
+        }
+    }
+
+    /// Sends the requests of a wave at once, then absorbs each answer in
+    /// the order of the requests.
+    async fn send_wave(&mut self, wave: Vec<Request>, round: &mut Round) {
+        self.dispatch.requests += wave.len() as u64;
+        let queue = self.queue;
+        let answers = futures::future::join_all(wave.iter().map(|(_, entries)| async move {
+            queue.send(entries).await.and_then(|refused| {
                 match refused.iter().find(|r| r.index >= entries.len()) {
                     Some(unknown) => Err(SendError(format!(
                         "the queue refused entry {} of a request of {}",
@@ -287,101 +347,173 @@ pub async fn dispatch<Q: Queue>(
                     ))),
                     None => Ok(refused),
                 }
-            });
+            })
+        }))
+        .await;
+        for ((indexes, entries), answer) in wave.into_iter().zip(answers) {
             match answer {
-                Ok(refused) => {
-                    let sent = indexes.into_iter().zip(entries);
-                    for (position, (index, outgoing)) in sent.enumerate() {
-                        let Some(refusal) = refused.iter().find(|r| r.index == position) else {
-                            dispatch.dispatched += 1;
-                            // Taken behind nothing refused of its stream:
-                            // its order holds again.
-                            if !held.contains(&outgoing.stream) {
-                                troubled.remove(&outgoing.stream);
-                            }
-                            continue;
-                        };
-                        dispatch.refused += 1;
-                        if queue.blames_message(refusal) {
-                            if !held.contains(&outgoing.stream) {
-                                troubled.remove(&outgoing.stream);
-                            }
-                            let corrupt = Corrupt {
-                                sequence_number: Some(outgoing.sequence_number.clone()),
-                                reason: format!(
-                                    "{} refused the message: {}: {}",
-                                    queue.service(),
-                                    refusal.code,
-                                    refusal.message
-                                ),
-                                record: records[index].clone(),
-                            };
-                            if let Err(reason) = report(queue, &corrupt, &mut dispatch).await {
-                                unfinished.push(Unfinished { index, reason });
-                            }
-                        } else {
-                            tracing::warn!(
-                                service = queue.service(),
-                                stream = %outgoing.stream,
-                                sequence_number = %outgoing.sequence_number,
-                                code = %refusal.code,
-                                message = %refusal.message,
-                                "a message refused: sent again, first of its stream"
-                            );
-                            held.insert(outgoing.stream.clone());
-                            troubled.insert(outgoing.stream.clone());
-                            again.push((index, outgoing));
-                        }
-                    }
-                }
-                Err(err) => {
-                    dispatch.refused += 1;
-                    tracing::warn!(
-                        service = queue.service(),
-                        error = %err,
-                        entries = entries.len(),
-                        "a batch request failed"
-                    );
-                    for (index, outgoing) in indexes.into_iter().zip(entries) {
-                        held.insert(outgoing.stream.clone());
-                        troubled.insert(outgoing.stream.clone());
-                        again.push((index, outgoing));
-                    }
-                }
+                Ok(refused) => self.absorb(indexes, entries, &refused, round).await,
+                Err(err) => self.failed_request(indexes, entries, &err, round),
             }
         }
-        again.sort_by_key(|(index, _)| *index);
-        pending = again;
-        round += 1;
-        let late = out_of_time(deadline, settings);
-        if !pending.is_empty() && (round > settings.retries || late) {
-            let reason = if late {
-                format!(
-                    "the invocation's deadline came before {} took it",
-                    queue.service()
-                )
-            } else {
-                format!("{} did not take it after retries", queue.service())
+    }
+
+    /// A request's answer: what was taken, what goes again, what the
+    /// service blames on the message itself (reported).
+    async fn absorb(
+        &mut self,
+        indexes: Vec<usize>,
+        entries: Vec<Outgoing>,
+        refused: &[Refused],
+        round: &mut Round,
+    ) {
+        let sent = indexes.into_iter().zip(entries);
+        for (position, (index, outgoing)) in sent.enumerate() {
+            let Some(refusal) = refused.iter().find(|r| r.index == position) else {
+                self.dispatch.dispatched += 1;
+                // Taken behind nothing refused of its stream: its order
+                // holds again.
+                if !round.held.contains(&outgoing.stream) {
+                    self.troubled.remove(&outgoing.stream);
+                }
+                continue;
             };
-            unfinished.extend(pending.drain(..).map(|(index, _)| Unfinished {
-                index,
-                reason: reason.clone(),
-            }));
+            self.dispatch.refused += 1;
+            if !self.queue.blames_message(refusal) {
+                tracing::warn!(
+                    service = self.queue.service(),
+                    stream = %outgoing.stream,
+                    sequence_number = %outgoing.sequence_number,
+                    code = %refusal.code,
+                    message = %refusal.message,
+                    "a message refused: sent again, first of its stream"
+                );
+                round.held.insert(outgoing.stream.clone());
+                self.troubled.insert(outgoing.stream.clone());
+                round.again.push((index, outgoing));
+                continue;
+            }
+            if !round.held.contains(&outgoing.stream) {
+                self.troubled.remove(&outgoing.stream);
+            }
+            let corrupt = Corrupt {
+                sequence_number: Some(outgoing.sequence_number.clone()),
+                reason: format!(
+                    "{} refused the message: {}: {}",
+                    self.queue.service(),
+                    refusal.code,
+                    refusal.message
+                ),
+                record: self.records[index].clone(),
+            };
+            if let Err(reason) = report(self.queue, &corrupt, &mut self.dispatch).await {
+                self.unfinished.push(Unfinished { index, reason });
+            }
         }
     }
-    if let Some(first) = unfinished.iter().min_by_key(|unfinished| unfinished.index) {
+
+    /// A request that failed as a whole: all of it goes again, first of its
+    /// streams.
+    fn failed_request(
+        &mut self,
+        indexes: Vec<usize>,
+        entries: Vec<Outgoing>,
+        err: &SendError,
+        round: &mut Round,
+    ) {
+        self.dispatch.refused += 1;
+        tracing::warn!(
+            service = self.queue.service(),
+            error = %err,
+            entries = entries.len(),
+            "a batch request failed"
+        );
+        for (index, outgoing) in indexes.into_iter().zip(entries) {
+            round.held.insert(outgoing.stream.clone());
+            self.troubled.insert(outgoing.stream.clone());
+            round.again.push((index, outgoing));
+        }
+    }
+
+    /// Names the first record not done as the batch's failure.
+    fn name_failure(&mut self) {
+        let Some(first) = self.unfinished.iter().min_by_key(|u| u.index) else {
+            return;
+        };
         // Without a SequenceNumber, the empty identifier: Lambda then
         // delivers the whole batch again.
-        dispatch.failure = Some(
-            records[first.index]
+        self.dispatch.failure = Some(
+            self.records[first.index]
                 .pointer("/dynamodb/SequenceNumber")
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned(),
         );
-        dispatch.failure_reason = Some(first.reason.clone());
+        self.dispatch.failure_reason = Some(first.reason.clone());
     }
-    dispatch
+}
+
+/// The next requests to send at once, taken from `rest` in record order: up
+/// to [`MAX_IN_FLIGHT`] requests of up to [`MAX_ENTRIES`] entries and
+/// [`MAX_REQUEST_BYTES`], each stream in one request only. A stream's later
+/// entry joins its request while that request is the one being filled (and
+/// the stream is not troubled); otherwise it, and every later entry of its
+/// stream, waits for the next wave. The entries of a held stream go to the
+/// next round.
+fn next_wave(
+    rest: &mut VecDeque<(usize, Outgoing)>,
+    round: &mut Round,
+    troubled: &HashSet<String>,
+) -> Vec<Request> {
+    let mut wave: Vec<Request> = Vec::new();
+    // The bytes of the request being filled (the last one).
+    let mut bytes = 0;
+    let mut placed: HashMap<String, usize> = HashMap::new();
+    let mut blocked: HashSet<String> = HashSet::new();
+    let mut position = 0;
+    while position < rest.len() {
+        let next = &rest[position].1;
+        if round.held.contains(&next.stream) {
+            round.again.extend(rest.remove(position));
+            continue;
+        }
+        if blocked.contains(&next.stream) {
+            position += 1;
+            continue;
+        }
+        let size = next.body.len();
+        let open = wave.len().checked_sub(1);
+        let fits = |request: &Request, bytes: usize| {
+            request.1.len() < MAX_ENTRIES
+                && (request.1.is_empty() || bytes + size <= MAX_REQUEST_BYTES)
+        };
+        let at = match (placed.get(&next.stream), open) {
+            (Some(&at), Some(open))
+                if at == open && !troubled.contains(&next.stream) && fits(&wave[at], bytes) =>
+            {
+                at
+            }
+            (Some(_), _) => {
+                blocked.insert(next.stream.clone());
+                position += 1;
+                continue;
+            }
+            (None, Some(open)) if fits(&wave[open], bytes) => open,
+            (None, _) if wave.len() < MAX_IN_FLIGHT => {
+                wave.push((Vec::new(), Vec::new()));
+                bytes = 0;
+                wave.len() - 1
+            }
+            (None, _) => break,
+        };
+        if let Some((index, outgoing)) = rest.remove(position) {
+            bytes += size;
+            placed.insert(outgoing.stream.clone(), at);
+            wave[at].0.push(index);
+            wave[at].1.push(outgoing);
+        }
+    }
+    wave
 }
 
 /// A JSON document with the characters SQS refuses (U+FFFE, U+FFFF: JSON
@@ -454,5 +586,137 @@ async fn report<Q: Queue>(
             }
             Err(format!("its report to the failure queue failed: {err}"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    fn outgoing(stream: &str, sequence: u64) -> Outgoing {
+        Outgoing {
+            sequence_number: format!("{sequence:021}"),
+            stream: stream.to_owned(),
+            group_id: stream.to_owned(),
+            deduplication_id: format!("{stream}:{sequence}"),
+            body: format!("{{\"aggregateId\":\"{stream}\",\"sequence\":{sequence}}}"),
+            trace_header: None,
+        }
+    }
+
+    /// Streams `a` (hot: every other record) and `s0`, `s1`, ... (one event
+    /// each), interleaved as a shard delivers them.
+    fn interleaved(hot: u64, others: u64) -> Pending {
+        let mut pending = Vec::new();
+        let (mut a, mut other) = (0, 0);
+        while a < hot || other < others {
+            if a < hot {
+                a += 1;
+                pending.push((pending.len(), outgoing("a", a)));
+            }
+            if other < others {
+                pending.push((pending.len(), outgoing(&format!("s{other}"), 1)));
+                other += 1;
+            }
+        }
+        pending
+    }
+
+    /// A queue that takes everything, slowly, and checks that no stream is
+    /// in two requests in flight.
+    #[derive(Default)]
+    struct SlowQueue {
+        in_flight: Mutex<(HashSet<String>, usize)>,
+        most_in_flight: Mutex<usize>,
+        taken: Mutex<Vec<Outgoing>>,
+    }
+
+    impl Queue for SlowQueue {
+        async fn send(&self, entries: &[Outgoing]) -> Result<Vec<Refused>, SendError> {
+            {
+                let mut in_flight = self.in_flight.lock().unwrap();
+                for entry in entries {
+                    let fresh = in_flight.0.insert(entry.stream.clone())
+                        || entries.iter().filter(|e| e.stream == entry.stream).count() > 1;
+                    assert!(fresh, "{} in two requests at once", entry.stream);
+                }
+                in_flight.1 += 1;
+                let mut most = self.most_in_flight.lock().unwrap();
+                *most = (*most).max(in_flight.1);
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            {
+                let mut in_flight = self.in_flight.lock().unwrap();
+                for entry in entries {
+                    in_flight.0.remove(&entry.stream);
+                }
+                in_flight.1 -= 1;
+            }
+            self.taken.lock().unwrap().extend(entries.iter().cloned());
+            Ok(Vec::new())
+        }
+
+        async fn report(&self, _report: &str) -> Result<(), SendError> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_wave_holds_each_stream_in_one_request() {
+        let mut rest: VecDeque<(usize, Outgoing)> = interleaved(30, 30).into();
+        let mut round = Round::default();
+        let wave = next_wave(&mut rest, &mut round, &HashSet::new());
+        assert!(wave.len() > 1, "other streams go beside the hot one");
+        assert!(wave.len() <= MAX_IN_FLIGHT);
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for (at, (_, entries)) in wave.iter().enumerate() {
+            assert!(entries.len() <= MAX_ENTRIES);
+            for entry in entries {
+                assert_eq!(*seen.entry(entry.stream.as_str()).or_insert(at), at);
+            }
+        }
+        // What is left of `a` starts where the wave's `a` entries end.
+        let sent_a = wave
+            .iter()
+            .flat_map(|(_, entries)| entries)
+            .filter(|entry| entry.stream == "a")
+            .count();
+        let next_a = rest.iter().find(|(_, entry)| entry.stream == "a");
+        assert_eq!(
+            next_a.map(|(_, entry)| entry.deduplication_id.clone()),
+            Some(format!("a:{}", sent_a + 1))
+        );
+    }
+
+    #[tokio::test]
+    async fn requests_go_at_once_and_each_stream_stays_in_order() {
+        let queue = SlowQueue::default();
+        let mut batch = Batch {
+            records: &[],
+            queue: &queue,
+            settings: Settings::default(),
+            deadline: None,
+            dispatch: Dispatch::default(),
+            unfinished: Vec::new(),
+            troubled: HashSet::new(),
+        };
+        batch.send_all(interleaved(40, 60)).await;
+        assert_eq!(batch.dispatch.dispatched, 100);
+        assert!(batch.unfinished.is_empty());
+        assert!(
+            *queue.most_in_flight.lock().unwrap() > 1,
+            "more than one request in flight"
+        );
+        assert!(batch.dispatch.requests <= 12, "{}", batch.dispatch.requests);
+        let taken = queue.taken.lock().unwrap();
+        let a: Vec<&str> = taken
+            .iter()
+            .filter(|entry| entry.stream == "a")
+            .map(|entry| entry.deduplication_id.as_str())
+            .collect();
+        let expected: Vec<String> = (1..=40).map(|n| format!("a:{n}")).collect();
+        assert_eq!(a, expected);
     }
 }
