@@ -13,7 +13,7 @@ use super::{BatchError, MessageReport};
 use crate::domain::Domain;
 use crate::entity::EntityKey;
 use crate::envelope::{Event, Record};
-use crate::store::{DedupKey, Loaded, Stored};
+use crate::store::{DedupKey, Loaded, Parking, Stored};
 
 /// Every record of the batch, read; `Err` names the first without a
 /// message id.
@@ -29,16 +29,35 @@ pub(super) fn read_records(event: &SqsEvent, domain: &Domain) -> Result<Vec<Reco
 /// positions of its records.
 pub(super) fn streams_of(records: &[Record]) -> Vec<Vec<usize>> {
     let mut streams: Vec<Vec<usize>> = Vec::new();
-    let mut stream_of: HashMap<&str, usize> = HashMap::with_capacity(records.len());
+    // A FIFO batch holds at most 10 records: looked up among the streams
+    // found so far, its names are not hashed; a larger batch is indexed.
+    let mut stream_of: Option<HashMap<&str, usize>> =
+        (records.len() > SMALL_BATCH).then(|| HashMap::with_capacity(records.len()));
     for (position, record) in records.iter().enumerate() {
-        let index = *stream_of.entry(record.stream.as_str()).or_insert_with(|| {
-            streams.push(Vec::new());
-            streams.len() - 1
-        });
-        streams[index].push(position);
+        let name = record.stream.as_str();
+        let known = match &stream_of {
+            Some(index) => index.get(name).copied(),
+            None => streams.iter().position(|positions| {
+                positions
+                    .first()
+                    .is_some_and(|&first| records[first].stream == name)
+            }),
+        };
+        match known {
+            Some(index) => streams[index].push(position),
+            None => {
+                if let Some(index) = &mut stream_of {
+                    index.insert(name, streams.len());
+                }
+                streams.push(vec![position]);
+            }
+        }
     }
     streams
 }
+
+/// The most records a batch's streams are found in without an index.
+const SMALL_BATCH: usize = 16;
 
 /// What the batch reads in its one load: the entities of its events (one
 /// key per event, in batch order; `at` gives each record's key, if it has
@@ -124,10 +143,13 @@ fn take_stored(loaded: &mut Loaded, key: &EntityKey) -> Result<Stored, CallError
         .remove(key)
         .transpose()
         .map_err(CallError::Store)?;
-    Ok(Stored {
-        entity,
-        parking: loaded.parking.remove(key).unwrap_or_default(),
-    })
+    // Most items have nothing parked: the key is hashed only when some do.
+    let parking = if loaded.parking.is_empty() {
+        Parking::default()
+    } else {
+        loaded.parking.remove(key).unwrap_or_default()
+    };
+    Ok(Stored { entity, parking })
 }
 
 /// The report's lines, in batch order: each record with its verdict (a

@@ -52,24 +52,31 @@ impl<S: Store> Runner<S> {
             entities,
             additions,
         } = plan;
-        let entity_runs = entities.into_iter().map(
-            |EntityPlan {
-                 key,
-                 base,
-                 positions,
-                 ..
-             }| async move {
-                let run: Vec<&Record> =
-                    positions.iter().map(|&position| stream[position]).collect();
-                let name = run.first().map_or("", |record| record.stream.as_str());
-                let settled = self.run_entity(&key, name, &run, base, invocation).await;
-                (positions, settled)
-            },
-        );
-        let (settled, added) = futures::join!(
-            join_all(entity_runs),
-            self.settle_additions(additions, invocation)
-        );
+        let run_entity = |EntityPlan {
+                              key,
+                              base,
+                              positions,
+                              ..
+                          }| async move {
+            let run: Vec<&Record> = positions.iter().map(|&position| stream[position]).collect();
+            let name = run.first().map_or("", |record| record.stream.as_str());
+            let settled = self.run_entity(&key, name, &run, base, invocation).await;
+            (positions, settled)
+        };
+        let entity_runs = async move {
+            // Most streams are one entity's: run without a set of futures.
+            if entities.len() == 1 {
+                let mut settled = Vec::with_capacity(1);
+                for entity in entities {
+                    settled.push(run_entity(entity).await);
+                }
+                settled
+            } else {
+                join_all(entities.into_iter().map(run_entity)).await
+            }
+        };
+        let (settled, added) =
+            futures::join!(entity_runs, self.settle_additions(additions, invocation));
         let mut parking = Vec::new();
         for (positions, (outcomes, parked)) in settled {
             for (position, verdict) in positions.into_iter().zip(outcomes) {
