@@ -35,7 +35,7 @@ Exit status: 0 appended (or the request id seen before: the first answer again);
 2 invalid input or EVENTS_TABLE missing; 3 the stream is not at --expected-sequence.";
 
 /// Appends one event to the event store, with the next sequence of its
-/// stream, in one transaction.
+/// stream, all or nothing (with a request id, the request record with it).
 #[derive(Debug, Parser)]
 #[command(name = "append", version, after_help = EXAMPLES)]
 struct Args {

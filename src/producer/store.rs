@@ -41,7 +41,7 @@ use crate::store::dynamodb::errors::request_error;
 /// a row to up to 128 ms), so that writers in other processes spread their
 /// tries. Waiting for a turn behind this store's other appends to the
 /// stream does not count.
-pub const RETRY_BUDGET: Duration = Duration::from_secs(10);
+pub const RETRY_BUDGET: Duration = Duration::from_secs(20);
 
 /// How long a request record is kept (`expiresAt`): 7 days, far longer than
 /// any caller retries a command.
