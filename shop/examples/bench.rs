@@ -785,6 +785,10 @@ struct Args {
     /// Only the time to read a body by its version (no DynamoDB).
     #[arg(long, conflicts_with = "cpu_only")]
     versions: bool,
+    /// Only the producer's half (appends to the event store, on DynamoDB
+    /// Local behind the 2 ms proxy).
+    #[arg(long, conflicts_with_all = ["cpu_only", "versions"])]
+    producer: bool,
 }
 
 // ---- versions -----------------------------------------------------------------
@@ -899,6 +903,10 @@ async fn main() {
         Duration::from_millis(2),
     )
     .await;
+    if args.producer {
+        producer::print_producer(&endpoint, &proxy.endpoint).await;
+        return;
+    }
     println!("== DynamoDB requests per message and sequential round trips per batch");
     println!("   (DynamoDB Local behind a proxy adding 2 ms to each request)");
     println!(
