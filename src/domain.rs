@@ -87,10 +87,11 @@ use serde::de::value::MapDeserializer;
 use serde_json::Value;
 
 use crate::entity::{ENGINE_ATTRIBUTES, Entity, EntityKey, Kind};
+use crate::envelope::Table;
 use crate::envelope::{self, Event, InvalidMessage, Parser, ReadData};
 use crate::handling::{Counter, Handling};
 use crate::reason::path_from;
-use crate::versions::{Table, Versions};
+use crate::versions::Versions;
 
 /// A domain's events: a serde enum tagged by the envelope's `type`, with the
 /// event's `data` as content (`#[serde(tag = "type", content = "data")]`),

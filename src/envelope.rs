@@ -8,15 +8,18 @@
 //! | `envelope.rs` | the [`Event`] read from a body, and why a body is refused |
 //! | `record.rs` | one SQS record read: [`Record::read`] |
 //! | `body.rs` | one body read: the envelope's fields, `data` upcast and read, the fields bound |
+//! | `versions.rs` | the domain's [`crate::versions::Versions`] resolved for reading: the plan of upcasts a body's `version` needs |
 //!
 //! The envelope knows a domain only as a [`Parser`] of bodies: the
 //! [`crate::Domain`] builds on this module, never the other way round.
 
 mod body;
 mod record;
+mod versions;
 
 pub(crate) use body::{ReadData, parse_body, refusal};
 pub use record::Record;
+pub(crate) use versions::Table;
 
 use crate::entity::{AnyEntity, EntityKey, Kind};
 use crate::handling::{Decision, Deduplicated, HandlerFault, How};

@@ -81,6 +81,8 @@
 //! - [`producer`]: the producer's half: events appended to an event store
 //!   with gapless sequences, each with its sequence in one transaction, a
 //!   request id making a retried command safe.
+//! - [`sqs`]: what SQS takes (a body's size and characters, ids, the
+//!   trace header), for the producer and the dispatcher alike.
 //! - [`dispatcher`]: the producer's other half: appended events from the
 //!   event store's DynamoDB stream to the FIFO queue, in stream order.
 //! - [`cli`]: the binaries of any domain, each a one-line `main`: the
@@ -113,6 +115,7 @@ pub mod metrics;
 pub mod producer;
 mod reason;
 pub mod runner;
+pub mod sqs;
 pub mod store;
 pub mod sweep;
 #[cfg(feature = "test-support")]

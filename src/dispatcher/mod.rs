@@ -54,10 +54,8 @@ use crate::config::ConfigError;
 use crate::domain::Domain;
 use crate::metrics::Emf;
 
-pub use record::{
-    Corrupt, MAX_SQS_ID, Outgoing, Read, deduplication_id, group_id, read, sqs_body_char,
-    valid_sqs_id, valid_trace_header,
-};
+pub use crate::sqs::{MAX_SQS_ID, sqs_body_char, valid_sqs_id, valid_trace_header};
+pub use record::{Corrupt, Outgoing, Read, deduplication_id, group_id, read};
 pub use send::{
     Dispatch, ENTRY_FAULTS, MAX_ENTRIES, MAX_IN_FLIGHT, MAX_REQUEST_BYTES, Queue, Refused,
     SendError, Settings, dispatch,

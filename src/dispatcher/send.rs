@@ -522,7 +522,7 @@ fn next_wave(
 fn sendable(json: &str) -> String {
     json.chars()
         .fold(String::with_capacity(json.len()), |mut out, c| {
-            if super::record::sqs_body_char(c) {
+            if crate::sqs::sqs_body_char(c) {
                 out.push(c);
             } else {
                 out.push_str(&format!("\\u{:04x}", u32::from(c)));

@@ -5,10 +5,10 @@
 
 use serde_json::{Map, Value};
 
+use super::versions::{self, Table};
 use super::{Event, InvalidMessage, MAX_DATA_STRING, MAX_SEQUENCE};
 use crate::handling::{Handling, How};
 use crate::reason::{Refusal, key_segment, without_value};
-use crate::versions::{self, Table};
 
 /// How a domain reads `data` ([`crate::Domain`]): the envelope's `type`
 /// and `data` in, the event's handling out.

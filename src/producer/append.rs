@@ -143,7 +143,7 @@ impl EventStore {
             now: now(),
             trace: std::env::var("_X_AMZN_TRACE_ID")
                 .ok()
-                .filter(|trace| crate::dispatcher::valid_trace_header(trace)),
+                .filter(|trace| crate::sqs::valid_trace_header(trace)),
             at,
             proven,
             uncertain: Vec::new(),

@@ -7,9 +7,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{Append, AppendError, ExpectedSequence, MAX_BODY, MAX_BYTES, MAX_ITEMS};
-use crate::dispatcher::sqs_body_char;
 use crate::domain::Domain;
 use crate::envelope::InvalidMessage;
+use crate::sqs::sqs_body_char;
 
 /// The message body of section 1, in the contract's field order.
 #[derive(Serialize)]

@@ -38,12 +38,9 @@ use serde_json::Value;
 use crate::envelope::InvalidMessage;
 use crate::store::StoreError;
 
+pub use crate::sqs::MAX_BODY;
 pub use capacity::{Consumed, Units};
 pub use store::{EventStore, ExactCheck, REQUEST_TTL_SECONDS, RETRY_BUDGET, StoredEvent};
-
-/// The largest message body an append takes, in bytes: what an SQS message
-/// holds (256 KiB), so that the dispatcher can send every event it stores.
-pub const MAX_BODY: usize = 256 * 1024;
 
 /// The most items one append writes: DynamoDB's transaction limit.
 pub const MAX_ITEMS: usize = 100;

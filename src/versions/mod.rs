@@ -129,12 +129,10 @@ use serde_json::Value;
 use crate::domain::{Domain, Events};
 
 mod problems;
-mod table;
 #[cfg(test)]
 mod tests;
 
 pub use problems::problems;
-pub(crate) use table::{Table, of_envelope};
 
 /// The newest version a body may carry: `version` is 1 to 65535.
 pub const MAX_VERSION: u16 = u16::MAX;
@@ -150,8 +148,8 @@ pub type Upcast = fn(Value) -> Result<Value, String>;
 #[derive(Debug, Clone, Default)]
 #[must_use = "versions declare nothing until Events::versions returns them"]
 pub struct Versions {
-    currents: Vec<(&'static str, u16)>,
-    upcasts: Vec<(&'static str, u16, Upcast)>,
+    pub(crate) currents: Vec<(&'static str, u16)>,
+    pub(crate) upcasts: Vec<(&'static str, u16, Upcast)>,
 }
 
 impl Versions {
