@@ -68,6 +68,7 @@ pub mod metrics;
 pub mod producer;
 mod reason;
 pub mod runner;
+pub mod sdk;
 pub mod store;
 pub mod sweep;
 #[cfg(feature = "test-support")]
