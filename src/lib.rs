@@ -115,6 +115,7 @@ pub mod metrics;
 pub mod producer;
 mod reason;
 pub mod runner;
+pub mod sdk;
 pub mod sqs;
 pub mod store;
 pub mod sweep;

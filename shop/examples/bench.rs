@@ -19,7 +19,14 @@
 //!   thread;
 //! - for the release `projector`: time from process start to its first call
 //!   for work, to its first batch answered (the cold start a user sees, over
-//!   HTTP to DynamoDB Local), and peak memory after the mix;
+//!   HTTP to DynamoDB Local and through a TLS proxy), and peak memory after
+//!   the mix;
+//! - for the release `dispatcher`: time from process start to its first
+//!   stream batch answered (one `SendMessageBatch` to an SQS stand-in, over
+//!   HTTP and through TLS);
+//! - with `--variant NAME=DIR` (`scripts/bench --tls-variants`), only the
+//!   cold starts of several builds of both functions, side by side in one
+//!   run, and the TLS connections each opened;
 //! - reading a body by its version (`--versions` runs this alone): parse
 //!   time of a body without `version`, with `"version":1`, at a current
 //!   version 2, and at version 1 upcast to 2.
@@ -38,7 +45,11 @@ mod fault_proxy;
 #[path = "support/producer.rs"]
 mod producer;
 
+#[path = "support/sqs_stand_in.rs"]
+mod sqs_stand_in;
+
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -644,8 +655,6 @@ fn embedded_cpu(workload: &Workload, repeats: usize, naive_handler: bool) -> (f6
     (wall * 1e6 / messages as f64, cpu * 1e6 / messages as f64)
 }
 
-/// Starts the release projector against a local Runtime API; returns the time
-/// to the first batch answered, and (after running `batches`) its peak memory.
 /// How the projector reaches DynamoDB for a start measurement.
 struct Reach<'a> {
     /// Where the benchmark itself creates the table (plain HTTP).
@@ -658,9 +667,86 @@ struct Reach<'a> {
     table: &'a str,
 }
 
-async fn projector_figures(reach: &Reach<'_>, batches: &[SqsEvent]) -> Option<(Duration, u64)> {
+/// What one start of a function measured.
+struct Start {
+    /// Process start to the first batch answered.
+    first_batch: Duration,
+    /// Peak memory (VmHWM) after the batches.
+    peak_kb: u64,
+    /// Connections the function opened to its service during the first batch.
+    connections: usize,
+}
+
+/// The release binary `name` beside the benchmark's directory
+/// (`target/release/<name>`).
+fn release_binary(name: &str) -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
-    let projector = exe.parent()?.parent()?.join("projector");
+    Some(exe.parent()?.parent()?.join(name))
+}
+
+/// The port of an `http(s)://host:port` endpoint.
+fn port_of(endpoint: &str) -> Option<u16> {
+    endpoint
+        .rsplit(':')
+        .next()?
+        .trim_end_matches('/')
+        .parse()
+        .ok()
+}
+
+/// The TCP connections process `pid` holds to 127.0.0.1:`port` (Linux:
+/// its socket inodes in /proc/PID/fd matched against /proc/PID/net/tcp).
+fn connections_to(pid: u32, port: u16) -> usize {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return 0;
+    };
+    let inodes: std::collections::HashSet<String> = fds
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|link| {
+            let link = link.to_string_lossy().into_owned();
+            Some(link.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect();
+    let remote = format!("0100007F:{port:04X}");
+    std::fs::read_to_string(format!("/proc/{pid}/net/tcp"))
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            fields.get(2) == Some(&remote.as_str())
+                && fields.get(9).is_some_and(|inode| inodes.contains(*inode))
+        })
+        .count()
+}
+
+/// The environment every function started here gets (a Lambda without AWS).
+fn function_command(binary: &Path, api: &runtime_api::RuntimeApi) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(binary);
+    command
+        .env_clear()
+        .env("AWS_LAMBDA_RUNTIME_API", &api.address)
+        .env("AWS_LAMBDA_FUNCTION_NAME", "bench")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_LAMBDA_LOG_LEVEL", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    command
+}
+
+/// Starts the release projector against a local Runtime API; returns the
+/// time to the first batch answered, and (after running `batches`) its peak
+/// memory.
+async fn projector_figures(
+    projector: &Path,
+    reach: &Reach<'_>,
+    batches: &[SqsEvent],
+) -> Option<Start> {
     if !projector.exists() {
         eprintln!(
             "{} not found: build it with `cargo build --release --bin projector`",
@@ -671,36 +757,27 @@ async fn projector_figures(reach: &Reach<'_>, batches: &[SqsEvent]) -> Option<(D
     let client = connect(Some(reach.setup)).await;
     create_table(&client, reach.table).await.ok()?;
     let api = runtime_api::RuntimeApi::start().await;
-    let mut command = tokio::process::Command::new(&projector);
-    command.env_clear();
+    let mut command = function_command(projector, &api);
     if let Some(ca) = reach.ca {
         command.env("SSL_CERT_FILE", ca);
     }
-    let started = Instant::now();
-    let mut child = command
-        .env("AWS_LAMBDA_RUNTIME_API", &api.address)
-        .env("AWS_LAMBDA_FUNCTION_NAME", "bench")
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+    command
         .env("TABLE_NAME", reach.table)
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_ENDPOINT_URL_DYNAMODB", reach.function)
-        .env("AWS_LAMBDA_LOG_LEVEL", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .ok()?;
+        .env("AWS_ENDPOINT_URL_DYNAMODB", reach.function);
+    let started = Instant::now();
+    let mut child = command.spawn().ok()?;
     let pid = child.id()?;
     let mut first_batch = None;
+    let mut connections = 0;
     for event in batches {
         let body = serde_json::to_string(event).ok()?;
         api.invoke(&body).await;
         // The cold start a user sees: process start to the first batch
         // answered (credentials, the first connection, the first requests).
-        first_batch.get_or_insert_with(|| started.elapsed());
+        if first_batch.is_none() {
+            first_batch = Some(started.elapsed());
+            connections = port_of(reach.function).map_or(0, |port| connections_to(pid, port));
+        }
     }
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let peak_kb = status
@@ -715,7 +792,82 @@ async fn projector_figures(reach: &Reach<'_>, batches: &[SqsEvent]) -> Option<(D
                 .ok()
         })?;
     let _ = child.kill().await;
-    Some((first_batch?, peak_kb))
+    Some(Start {
+        first_batch: first_batch?,
+        peak_kb,
+        connections,
+    })
+}
+
+/// The dispatcher's first stream batch (the worked example's, three records:
+/// one `SendMessageBatch`).
+const STREAM_BATCH: &str = include_str!("../../events/dispatcher/stream-batch.json");
+
+/// Starts the release dispatcher against a local Runtime API, sending to the
+/// SQS stand-in at `endpoint` (plain, or through the TLS proxy with `ca`
+/// trusted); returns the time to the first batch answered and the
+/// connections it opened, or `None` if it failed.
+async fn dispatcher_start(
+    dispatcher: &Path,
+    endpoint: &str,
+    ca: Option<&str>,
+    stand_in: &sqs_stand_in::SqsStandIn,
+) -> Option<Start> {
+    if !dispatcher.exists() {
+        eprintln!(
+            "{} not found: build it with `cargo build --release --bin dispatcher`",
+            dispatcher.display()
+        );
+        return None;
+    }
+    let api = runtime_api::RuntimeApi::start().await;
+    let mut command = function_command(dispatcher, &api);
+    if let Some(ca) = ca {
+        command.env("SSL_CERT_FILE", ca);
+    }
+    command
+        .env(
+            "QUEUE_URL",
+            "https://sqs.us-east-1.amazonaws.com/123456789012/bench.fifo",
+        )
+        .env(
+            "FAILURE_QUEUE_URL",
+            "https://sqs.us-east-1.amazonaws.com/123456789012/bench-failures",
+        )
+        .env("AWS_ENDPOINT_URL_SQS", endpoint);
+    let before = stand_in.connections();
+    let started = Instant::now();
+    let mut child = command.spawn().ok()?;
+    let answer = api.invoke(STREAM_BATCH).await;
+    let first_batch = started.elapsed();
+    let connections = stand_in.connections().saturating_sub(before) as usize;
+    let _ = child.kill().await;
+    // Every record taken: an answer with no batch item failure.
+    match answer {
+        runtime_api::Answer::Response(body) if body.contains(r#""batchItemFailures":[]"#) => {
+            Some(Start {
+                first_batch,
+                peak_kb: 0,
+                connections,
+            })
+        }
+        other => {
+            eprintln!("the dispatcher did not send the batch: {other:?}");
+            None
+        }
+    }
+}
+
+/// Median, min and max in ms of `times` (sorted here), and how many.
+fn spread(times: &mut [Duration]) -> Option<(f64, f64, f64, usize)> {
+    times.sort();
+    let ms = |time: &Duration| time.as_secs_f64() * 1e3;
+    Some((
+        ms(times.get(times.len() / 2)?),
+        ms(times.first()?),
+        ms(times.last()?),
+        times.len(),
+    ))
 }
 
 async fn start_times(samples: usize) -> Vec<Duration> {
@@ -789,6 +941,241 @@ struct Args {
     /// Local behind the 2 ms proxy).
     #[arg(long, conflicts_with_all = ["cpu_only", "versions"])]
     producer: bool,
+    /// A free port for the SQS stand-in (plain HTTP) the release dispatcher
+    /// sends to, for its cold start.
+    #[arg(long, value_name = "PORT")]
+    sqs_stand_in_port: Option<u16>,
+    /// The stand-in through TLS (`scripts/tls-proxy.py` in front of it; the
+    /// CA of `--tls-ca`).
+    #[arg(long, value_name = "URL", requires_all = ["sqs_stand_in_port", "tls_ca"])]
+    sqs_tls_endpoint: Option<String>,
+    /// The CA of `--tls-ca` with the system's root bundle in one file: what
+    /// loading the roots of a real system costs.
+    #[arg(long, value_name = "FILE")]
+    tls_ca_bundle: Option<String>,
+    /// Only the cold starts, of several builds side by side: NAME=DIR, DIR
+    /// holding a `projector` and a `dispatcher`. Repeat for each build.
+    #[arg(long = "variant", value_name = "NAME=DIR", requires = "tls_endpoint")]
+    variants: Vec<String>,
+    /// Rounds of the side-by-side cold starts (each starts every build once
+    /// per measure).
+    #[arg(long, default_value_t = 15)]
+    rounds: usize,
+}
+
+/// The release dispatcher's cold start, over HTTP and through TLS, to the
+/// SQS stand-in.
+async fn print_dispatcher(args: &Args, stand_in: Option<&sqs_stand_in::SqsStandIn>) {
+    println!("\n== Release dispatcher (SendMessageBatch to a local SQS stand-in)");
+    let (Some(stand_in), Some(port)) = (stand_in, args.sqs_stand_in_port) else {
+        println!(
+            "process start to the first batch answered: not measured (no --sqs-stand-in-port)"
+        );
+        return;
+    };
+    let Some(dispatcher) = release_binary("dispatcher") else {
+        return;
+    };
+    let plain = format!("http://127.0.0.1:{port}");
+    for (label, endpoint, ca) in [
+        ("over HTTP", Some(plain.as_str()), None),
+        (
+            "through TLS (a local TLS proxy)",
+            args.sqs_tls_endpoint.as_deref(),
+            args.tls_ca.as_deref(),
+        ),
+    ] {
+        let Some(endpoint) = endpoint else {
+            println!(
+                "process start to the first batch answered, {label}: not measured (no --sqs-tls-endpoint)"
+            );
+            continue;
+        };
+        let mut times = Vec::new();
+        for _ in 0..7 {
+            if let Some(start) = dispatcher_start(&dispatcher, endpoint, ca, stand_in).await {
+                times.push(start.first_batch);
+            }
+        }
+        match spread(&mut times) {
+            Some((median, min, max, runs)) => println!(
+                "process start to the first batch answered, {label}: median {median:.1} ms (min {min:.1}, max {max:.1}, {runs} runs)"
+            ),
+            None => println!("process start to the first batch answered, {label}: not measured"),
+        }
+    }
+    if let Ok(meta) = std::fs::metadata(&dispatcher) {
+        println!(
+            "x86_64 release binary (stripped by the profile): {:.2} MB",
+            meta.len() as f64 / 1e6
+        );
+    }
+}
+
+/// One measure of the side-by-side cold starts.
+#[derive(Clone, Copy)]
+enum Measure {
+    ProjectorHttp,
+    ProjectorTls,
+    ProjectorSystemRoots,
+    /// One stream's batch: one write, so one connection.
+    ProjectorHttpOneStream,
+    ProjectorTlsOneStream,
+    DispatcherHttp,
+    DispatcherTls,
+}
+
+impl Measure {
+    fn label(self) -> &'static str {
+        match self {
+            Measure::ProjectorHttp => "projector, over HTTP",
+            Measure::ProjectorTls => "projector, through TLS",
+            Measure::ProjectorSystemRoots => "projector, through TLS, system roots too",
+            Measure::ProjectorHttpOneStream => "projector, one stream, over HTTP",
+            Measure::ProjectorTlsOneStream => "projector, one stream, through TLS",
+            Measure::DispatcherHttp => "dispatcher, over HTTP",
+            Measure::DispatcherTls => "dispatcher, through TLS",
+        }
+    }
+}
+
+/// The cold starts of several builds (`--variant NAME=DIR`), side by side in
+/// one run: each round starts every build once per measure, the build that
+/// goes first rotating, so that a slower moment of the machine is shared.
+async fn print_variants(args: &Args, endpoint: &str, stand_in: Option<&sqs_stand_in::SqsStandIn>) {
+    let builds: Vec<(&str, PathBuf)> = args
+        .variants
+        .iter()
+        .filter_map(|variant| {
+            let (name, dir) = variant.split_once('=')?;
+            Some((name, PathBuf::from(dir)))
+        })
+        .collect();
+    let (Some(tls), Some(ca)) = (args.tls_endpoint.as_deref(), args.tls_ca.as_deref()) else {
+        return;
+    };
+    if builds.len() != args.variants.len() {
+        println!("--variant takes NAME=DIR: {:?}", args.variants);
+        return;
+    }
+    let plain_sqs = args
+        .sqs_stand_in_port
+        .map(|port| format!("http://127.0.0.1:{port}"));
+    let mut measures = vec![Measure::ProjectorHttp, Measure::ProjectorTls];
+    if args.tls_ca_bundle.is_some() {
+        measures.push(Measure::ProjectorSystemRoots);
+    }
+    measures.extend([
+        Measure::ProjectorHttpOneStream,
+        Measure::ProjectorTlsOneStream,
+    ]);
+    if stand_in.is_some() {
+        measures.push(Measure::DispatcherHttp);
+        if args.sqs_tls_endpoint.is_some() {
+            measures.push(Measure::DispatcherTls);
+        }
+    }
+    println!("== Cold start by build, side by side: process start to the first batch answered");
+    println!(
+        "   ({} rounds after one not kept; a round starts each build once per measure, the first build rotating;",
+        args.rounds
+    );
+    println!(
+        "   projector: the mix's first batch (10 messages), or one stream's 10 events, on a new table;"
+    );
+    println!("   dispatcher: 3 stream records, one SendMessageBatch)");
+    let mut figures: HashMap<(usize, usize), (Vec<Duration>, Vec<usize>)> = HashMap::new();
+    // Round 0 is not kept: it warms DynamoDB Local (a JVM) and the page cache.
+    for round in 0..=args.rounds {
+        for turn in 0..builds.len() {
+            let index = (round + turn) % builds.len();
+            let dir = &builds[index].1;
+            for (slot, measure) in measures.iter().enumerate() {
+                let start = match measure {
+                    Measure::ProjectorHttp
+                    | Measure::ProjectorTls
+                    | Measure::ProjectorSystemRoots
+                    | Measure::ProjectorHttpOneStream
+                    | Measure::ProjectorTlsOneStream => {
+                        let (function, ca) = match measure {
+                            Measure::ProjectorHttp | Measure::ProjectorHttpOneStream => {
+                                (endpoint, None)
+                            }
+                            Measure::ProjectorSystemRoots => (tls, args.tls_ca_bundle.as_deref()),
+                            _ => (tls, Some(ca)),
+                        };
+                        let table = format!("variant-{index}-{slot}-{round}");
+                        let reach = Reach {
+                            setup: endpoint,
+                            function,
+                            ca,
+                            table: &table,
+                        };
+                        // The mix's first batch (several streams, written
+                        // at once: a connection each), or one aggregate's
+                        // 10 events (one write).
+                        let batch = match measure {
+                            Measure::ProjectorHttpOneStream | Measure::ProjectorTlsOneStream => {
+                                one_aggregate().batches
+                            }
+                            _ => realistic_mix(10, 13).batches,
+                        };
+                        projector_figures(&dir.join("projector"), &reach, &batch).await
+                    }
+                    Measure::DispatcherHttp | Measure::DispatcherTls => {
+                        let (Some(stand_in), Some(plain)) = (stand_in, plain_sqs.as_deref()) else {
+                            continue;
+                        };
+                        let (endpoint, ca) = match measure {
+                            Measure::DispatcherHttp => (plain, None),
+                            _ => (args.sqs_tls_endpoint.as_deref().unwrap_or(plain), Some(ca)),
+                        };
+                        dispatcher_start(&dir.join("dispatcher"), endpoint, ca, stand_in).await
+                    }
+                };
+                if let Some(start) = start.filter(|_| round > 0) {
+                    let entry = figures.entry((index, slot)).or_default();
+                    entry.0.push(start.first_batch);
+                    entry.1.push(start.connections);
+                }
+            }
+        }
+    }
+    println!(
+        "{:<24} {:<42} {:>10} {:>18} {:>12}",
+        "build", "measure", "median ms", "range ms", "connections"
+    );
+    for (index, (name, dir)) in builds.iter().enumerate() {
+        for (slot, measure) in measures.iter().enumerate() {
+            let Some((times, connections)) = figures.get_mut(&(index, slot)) else {
+                println!("{name:<24} {:<42} not measured", measure.label());
+                continue;
+            };
+            connections.sort_unstable();
+            let connections = match (connections.first(), connections.last()) {
+                (Some(low), Some(high)) if low != high => format!("{low} to {high}"),
+                (Some(low), _) => low.to_string(),
+                _ => String::new(),
+            };
+            if let Some((median, min, max, _)) = spread(times) {
+                println!(
+                    "{name:<24} {:<42} {median:>10.1} {:>18} {connections:>12}",
+                    measure.label(),
+                    format!("{min:.1} to {max:.1}")
+                );
+            }
+        }
+        let size = |binary: &str| {
+            std::fs::metadata(dir.join(binary))
+                .map(|meta| format!("{:.2} MB", meta.len() as f64 / 1e6))
+                .unwrap_or_else(|_| "?".to_owned())
+        };
+        println!(
+            "{name:<24} x86_64 release binaries: projector {}, dispatcher {}",
+            size("projector"),
+            size("dispatcher")
+        );
+    }
 }
 
 // ---- versions -----------------------------------------------------------------
@@ -892,6 +1279,14 @@ async fn main() {
         print_cpu(args.repeats);
         return;
     };
+    let stand_in = match args.sqs_stand_in_port {
+        Some(port) => sqs_stand_in::SqsStandIn::start(port).await,
+        None => None,
+    };
+    if !args.variants.is_empty() {
+        print_variants(&args, &endpoint, stand_in.as_ref()).await;
+        return;
+    }
     // A network between the function and DynamoDB: 2 ms per request, so that a
     // round trip is not hidden by the client's own time to issue a request.
     let upstream = endpoint.trim_start_matches("http://").to_owned();
@@ -1010,6 +1405,9 @@ async fn main() {
             times.len()
         );
     }
+    let Some(projector) = release_binary("projector") else {
+        return;
+    };
     let mix = realistic_mix(3000, 13);
     let plain = Reach {
         setup: &endpoint,
@@ -1017,11 +1415,11 @@ async fn main() {
         ca: None,
         table: "projector-mix",
     };
-    match projector_figures(&plain, &mix.batches).await {
-        Some((_, peak_kb)) => println!(
+    match projector_figures(&projector, &plain, &mix.batches).await {
+        Some(start) => println!(
             "peak memory (VmHWM) after {} batches of the mix: {:.1} MB",
             mix.batches.len(),
-            peak_kb as f64 / 1024.0
+            start.peak_kb as f64 / 1024.0
         ),
         None => println!("peak memory: not measured"),
     }
@@ -1051,30 +1449,22 @@ async fn main() {
                 ca,
                 table: &table,
             };
-            if let Some((time, _)) = projector_figures(&reach, first).await {
-                times.push(time);
+            if let Some(start) = projector_figures(&projector, &reach, first).await {
+                times.push(start.first_batch);
             }
         }
-        times.sort();
-        match (times.first(), times.get(times.len() / 2), times.last()) {
-            (Some(min), Some(median), Some(max)) => println!(
-                "process start to the first batch answered, {label}: median {:.1} ms (min {:.1}, max {:.1}, {} runs)",
-                median.as_secs_f64() * 1e3,
-                min.as_secs_f64() * 1e3,
-                max.as_secs_f64() * 1e3,
-                times.len()
+        match spread(&mut times) {
+            Some((median, min, max, runs)) => println!(
+                "process start to the first batch answered, {label}: median {median:.1} ms (min {min:.1}, max {max:.1}, {runs} runs)"
             ),
-            _ => println!("process start to the first batch answered, {label}: not measured"),
+            None => println!("process start to the first batch answered, {label}: not measured"),
         }
     }
-    let size = std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some(exe.parent()?.parent()?.join("projector")))
-        .and_then(|projector| std::fs::metadata(projector).ok());
-    if let Some(meta) = size {
+    if let Ok(meta) = std::fs::metadata(&projector) {
         println!(
             "x86_64 release binary (stripped by the profile): {:.2} MB",
             meta.len() as f64 / 1e6
         );
     }
+    print_dispatcher(&args, stand_in.as_ref()).await;
 }

@@ -52,7 +52,7 @@ pub async fn dispatcher(domain: Domain) -> ExitCode {
         .operation_attempt_timeout(Duration::from_secs(1))
         .operation_timeout(Duration::from_secs(3))
         .build();
-    let sdk = aws_config::from_env().timeout_config(timeouts).load().await;
+    let sdk = crate::sdk::from_env().timeout_config(timeouts).load().await;
     let queue = Destination::new(
         &config.target,
         aws_sdk_sqs::Client::new(&sdk),

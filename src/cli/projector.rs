@@ -43,7 +43,7 @@ pub async fn projector(domain: Domain) -> ExitCode {
             None
         }
     };
-    let sdk = aws_config::load_from_env().await;
+    let sdk = crate::sdk::from_env().load().await;
     let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), config.table_name);
     let runner = Runner::new(domain, store, config.runner);
     super::served(

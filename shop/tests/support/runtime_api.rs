@@ -193,7 +193,7 @@ impl RuntimeApi {
 }
 
 /// Reads one HTTP/1.1 request: method, path and body (by length or chunked).
-async fn read_request(stream: &mut BufReader<TcpStream>) -> Option<(String, String, String)> {
+pub async fn read_request(stream: &mut BufReader<TcpStream>) -> Option<(String, String, String)> {
     let mut line = String::new();
     if stream.read_line(&mut line).await.ok()? == 0 {
         return None;

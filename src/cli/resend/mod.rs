@@ -222,7 +222,7 @@ async fn sdk() -> aws_config::SdkConfig {
         .operation_attempt_timeout(Duration::from_secs(5))
         .operation_timeout(Duration::from_secs(20))
         .build();
-    let sdk = aws_config::from_env().timeout_config(timeouts).load().await;
+    let sdk = crate::sdk::from_env().timeout_config(timeouts).load().await;
     if sdk.region().is_some() {
         return sdk;
     }

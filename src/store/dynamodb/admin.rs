@@ -279,7 +279,7 @@ async fn enable_ttl(client: &Client, table: &str) -> Result<(), TtlError> {
 /// loopback endpoint without credentials in the environment, fixed local ones
 /// (DynamoDB Local accepts any).
 pub async fn connect(endpoint_url: Option<&str>) -> Client {
-    let mut loader = aws_config::from_env();
+    let mut loader = crate::sdk::from_env();
     if let Some(url) = endpoint_url {
         loader = loader.endpoint_url(url);
         let loopback = ["://localhost", "://127.", "://[::1]"]
