@@ -260,9 +260,9 @@ pub fn runner_from_lookup(
             u64::from(defaults.park_after_receives),
             PARK_AFTER_RECEIVES_RANGE,
         )?),
-        max_parked_per_stream: usize::try_from(within(
+        max_parked_per_entity: usize::try_from(within(
             "MAX_PARKED_PER_STREAM",
-            defaults.max_parked_per_stream as u64,
+            defaults.max_parked_per_entity as u64,
             MAX_PARKED_RANGE,
         )?)
         .unwrap_or(usize::MAX),
@@ -336,7 +336,7 @@ mod tests {
         let defaults = config(&[("TABLE_NAME", "t-1")]).expect("valid");
         assert_eq!(defaults.runner.gap_policy, GapPolicy::Park);
         assert_eq!(defaults.runner.park_after_receives, 3);
-        assert_eq!(defaults.runner.max_parked_per_stream, 1000);
+        assert_eq!(defaults.runner.max_parked_per_entity, 1000);
         let set = config(&[
             ("TABLE_NAME", "t-1"),
             ("GAP_POLICY", "Retry"),
@@ -346,7 +346,7 @@ mod tests {
         .expect("valid");
         assert_eq!(set.runner.gap_policy, GapPolicy::Retry);
         assert_eq!(set.runner.park_after_receives, 2);
-        assert_eq!(set.runner.max_parked_per_stream, 10);
+        assert_eq!(set.runner.max_parked_per_entity, 10);
         for (name, value) in [
             ("GAP_POLICY", "drop"),
             ("PARK_AFTER_RECEIVES", "0"),

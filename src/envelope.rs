@@ -22,7 +22,7 @@ pub use record::Record;
 pub(crate) use versions::Table;
 
 use crate::entity::{AnyEntity, EntityKey, Kind};
-use crate::handling::{Decision, Deduplicated, HandlerFault, How};
+use crate::handling::{Addition, Decision, HandlerFault, How};
 
 /// Largest `sequence` the contract allows: 2^63-1.
 pub const MAX_SEQUENCE: u64 = i64::MAX as u64;
@@ -106,7 +106,7 @@ impl Event {
     pub fn event_id(&self) -> &str {
         match &self.handling {
             How::Sequenced(apply) | How::Snapshot(apply) => apply.event_id(),
-            How::Deduplicated(_) | How::Ignored(_) => &self.event_id,
+            How::Addition(_) | How::Ignored(_) => &self.event_id,
         }
     }
 
@@ -115,7 +115,7 @@ impl Event {
     pub fn stream(&self) -> &str {
         match &self.handling {
             How::Sequenced(apply) | How::Snapshot(apply) => apply.aggregate_id(),
-            How::Deduplicated(effect) => &effect.id,
+            How::Addition(effect) => &effect.id,
             How::Ignored(ignored) => ignored.aggregate_id.as_deref().unwrap_or_default(),
         }
     }
@@ -124,7 +124,7 @@ impl Event {
     pub fn sequence(&self) -> Option<u64> {
         match &self.handling {
             How::Sequenced(apply) | How::Snapshot(apply) => Some(apply.sequence()),
-            How::Deduplicated(_) => None,
+            How::Addition(_) => None,
             How::Ignored(ignored) => ignored.sequence,
         }
     }
@@ -134,7 +134,7 @@ impl Event {
     pub fn kind(&self) -> Option<&'static Kind> {
         match &self.handling {
             How::Sequenced(apply) | How::Snapshot(apply) => Some(apply.kind()),
-            How::Deduplicated(_) | How::Ignored(_) => None,
+            How::Addition(_) | How::Ignored(_) => None,
         }
     }
 
@@ -145,7 +145,7 @@ impl Event {
             How::Sequenced(apply) | How::Snapshot(apply) => {
                 Some(EntityKey::new(apply.kind(), apply.aggregate_id()))
             }
-            How::Deduplicated(_) | How::Ignored(_) => None,
+            How::Addition(_) | How::Ignored(_) => None,
         }
     }
 
@@ -156,14 +156,14 @@ impl Event {
             How::Sequenced(apply) | How::Snapshot(apply) => {
                 apply.kind() == key.kind() && apply.aggregate_id() == key.id()
             }
-            How::Deduplicated(_) | How::Ignored(_) => false,
+            How::Addition(_) | How::Ignored(_) => false,
         }
     }
 
     /// The deduplicated effect, for an event handled so.
-    pub fn deduplicated(&self) -> Option<&Deduplicated> {
+    pub fn deduplicated(&self) -> Option<&Addition> {
         match &self.handling {
-            How::Deduplicated(effect) => Some(effect),
+            How::Addition(effect) => Some(effect),
             _ => None,
         }
     }
@@ -183,7 +183,7 @@ impl Event {
     pub fn handler(&self) -> &'static str {
         match &self.handling {
             How::Sequenced(apply) | How::Snapshot(apply) => apply.handler(),
-            How::Deduplicated(effect) => effect.handler,
+            How::Addition(effect) => effect.handler,
             How::Ignored(_) => "ignored",
         }
     }
@@ -194,7 +194,7 @@ impl Event {
     pub fn decide(&self, slot: &mut Option<AnyEntity>) -> Result<Decision, HandlerFault> {
         match &self.handling {
             How::Sequenced(apply) | How::Snapshot(apply) => apply.apply(slot),
-            How::Deduplicated(_) => Ok(Decision::NotCreated),
+            How::Addition(_) => Ok(Decision::NotCreated),
             How::Ignored(_) => Ok(Decision::Duplicate),
         }
     }
@@ -206,7 +206,7 @@ impl Event {
     pub(crate) fn decide_unchecked(&self, slot: &mut Option<AnyEntity>) -> Option<Decision> {
         match &self.handling {
             How::Sequenced(apply) | How::Snapshot(apply) => apply.apply_unchecked(slot),
-            How::Deduplicated(_) => Some(Decision::NotCreated),
+            How::Addition(_) => Some(Decision::NotCreated),
             How::Ignored(_) => Some(Decision::Duplicate),
         }
     }

@@ -90,7 +90,7 @@ impl Counter {
 /// A deduplicated effect: `delta` added to a counter, at most once per
 /// event and handler, atomically with the deduplication record.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Deduplicated {
+pub struct Addition {
     /// The handler name the deduplication record is kept under
     /// (`HANDLER#<name>`).
     pub handler: &'static str,
@@ -109,7 +109,7 @@ pub struct Handling(pub(crate) How);
 pub(crate) enum How {
     Sequenced(Box<dyn Apply>),
     Snapshot(Box<dyn Apply>),
-    Deduplicated(Deduplicated),
+    Addition(Addition),
     Ignored(Ignored),
 }
 
@@ -185,7 +185,7 @@ impl Handling {
         id: impl Into<String>,
         delta: i64,
     ) -> Handling {
-        Handling(How::Deduplicated(Deduplicated {
+        Handling(How::Addition(Addition {
             handler,
             counter,
             id: id.into(),
@@ -199,7 +199,7 @@ impl fmt::Debug for Handling {
         match &self.0 {
             How::Sequenced(apply) => write!(f, "Sequenced({})", apply.handler()),
             How::Snapshot(apply) => write!(f, "Snapshot({})", apply.handler()),
-            How::Deduplicated(effect) => write!(f, "{effect:?}"),
+            How::Addition(effect) => write!(f, "{effect:?}"),
             How::Ignored(_) => f.write_str("Ignored"),
         }
     }

@@ -36,7 +36,7 @@ pub enum InvocationError {
 /// line of the invocation carries its request id and its X-Ray trace id
 /// (the `invocation` span); the first invocation of the process records
 /// `ColdStart`.
-pub async fn dispatch<S: Store>(
+pub async fn respond<S: Store>(
     runner: &Runner<S>,
     emf: Option<&Emf>,
     event: LambdaEvent<Value>,

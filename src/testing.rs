@@ -23,9 +23,9 @@ pub enum Saved {
     /// The entity was written.
     Written,
     /// The stored entity was no longer at the expected sequence: another
-    /// invocation wrote it first. `current` is what is stored now (`None`:
-    /// nothing), as returned by the failed condition itself.
-    Conflict {
+    /// invocation wrote it first: a lost race. `current` is what is stored
+    /// now (`None`: nothing), as returned by the failed condition itself.
+    LostRace {
         /// The entity stored now (`None`: nothing).
         current: Option<AnyEntity>,
     },
@@ -76,7 +76,7 @@ pub trait SaveExt: Store {
         async move {
             Ok(match self.commit(&commit).await? {
                 Committed::Written => Saved::Written,
-                Committed::Conflict { current } => Saved::Conflict {
+                Committed::LostRace { current } => Saved::LostRace {
                     current: current.entity,
                 },
             })

@@ -62,7 +62,7 @@
 use crate::domain::{Domain, Events};
 use crate::entity::{AnyEntity, Entity};
 use crate::envelope::InvalidMessage;
-use crate::handling::{Counter, Decision, Deduplicated, HandlerFault, Handling, How};
+use crate::handling::{Addition, Counter, Decision, HandlerFault, Handling, How};
 
 /// The entity before the event.
 #[derive(Debug, Clone)]
@@ -92,7 +92,7 @@ impl<T: Entity> Given<T> {
                 apply.bind(event_id.to_owned(), aggregate_id.to_owned(), sequence);
                 apply.apply(&mut slot)
             }
-            How::Deduplicated(effect) => Err(HandlerFault {
+            How::Addition(effect) => Err(HandlerFault {
                 handler: effect.handler,
                 problem: "is a deduplicated effect: it has no entity to test".to_owned(),
             }),
@@ -186,7 +186,7 @@ pub fn when_effect<E: Events>(event: E) -> Effect {
     let Handling(how) = event.handling();
     Effect {
         effect: match how {
-            How::Deduplicated(effect) => Some(effect),
+            How::Addition(effect) => Some(effect),
             How::Sequenced(_) | How::Snapshot(_) | How::Ignored(_) => None,
         },
     }
@@ -213,12 +213,12 @@ pub fn when_effect_body(domain: &Domain, body: &str) -> Result<Effect, InvalidMe
 #[derive(Debug, Clone)]
 #[must_use = "an effect test asserts nothing until `.adds(counter, id, delta)`"]
 pub struct Effect {
-    effect: Option<Deduplicated>,
+    effect: Option<Addition>,
 }
 
 impl Effect {
     /// The effect; `None` for an event handled as sequenced or snapshot.
-    pub fn effect(&self) -> Option<&Deduplicated> {
+    pub fn effect(&self) -> Option<&Addition> {
         self.effect.as_ref()
     }
 

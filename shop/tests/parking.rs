@@ -323,7 +323,7 @@ mod suite {
         let runner = Runner::new(
             shop::domain(),
             store,
-            with(|config| config.max_parked_per_stream = 2),
+            with(|config| config.max_parked_per_entity = 2),
         );
         let store = runner.store();
         run(&runner, vec![event("b", 1, 1)]).await;
@@ -597,7 +597,7 @@ mod suite {
         );
         let other = commit(&[3, 8], None, vec![parked(10)], vec![3]);
         match store.commit(&other).await.expect("commit") {
-            Committed::Conflict { current } => {
+            Committed::LostRace { current } => {
                 assert_eq!(
                     current.parking.sequences.into_iter().collect::<Vec<_>>(),
                     [8, 9]

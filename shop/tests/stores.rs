@@ -198,7 +198,7 @@ mod suite {
         let again = store.save(&order("order-2", 7), None).await.expect("save");
         assert_eq!(
             again,
-            Saved::Conflict {
+            Saved::LostRace {
                 current: Some(order("order-2", 1).entity)
             }
         );
@@ -224,7 +224,7 @@ mod suite {
             .expect("save");
         assert_eq!(
             stale,
-            Saved::Conflict {
+            Saved::LostRace {
                 current: Some(order("order-3", 2).entity)
             }
         );
@@ -233,7 +233,7 @@ mod suite {
             .save(&order("order-4", 2), Some(1))
             .await
             .expect("save");
-        assert_eq!(missing, Saved::Conflict { current: None });
+        assert_eq!(missing, Saved::LostRace { current: None });
         assert_eq!(
             entity(&store, EntityKey::of::<shop::Order>("order-4")).await,
             None

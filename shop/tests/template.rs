@@ -115,7 +115,7 @@ fn the_environment_is_what_the_code_reads() {
         (
             "MAX_PARKED_PER_STREAM",
             "MaxParkedPerStream",
-            defaults.max_parked_per_stream.to_string(),
+            defaults.max_parked_per_entity.to_string(),
         ),
     ] {
         assert_eq!(intrinsic(&variables[variable]), format!("Ref {parameter}"));

@@ -183,7 +183,7 @@ async fn show_counter(
     writeln!(out, "{name} {id}")?;
     match store.counter(counter, id).await? {
         Some(value) => writeln!(out, "  {} {value}", counter.attribute)?,
-        None => writeln!(out, "  no adjustment applied yet")?,
+        None => writeln!(out, "  no addition applied yet")?,
     }
     Ok(())
 }

@@ -8,7 +8,7 @@ use lambda_runtime::{LambdaEvent, service_fn};
 
 use crate::config::Config;
 use crate::domain::Domain;
-use crate::lambda::dispatch;
+use crate::lambda::respond;
 use crate::metrics::Emf;
 use crate::runner::Runner;
 use crate::store::dynamodb::DynamoStore;
@@ -48,7 +48,7 @@ pub async fn projector(domain: Domain) -> ExitCode {
     let runner = Runner::new(domain, store, config.runner);
     super::served(
         lambda_runtime::run(service_fn(|event: LambdaEvent<serde_json::Value>| {
-            dispatch(&runner, emf.as_ref(), event)
+            respond(&runner, emf.as_ref(), event)
         }))
         .await,
     )

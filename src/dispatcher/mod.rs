@@ -32,7 +32,7 @@
 //!
 //! | file | what it does |
 //! | --- | --- |
-//! | `record.rs` | one stream record read: an event to send (its ids checked for SQS), nothing, or a corrupt event item |
+//! | `record.rs` | one change record read: an event to send (its ids checked for SQS), nothing, or a corrupt event item |
 //! | `send.rs` | one batch sent: requests of ten in stream order, refusals retried, corrupt items reported, the redelivery point |
 //! | `sqs.rs` | [`SqsQueue`]: the [`Queue`] on SQS |
 //! | `sns.rs` | [`SnsTopic`]: the [`Queue`] on an SNS FIFO topic |
@@ -84,7 +84,7 @@ pub const REQUIRED: [&str; 1] = ["FAILURE_QUEUE_URL"];
 /// | metric | unit | what |
 /// | --- | --- | --- |
 /// | `ColdStart` | Count | 1 in the first invocation's document of each process |
-/// | `Records` | Count | stream records in the batch |
+/// | `Records` | Count | change records in the batch |
 /// | `Dispatched` | Count | messages the queue (or the topic) took |
 /// | `SendRequests` | Count | `SendMessageBatch` (or `PublishBatch`) requests |
 /// | `Refused` | Count | entries refused, and requests that failed (sent again, or reported) |

@@ -73,7 +73,7 @@ struct Keys {
     sk: Option<String>,
 }
 
-/// Reads one stream record (as Lambda delivers it) against the domain.
+/// Reads one change record (as Lambda delivers it) against the domain.
 pub fn read(record: &Value, domain: &Domain) -> Read {
     let corrupt = |sequence_number: Option<String>, reason: String| {
         Read::Corrupt(Corrupt {

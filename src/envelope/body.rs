@@ -123,7 +123,7 @@ fn bind(
             apply.bind(event_id, aggregate_id, sequence);
             return Ok(String::new());
         }
-        How::Deduplicated(_) => {
+        How::Addition(_) => {
             if present(envelope, "sequence") {
                 return Err(invalid(
                     "sequence",

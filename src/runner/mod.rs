@@ -28,8 +28,8 @@ mod additions;
 mod batch;
 mod deadline;
 mod dry_run;
-mod entity;
 mod parking;
+mod plan;
 mod report;
 mod settle;
 mod stream;
@@ -77,7 +77,7 @@ pub struct RunnerConfig {
     /// keep it below the queue's `maxReceiveCount`.
     pub park_after_receives: u32,
     /// The most events parked on one entity; past it, gaps fail again.
-    pub max_parked_per_stream: usize,
+    pub max_parked_per_entity: usize,
 }
 
 impl RunnerConfig {
@@ -100,7 +100,7 @@ impl Default for RunnerConfig {
             condition_retries: 3,
             gap_policy: GapPolicy::Park,
             park_after_receives: 3,
-            max_parked_per_stream: 1000,
+            max_parked_per_entity: 1000,
         }
     }
 }

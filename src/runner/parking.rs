@@ -3,7 +3,7 @@
 
 use tracing::{error, info, warn};
 
-use super::entity::{Step, Stuck, StuckWhy};
+use super::plan::{Step, Stuck, StuckWhy};
 use super::{DrainedEvent, ParkingReport, StuckEvent};
 use crate::entity::EntityKey;
 

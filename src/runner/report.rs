@@ -128,7 +128,7 @@ pub struct MessageReport {
     pub reason: Option<String>,
     /// For a gap: the sequence the entity waits for (the missing event).
     pub waiting_for: Option<u64>,
-    /// A gap that was not parked because `max_parked_per_stream` events are
+    /// A gap that was not parked because `max_parked_per_entity` events are
     /// parked on its entity already.
     pub parking_full: bool,
     /// The producer's trace root (`AWSTraceHeader`), when SQS carried one.

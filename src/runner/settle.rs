@@ -5,8 +5,8 @@
 use tracing::{debug, warn};
 
 use super::deadline::CallError;
-use super::entity::{self, Fetched, Planned, Step};
 use super::parking::{log_parking, parking_report, stuck_event};
+use super::plan::{self, Fetched, Planned, Step};
 use super::verdict::{Verdict, fail_from, skipped, skipped_one};
 use super::{Invocation, Outcome, ParkingReport, Runner, StuckEvent};
 use crate::entity::{AnyEntity, EntityKey};
@@ -63,7 +63,7 @@ impl<S: Store> Runner<S> {
         loop {
             let rest = &run[settling.verdicts.len()..];
             let now = invocation.now;
-            let planned = entity::plan(
+            let planned = plan::plan(
                 &self.domain,
                 key,
                 stored,
@@ -149,7 +149,7 @@ impl<S: Store> Runner<S> {
         let commit = self.store.commit(&step.commit);
         match self.timed(operation, invocation, commit).await {
             Ok(Committed::Written) => written(stream, key, step, stuck, invocation.now, settling),
-            Ok(Committed::Conflict { current }) => self.lost_race(step, current, settling),
+            Ok(Committed::LostRace { current }) => self.lost_race(step, current, settling),
             Err(err) => {
                 let (outcome, reason) = err.outcome();
                 if !step.drained.is_empty() {

@@ -112,7 +112,7 @@ impl<S: Store> Runner<S> {
                 stream = %record.stream,
                 sequence,
                 waiting_for = verdict.waiting_for,
-                max_parked_per_stream = self.config.max_parked_per_stream,
+                max_parked_per_entity = self.config.max_parked_per_entity,
                 "parking full: the gap is failed instead"
             );
         }

@@ -209,7 +209,7 @@ impl Store for MemoryStore {
                     .any(|event| parked.contains_key(&event.sequence))
             });
             if !as_expected || taken {
-                return Ok(Committed::Conflict {
+                return Ok(Committed::LostRace {
                     current: tables.stored(key),
                 });
             }

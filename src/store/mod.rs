@@ -168,9 +168,10 @@ impl Commit {
 pub enum Committed {
     /// Everything the commit holds was written.
     Written,
-    /// The entity's item was no longer as expected: nothing was written.
-    /// `current` is the item now (as returned by the failed condition).
-    Conflict {
+    /// The entity's item was no longer as expected (another invocation
+    /// wrote it first: a lost race): nothing was written. `current` is the
+    /// item now (as returned by the failed condition).
+    LostRace {
         /// The entity's item as it is now.
         current: Stored,
     },

@@ -1,5 +1,5 @@
 //! Sending a range: the event store read a page at a time, each event
-//! turned back into the stream record the dispatcher read it from, and sent
+//! turned back into the change record the dispatcher read it from, and sent
 //! through the dispatcher's own [`dispatch`], up to the first not taken.
 
 use serde_json::{Value, json};

@@ -48,7 +48,7 @@ impl DynamoStore {
             Ok(_) => Ok(Committed::Written),
             Err(err) => match err.into_service_error() {
                 UpdateItemError::ConditionalCheckFailedException(failed) => {
-                    Ok(Committed::Conflict {
+                    Ok(Committed::LostRace {
                         current: failed.item.map_or(Ok(Stored::default()), |item| {
                             stored_from_item(commit.key.kind(), item)
                         })?,
@@ -125,10 +125,10 @@ impl DynamoStore {
                     .map_or(Ok(Stored::default()), |item| {
                         stored_from_item(commit.key.kind(), item)
                     })?;
-                Ok(Committed::Conflict { current })
+                Ok(Committed::LostRace { current })
             }
             // A parked event's slot was taken meanwhile.
-            _ if reasons.iter().any(failed) => Ok(Committed::Conflict {
+            _ if reasons.iter().any(failed) => Ok(Committed::LostRace {
                 current: self.stored(&commit.key).await?,
             }),
             _ => Err(cancelled(reasons)),

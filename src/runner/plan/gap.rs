@@ -52,7 +52,7 @@ impl Planner<'_> {
         if !self.config.parks(record) {
             return Ok(failed(waiting, false));
         }
-        if self.parked.len() >= self.config.max_parked_per_stream {
+        if self.parked.len() >= self.config.max_parked_per_entity {
             return Ok(failed(
                 format!(
                     "{waiting}; not parked: {} events are parked on this stream already (MAX_PARKED_PER_STREAM)",
