@@ -18,7 +18,7 @@
 //! gained `currency`. A version-1 body (written before, and still in the
 //! event store) is upcast by [`in_euros`]: its accounts were all in euros.
 
-use sequence_guard::limits::{integer, non_negative, text};
+use sequence_guard::limits::{Text, integer, non_negative};
 use sequence_guard::versions::Versions;
 use sequence_guard::{Counter, Decision, Domain, Entity, Events, Handling, Sequenced};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -51,8 +51,7 @@ pub const FEES_HANDLER: &str = "FeesCharged";
 /// `AccountOpened` data, version 2 (version 1 had no `currency`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Opening {
-    #[serde(deserialize_with = "text::<_, 1, 256>")]
-    pub owner: String,
+    pub owner: Text<1, 256>,
     #[serde(deserialize_with = "currency")]
     pub currency: String,
 }
@@ -70,8 +69,7 @@ pub struct Amount {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Snapshot {
-    #[serde(deserialize_with = "text::<_, 1, 256>")]
-    pub owner: String,
+    pub owner: Text<1, 256>,
     #[serde(deserialize_with = "currency")]
     pub currency: String,
     #[serde(deserialize_with = "integer")]
@@ -82,8 +80,7 @@ pub struct Snapshot {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Fee {
-    #[serde(deserialize_with = "text::<_, 1, 256>")]
-    pub account_id: String,
+    pub account_id: Text<1, 256>,
     #[serde(deserialize_with = "non_negative")]
     pub fee_cents: u64,
 }
@@ -159,7 +156,7 @@ pub fn on_account_opened(account: &mut Option<Account>, event: &Sequenced<Openin
     *account = Some(Account {
         sequence: event.sequence,
         last_event_id: event.event_id.clone(),
-        owner: event.data.owner.clone(),
+        owner: event.data.owner.to_string(),
         currency: event.data.currency.clone(),
         balance_cents: 0,
     });
@@ -204,7 +201,7 @@ pub fn from_snapshot(event: &Sequenced<Snapshot>) -> Account {
     Account {
         sequence: event.sequence,
         last_event_id: event.event_id.clone(),
-        owner: event.data.owner.clone(),
+        owner: event.data.owner.to_string(),
         currency: event.data.currency.clone(),
         balance_cents: event.data.balance_cents,
     }
@@ -269,7 +266,7 @@ mod tests {
     fn a_snapshot_applies_only_if_newer() {
         let snapshot = |balance_cents| {
             BankEvent::AccountSnapshot(Snapshot {
-                owner: "Ada".into(),
+                owner: Text::new("Ada").expect("a valid owner"),
                 currency: "EUR".into(),
                 balance_cents,
             })
@@ -288,7 +285,7 @@ mod tests {
     #[test]
     fn opening_an_existing_account_is_a_duplicate() {
         let open = BankEvent::AccountOpened(Opening {
-            owner: "Bob".into(),
+            owner: Text::new("Bob").expect("a valid owner"),
             currency: "EUR".into(),
         });
         given(Some(at(3, 100)))

@@ -16,7 +16,7 @@
 //! arm in `handling`. A new entity kind: its struct, its `impl Entity`, and
 //! `.entity::<T>()` in [`domain`].
 
-use sequence_guard::limits::text;
+use sequence_guard::limits::Text;
 use sequence_guard::{Counter, Decision, Domain, Entity, Events, Handling, Sequenced};
 use serde::{Deserialize, Serialize};
 
@@ -45,16 +45,14 @@ pub const VIEWS_HANDLER: &str = "ItemViews";
 /// `ItemCreated` and `ItemRenamed` data.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Naming {
-    #[serde(deserialize_with = "text::<_, 1, 256>")]
-    pub name: String,
+    pub name: Text<1, 256>,
 }
 
 /// `ItemViewed` data: not sequenced; the item is its stream.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct View {
-    #[serde(deserialize_with = "text::<_, 1, 256>")]
-    pub item_id: String,
+    pub item_id: Text<1, 256>,
 }
 
 /// The events, by the envelope's `type`, each with its `data`.
@@ -91,7 +89,7 @@ pub fn on_item_created(item: &mut Option<Item>, event: &Sequenced<Naming>) -> De
     *item = Some(Item {
         sequence: event.sequence,
         last_event_id: event.event_id.clone(),
-        name: event.data.name.clone(),
+        name: event.data.name.to_string(),
     });
     Decision::Applied
 }
@@ -108,7 +106,7 @@ pub fn on_item_renamed(item: &mut Option<Item>, event: &Sequenced<Naming>) -> De
             Decision::Gap
         };
     }
-    item.name.clone_from(&event.data.name);
+    item.name = event.data.name.to_string();
     item.last_event_id.clone_from(&event.event_id);
     item.sequence = event.sequence;
     Decision::Applied
@@ -133,11 +131,15 @@ mod tests {
     }
 
     fn created(name: &str) -> ItemEvent {
-        ItemEvent::ItemCreated(Naming { name: name.into() })
+        ItemEvent::ItemCreated(Naming {
+            name: Text::new(name).expect("a valid name"),
+        })
     }
 
     fn renamed(name: &str) -> ItemEvent {
-        ItemEvent::ItemRenamed(Naming { name: name.into() })
+        ItemEvent::ItemRenamed(Naming {
+            name: Text::new(name).expect("a valid name"),
+        })
     }
 
     #[test]
@@ -180,7 +182,7 @@ mod tests {
     #[test]
     fn a_view_adds_one_to_the_items_views() {
         let view = ItemEvent::ItemViewed(View {
-            item_id: "item-1".into(),
+            item_id: Text::new("item-1").expect("a valid id"),
         });
         when_effect(view).adds(&VIEWS, "item-1", 1);
     }
