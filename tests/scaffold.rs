@@ -306,8 +306,8 @@ fn the_generated_template_is_ours_on_the_crates_binaries() {
         ("a stock level", "a counter"),
         ("# stock;", "# counter;"),
         (
-            "the runbook in the README",
-            "the runbook in sequence-guard's README",
+            "the runbook in docs/operate.md",
+            "the runbook in sequence-guard's docs/operate.md",
         ),
         ("${StatusWidgets}", ""),
     ];

@@ -1,4 +1,4 @@
-//! Many consumers of one event store, on real parts (CONTRACT section 8):
+//! Many consumers of one event store, on real parts (docs/event-store.md, Many consumers):
 //! the producer's append on DynamoDB Local, the table's stream read as
 //! Lambda's mapping does (`support::streams`), the `dispatcher` binary with
 //! `TOPIC_ARN`, LocalStack's SNS FIFO topic feeding two SQS FIFO queues

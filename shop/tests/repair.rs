@@ -1,4 +1,4 @@
-//! Finding and mending a hole (CONTRACT section 10) on real parts: the
+//! Finding and mending a hole (docs/operate.md, the runbook of a hole) on real parts: the
 //! event store filled through the producer's append on DynamoDB Local, the
 //! projection made by `rebuild` or by the projector's runner on a prefix of
 //! the events, the `verify` and `resend` binaries, LocalStack's SQS FIFO

@@ -1612,7 +1612,7 @@ fn subscribed_queues(template: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-/// CONTRACT section 8: one SNS FIFO topic; each consumer's FIFO queue
+/// docs/event-store.md, Many consumers: one SNS FIFO topic; each consumer's FIFO queue
 /// subscribed raw (the body is the event's, byte for byte) and unfiltered
 /// (a filtered event is a gap no consumer can tell from a lost one), with
 /// its own dead-letter queue, taking messages from this topic only.
@@ -1883,7 +1883,7 @@ const STATUS: [&str; 15] = [
     "StatusGapsSustainedAlarm",
 ];
 
-/// The second consumer (CONTRACT section 8): deployed on demand, only with
+/// The second consumer (docs/event-store.md, Many consumers): deployed on demand, only with
 /// the producer's topic, and the projector again on its own queue, table
 /// and role, none of them shared.
 #[test]

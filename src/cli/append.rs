@@ -1,4 +1,4 @@
-//! `append`: appends one event to the event store (CONTRACT section 6).
+//! `append`: appends one event to the event store (docs/event-store.md).
 //!
 //! ```text
 //! append --stream ID --type TYPE --data '<json object>' [--request-id ID] [--expected-sequence N]

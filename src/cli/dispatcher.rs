@@ -1,7 +1,7 @@
 //! `dispatcher`, the Lambda function on the event store's stream: reads its
 //! configuration, builds the clients once, and sends each stream batch to
-//! the FIFO queue, or publishes it to the FIFO topic (CONTRACT sections 7
-//! and 8).
+//! the FIFO queue, or publishes it to the FIFO topic (docs/event-store.md:
+//! the dispatcher, many consumers).
 
 use std::process::ExitCode;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! The dispatcher: events from the event store's DynamoDB stream to the SQS
-//! FIFO queue (CONTRACT section 7), or to the SNS FIFO topic that many
-//! consumers' queues subscribe to (section 8).
+//! FIFO queue (docs/event-store.md, The dispatcher), or to the SNS FIFO topic that many
+//! consumers' queues subscribe to (docs/event-store.md, Many consumers).
 //!
 //! A Lambda function on the stream (DynamoDB event source mapping with
 //! `ReportBatchItemFailures`). For each `INSERT` of an event item, one

@@ -222,7 +222,7 @@ pub fn group_id(stream: &str) -> String {
 }
 
 /// The `MessageDeduplicationId` of an event: `<aggregateId>:<sequence>` for
-/// a sequenced event, the `eventId` otherwise (CONTRACT section 7). Where
+/// a sequenced event, the `eventId` otherwise (docs/event-store.md, The dispatcher). Where
 /// that would not be unique to its stream, or SQS would not take it, a
 /// digest: `h-<digest of the stream>:<sequence>`, or `h-<digest of the
 /// eventId>` for an `eventId` that holds a `:` (it could read as another

@@ -1,4 +1,4 @@
-//! The topic on SNS: `PublishBatch` to the FIFO topic (CONTRACT section 8),
+//! The topic on SNS: `PublishBatch` to the FIFO topic (docs/event-store.md, Many consumers),
 //! `SendMessage` of reports to the failure queue (SQS).
 //!
 //! Each entry carries what a queue's would: `MessageGroupId`,

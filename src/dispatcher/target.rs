@@ -1,6 +1,6 @@
 //! Where the events go: one SQS FIFO queue (`QUEUE_URL`), or one SNS FIFO
-//! topic (`TOPIC_ARN`) that each consumer's queue subscribes to (CONTRACT
-//! section 8). Exactly one of them.
+//! topic (`TOPIC_ARN`) that each consumer's queue subscribes to (docs/event-store.md,
+//! Many consumers). Exactly one of them.
 
 use super::send::{Queue, Refused, SendError};
 use super::{Outgoing, SnsTopic, SqsQueue};

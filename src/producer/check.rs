@@ -11,7 +11,7 @@ use crate::domain::Domain;
 use crate::envelope::InvalidMessage;
 use crate::sqs::sqs_body_char;
 
-/// The message body of section 1, in the contract's field order.
+/// The message body (docs/behaviour.md, The message), its fields in that order.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Body<'a> {

@@ -1,4 +1,4 @@
-//! The event store's items (CONTRACT section 6) as DynamoDB attributes: keys,
+//! The event store's items (docs/event-store.md) as DynamoDB attributes: keys,
 //! the event and request items, the conditional puts of one try, and the
 //! transaction's idempotency token.
 

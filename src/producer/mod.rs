@@ -7,7 +7,7 @@
 //! command safe, a request id. [`EventStore::append`] validates every event
 //! with the consumer's own declarations (the [`Domain`](crate::domain::Domain): an event the
 //! projector would refuse is refused before anything is written), then puts
-//! the events right after the stream's last one (CONTRACT section 6): one
+//! the events right after the stream's last one (docs/event-store.md): one
 //! conditional `PutItem` for one event, or one `TransactWriteItems` with the
 //! request record and the caller's own writes. The event items are the whole
 //! stream: no head item, so there is never a gap, a head ahead of its events,

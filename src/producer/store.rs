@@ -1,4 +1,4 @@
-//! The event store on DynamoDB (CONTRACT section 6): where a sequence is
+//! The event store on DynamoDB (docs/event-store.md): where a sequence is
 //! assigned, by the event item itself.
 //!
 //! | item | pk | sk |

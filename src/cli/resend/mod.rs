@@ -55,7 +55,7 @@ mod tests;
 use resending::Resending;
 use send::{Sent, Stop, send_range};
 
-/// The largest sequence (CONTRACT section 1).
+/// The largest sequence (docs/behaviour.md, The message).
 const MAX_SEQUENCE: u64 = i64::MAX as u64;
 
 const EXAMPLES: &str = "\

@@ -63,8 +63,8 @@ pub fn template(names: &Names) -> Result<String, Error> {
             ),
             // The runbooks are sequence-guard's, not the crate's README.
             Substitution {
-                pattern: "See the runbook in the README.",
-                replacement: "See the runbook in sequence-guard's README.".to_owned(),
+                pattern: "See the runbook in docs/operate.md.",
+                replacement: "See the runbook in sequence-guard's docs/operate.md.".to_owned(),
                 times: ANY,
             },
         ],
