@@ -58,6 +58,7 @@ pub const VARIABLES: [&str; 11] = [
 
 /// Why the configuration is refused: the variable, and what it must be.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// A required variable is unset or blank (`TABLE_NAME`; the
     /// dispatcher's `QUEUE_URL or TOPIC_ARN`, `FAILURE_QUEUE_URL`).

@@ -42,6 +42,7 @@ pub trait Parser {
 
 /// Why a message body was not accepted. These never heal by retrying.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum InvalidMessage {
     /// The SQS record has no body.
     #[error("the record has no body")]

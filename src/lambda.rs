@@ -15,6 +15,7 @@ use crate::sweep::sweep;
 
 /// An invocation that fails as a whole.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum InvocationError {
     /// The batch cannot be answered message by message (a record without a
     /// message id).

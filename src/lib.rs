@@ -96,6 +96,7 @@
 //!   need and the function does not.
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 // `#[derive(Entity)]` names `::sequence_guard::Entity`, in this crate too.
 extern crate self as sequence_guard;

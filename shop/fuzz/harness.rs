@@ -72,6 +72,7 @@ pub fn batch(data: &[u8]) {
             assert_eq!(index, expected)
         }
         (Err(err), None) => panic!("failed the invocation without cause: {err}"),
+        (Err(err), Some(index)) => panic!("record {index} has no id, yet the batch failed: {err}"),
         (Ok(_), Some(index)) => panic!("record {index} has no id, yet the batch was answered"),
         (Ok(report), None) => {
             assert_eq!(

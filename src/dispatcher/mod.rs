@@ -160,6 +160,7 @@ impl DispatcherConfig {
 
 /// An invocation that fails as a whole (Lambda retries the batch, bisected).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum InvocationError {
     /// The event is not a stream batch.
     #[error("unsupported event: expected a DynamoDB stream batch (`Records`): {0}")]

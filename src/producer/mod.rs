@@ -137,6 +137,7 @@ pub struct Appended {
 
 /// Why an append wrote nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AppendError {
     /// An event the consumer would refuse, or an append it cannot be.
     #[error("event {index}: {reason}")]

@@ -116,6 +116,7 @@ pub struct Invocation {
 
 /// A batch that cannot be answered message by message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BatchError {
     /// A record has no `messageId`: the invocation fails, so the whole batch is
     /// retried.

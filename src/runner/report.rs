@@ -9,6 +9,7 @@ use crate::store::ParkedEvent;
 
 /// What became of one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Outcome {
     /// The event was applied to its entity, or its effect added to its
     /// counter: completed.

@@ -212,6 +212,7 @@ pub struct Inspection {
 /// its effect (a timeout, a lost answer): the caller reports the messages
 /// failed, and the guard sorts it out on redelivery.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// A request failed: an error from the service or the SDK (throttling, a
     /// network error).

@@ -87,12 +87,12 @@ pub(crate) enum StuckWhy {
 
 impl Step {
     /// The entity as the commit leaves it.
-    pub fn entity_after(&self) -> Option<&AnyEntity> {
+    pub(super) fn entity_after(&self) -> Option<&AnyEntity> {
         self.commit.entity.as_ref().or(self.unchanged.as_ref())
     }
 
     /// The item as the commit leaves it, once it is written.
-    pub fn into_stored(self) -> Stored {
+    pub(super) fn into_stored(self) -> Stored {
         Stored {
             entity: self.commit.entity.or(self.unchanged),
             parking: self.parking,

@@ -15,6 +15,7 @@ use crate::store::StoreError;
 
 /// Why the table cannot be used: one line, with what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TableError {
     /// The table does not exist (`ResourceNotFoundException`).
     #[error(

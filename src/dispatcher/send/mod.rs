@@ -2,14 +2,22 @@
 //! at most ten per request; refusals retried while that is safe; corrupt
 //! items reported; the first record left unsent named for redelivery.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::record::{Corrupt, Outgoing, Read, keys_of, read};
+use super::record::{Corrupt, Outgoing, Read, read};
 use crate::domain::Domain;
+
+mod report;
+#[cfg(test)]
+mod tests;
+mod wave;
+
+use report::report;
+use wave::next_wave;
 
 /// The most entries of one `SendMessageBatch` (or `PublishBatch`).
 pub const MAX_ENTRIES: usize = 10;
@@ -453,270 +461,9 @@ impl<Q: Queue> Batch<'_, Q> {
     }
 }
 
-/// The next requests to send at once, taken from `rest` in record order: up
-/// to [`MAX_IN_FLIGHT`] requests of up to [`MAX_ENTRIES`] entries and
-/// [`MAX_REQUEST_BYTES`], each stream in one request only. A stream's later
-/// entry joins its request while that request is the one being filled (and
-/// the stream is not troubled); otherwise it, and every later entry of its
-/// stream, waits for the next wave. The entries of a held stream go to the
-/// next round.
-fn next_wave(
-    rest: &mut VecDeque<(usize, Outgoing)>,
-    round: &mut Round,
-    troubled: &HashSet<String>,
-) -> Vec<Request> {
-    let mut wave: Vec<Request> = Vec::new();
-    // The bytes of the request being filled (the last one).
-    let mut bytes = 0;
-    let mut placed: HashMap<String, usize> = HashMap::new();
-    let mut blocked: HashSet<String> = HashSet::new();
-    let mut position = 0;
-    while position < rest.len() {
-        let next = &rest[position].1;
-        if round.held.contains(&next.stream) {
-            round.again.extend(rest.remove(position));
-            continue;
-        }
-        if blocked.contains(&next.stream) {
-            position += 1;
-            continue;
-        }
-        let size = next.body.len();
-        let open = wave.len().checked_sub(1);
-        let fits = |request: &Request, bytes: usize| {
-            request.1.len() < MAX_ENTRIES
-                && (request.1.is_empty() || bytes + size <= MAX_REQUEST_BYTES)
-        };
-        let at = match (placed.get(&next.stream), open) {
-            (Some(&at), Some(open))
-                if at == open && !troubled.contains(&next.stream) && fits(&wave[at], bytes) =>
-            {
-                at
-            }
-            (Some(_), _) => {
-                blocked.insert(next.stream.clone());
-                position += 1;
-                continue;
-            }
-            (None, Some(open)) if fits(&wave[open], bytes) => open,
-            (None, _) if wave.len() < MAX_IN_FLIGHT => {
-                wave.push((Vec::new(), Vec::new()));
-                bytes = 0;
-                wave.len() - 1
-            }
-            (None, _) => break,
-        };
-        if let Some((index, outgoing)) = rest.remove(position) {
-            bytes += size;
-            placed.insert(outgoing.stream.clone(), at);
-            wave[at].0.push(index);
-            wave[at].1.push(outgoing);
-        }
-    }
-    wave
-}
-
-/// A JSON document with the characters SQS refuses (U+FFFE, U+FFFF: JSON
-/// leaves them raw, and only strings hold them) written as `\u` escapes:
-/// the same document, as SQS carries it.
-fn sendable(json: &str) -> String {
-    json.chars()
-        .fold(String::with_capacity(json.len()), |mut out, c| {
-            if crate::sqs::sqs_body_char(c) {
-                out.push(c);
-            } else {
-                out.push_str(&format!("\\u{:04x}", u32::from(c)));
-            }
-            out
-        })
-}
-
 /// Whether less than the margin is left before the deadline.
 fn out_of_time(deadline: Option<Instant>, settings: Settings) -> bool {
     deadline.is_some_and(|deadline| {
         deadline.saturating_duration_since(Instant::now()) < settings.margin
     })
-}
-
-/// Reports a corrupt event item to the failure queue (and the log); `Err`
-/// with the reason when the report could not be sent.
-async fn report<Q: Queue>(
-    queue: &Q,
-    corrupt: &Corrupt,
-    dispatch: &mut Dispatch,
-) -> Result<(), String> {
-    let (pk, sk) = keys_of(&corrupt.record);
-    tracing::error!(
-        sequence_number = corrupt.sequence_number.as_deref(),
-        pk = pk.as_deref(),
-        sk = sk.as_deref(),
-        reason = %corrupt.reason,
-        "corrupt event item: not sent, reported to the failure queue"
-    );
-    let mut document = json!({
-        "source": "sequence-guard dispatcher",
-        "condition": "CorruptEventItem",
-        "reason": corrupt.reason,
-        "sequenceNumber": corrupt.sequence_number,
-        "eventSourceARN": corrupt.record.get("eventSourceARN"),
-        "keys": { "pk": pk, "sk": sk },
-        "record": corrupt.record,
-    });
-    let mut text = sendable(&document.to_string());
-    if text.len() > MAX_REQUEST_BYTES {
-        // The item itself is too big for a message: its keys say where it is.
-        document["record"] = Value::Null;
-        document["recordOmitted"] = json!("larger than an SQS message");
-        text = sendable(&document.to_string());
-    }
-    match queue.report(&text).await {
-        Ok(()) => {
-            dispatch
-                .corrupt
-                .push((corrupt.sequence_number.clone(), corrupt.reason.clone()));
-            Ok(())
-        }
-        Err(err) => {
-            tracing::error!(error = %err, "cannot report a corrupt event item: it will come again");
-            if corrupt.sequence_number.is_none() {
-                // Nothing names it for redelivery; the batch fails as a whole.
-                return Err(format!(
-                    "the report failed ({err}) for a record without SequenceNumber"
-                ));
-            }
-            Err(format!("its report to the failure queue failed: {err}"))
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Mutex;
-
-    use super::*;
-
-    fn outgoing(stream: &str, sequence: u64) -> Outgoing {
-        Outgoing {
-            sequence_number: format!("{sequence:021}"),
-            stream: stream.to_owned(),
-            group_id: stream.to_owned(),
-            deduplication_id: format!("{stream}:{sequence}"),
-            body: format!("{{\"aggregateId\":\"{stream}\",\"sequence\":{sequence}}}"),
-            trace_header: None,
-        }
-    }
-
-    /// Streams `a` (hot: every other record) and `s0`, `s1`, ... (one event
-    /// each), interleaved as a shard delivers them.
-    fn interleaved(hot: u64, others: u64) -> Pending {
-        let mut pending = Vec::new();
-        let (mut a, mut other) = (0, 0);
-        while a < hot || other < others {
-            if a < hot {
-                a += 1;
-                pending.push((pending.len(), outgoing("a", a)));
-            }
-            if other < others {
-                pending.push((pending.len(), outgoing(&format!("s{other}"), 1)));
-                other += 1;
-            }
-        }
-        pending
-    }
-
-    /// A queue that takes everything, slowly, and checks that no stream is
-    /// in two requests in flight.
-    #[derive(Default)]
-    struct SlowQueue {
-        in_flight: Mutex<(HashSet<String>, usize)>,
-        most_in_flight: Mutex<usize>,
-        taken: Mutex<Vec<Outgoing>>,
-    }
-
-    impl Queue for SlowQueue {
-        async fn send(&self, entries: &[Outgoing]) -> Result<Vec<Refused>, SendError> {
-            {
-                let mut in_flight = self.in_flight.lock().unwrap();
-                for entry in entries {
-                    let fresh = in_flight.0.insert(entry.stream.clone())
-                        || entries.iter().filter(|e| e.stream == entry.stream).count() > 1;
-                    assert!(fresh, "{} in two requests at once", entry.stream);
-                }
-                in_flight.1 += 1;
-                let mut most = self.most_in_flight.lock().unwrap();
-                *most = (*most).max(in_flight.1);
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            {
-                let mut in_flight = self.in_flight.lock().unwrap();
-                for entry in entries {
-                    in_flight.0.remove(&entry.stream);
-                }
-                in_flight.1 -= 1;
-            }
-            self.taken.lock().unwrap().extend(entries.iter().cloned());
-            Ok(Vec::new())
-        }
-
-        async fn report(&self, _report: &str) -> Result<(), SendError> {
-            Ok(())
-        }
-    }
-
-    #[test]
-    fn a_wave_holds_each_stream_in_one_request() {
-        let mut rest: VecDeque<(usize, Outgoing)> = interleaved(30, 30).into();
-        let mut round = Round::default();
-        let wave = next_wave(&mut rest, &mut round, &HashSet::new());
-        assert!(wave.len() > 1, "other streams go beside the hot one");
-        assert!(wave.len() <= MAX_IN_FLIGHT);
-        let mut seen: HashMap<&str, usize> = HashMap::new();
-        for (at, (_, entries)) in wave.iter().enumerate() {
-            assert!(entries.len() <= MAX_ENTRIES);
-            for entry in entries {
-                assert_eq!(*seen.entry(entry.stream.as_str()).or_insert(at), at);
-            }
-        }
-        // What is left of `a` starts where the wave's `a` entries end.
-        let sent_a = wave
-            .iter()
-            .flat_map(|(_, entries)| entries)
-            .filter(|entry| entry.stream == "a")
-            .count();
-        let next_a = rest.iter().find(|(_, entry)| entry.stream == "a");
-        assert_eq!(
-            next_a.map(|(_, entry)| entry.deduplication_id.clone()),
-            Some(format!("a:{}", sent_a + 1))
-        );
-    }
-
-    #[tokio::test]
-    async fn requests_go_at_once_and_each_stream_stays_in_order() {
-        let queue = SlowQueue::default();
-        let mut batch = Batch {
-            records: &[],
-            queue: &queue,
-            settings: Settings::default(),
-            deadline: None,
-            dispatch: Dispatch::default(),
-            unfinished: Vec::new(),
-            troubled: HashSet::new(),
-        };
-        batch.send_all(interleaved(40, 60)).await;
-        assert_eq!(batch.dispatch.dispatched, 100);
-        assert!(batch.unfinished.is_empty());
-        assert!(
-            *queue.most_in_flight.lock().unwrap() > 1,
-            "more than one request in flight"
-        );
-        assert!(batch.dispatch.requests <= 12, "{}", batch.dispatch.requests);
-        let taken = queue.taken.lock().unwrap();
-        let a: Vec<&str> = taken
-            .iter()
-            .filter(|entry| entry.stream == "a")
-            .map(|entry| entry.deduplication_id.as_str())
-            .collect();
-        let expected: Vec<String> = (1..=40).map(|n| format!("a:{n}")).collect();
-        assert_eq!(a, expected);
-    }
 }
