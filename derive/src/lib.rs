@@ -158,3 +158,92 @@ fn check_fields(input: &DeriveInput) -> syn::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn derived(source: &str) -> Result<String, String> {
+        let input: DeriveInput = syn::parse_str(source).map_err(|err| err.to_string())?;
+        expand(&input)
+            .map(|tokens| tokens.to_string())
+            .map_err(|err| err.to_string())
+    }
+
+    #[test]
+    fn a_struct_with_the_guards_fields_gets_its_impl() {
+        let tokens = derived(
+            r#"#[entity(kind = "ACCOUNT", summary = "line")]
+            struct Account { sequence: u64, last_event_id: String, owner: String }"#,
+        )
+        .expect("derived");
+        assert!(
+            tokens.contains("impl :: sequence_guard :: Entity for Account"),
+            "{tokens}"
+        );
+        assert!(
+            tokens.contains("const KIND : & 'static str = \"ACCOUNT\""),
+            "{tokens}"
+        );
+        assert!(tokens.contains("self . sequence"), "{tokens}");
+        assert!(tokens.contains("& self . last_event_id"), "{tokens}");
+        assert!(tokens.contains("Self :: line (self)"), "{tokens}");
+    }
+
+    #[test]
+    fn without_summary_the_traits_default_stays() {
+        let tokens = derived(
+            r#"#[entity(kind = "ITEM")] struct Item { sequence: u64, last_event_id: String }"#,
+        )
+        .expect("derived");
+        assert!(!tokens.contains("fn summary"), "{tokens}");
+    }
+
+    #[test]
+    fn a_bad_kind_is_refused_naming_the_rule() {
+        for (kind, says) in [
+            ("order", "upper-case letters"),
+            ("ORDER#1", "upper-case letters"),
+            ("", "upper-case letters"),
+            ("MESSAGE", "the engine's own"),
+            ("PARKED", "the engine's own"),
+        ] {
+            let source = format!(
+                "#[entity(kind = {kind:?})] struct E {{ sequence: u64, last_event_id: String }}"
+            );
+            let err = derived(&source).expect_err(kind);
+            assert!(err.contains(says), "{kind}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_missing_kind_field_or_shape_is_refused_with_the_fix() {
+        let cases = [
+            (
+                "struct E { sequence: u64, last_event_id: String }",
+                "#[entity(kind = \"ORDER\")]",
+            ),
+            (
+                "#[entity(kind = \"E\")] struct E { last_event_id: String }",
+                "add `pub sequence: u64`",
+            ),
+            (
+                "#[entity(kind = \"E\")] struct E { sequence: u64 }",
+                "add `pub last_event_id: String`",
+            ),
+            (
+                "#[entity(kind = \"E\")] struct E(u64, String);",
+                "named fields",
+            ),
+            ("#[entity(kind = \"E\")] enum E { A }", "named fields"),
+            (
+                "#[entity(kind = \"E\", colour = \"red\")] struct E { sequence: u64, last_event_id: String }",
+                "expected `kind",
+            ),
+        ];
+        for (source, says) in cases {
+            let err = derived(source).expect_err(source);
+            assert!(err.contains(says), "{source}: {err}");
+        }
+    }
+}
