@@ -87,7 +87,7 @@ fn purpose(name: &str) -> &'static str {
              publishes them to"
         }
         "FAILURE_QUEUE_URL" => "the SQS queue corrupt event items are reported to",
-        _ => "see the README",
+        _ => "see docs/deploy.md, Configuration",
     }
 }
 

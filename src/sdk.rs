@@ -7,7 +7,7 @@
 //! | `tls-aws-lc` (default) | the SDK's own HTTPS client: rustls on aws-lc-rs | X25519MLKEM768 (post-quantum hybrid) | yes (aws-lc-fips) |
 //! | `tls-ring` | rustls on ring | X25519 (classical only) | no |
 //!
-//! With both on, aws-lc-rs is used. README, "The cold start through TLS",
+//! With both on, aws-lc-rs is used. docs/performance.md (the cold start)
 //! has the figures and why aws-lc-rs, built without its CPU jitter entropy
 //! source, is the default.
 

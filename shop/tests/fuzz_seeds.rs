@@ -1,6 +1,6 @@
 //! The fuzz targets' harness on the committed seeds, in every `cargo test`,
 //! so that the targets keep compiling and their properties keep holding.
-//! Fuzzing itself: see the README (`cargo +nightly fuzz run ...`).
+//! Fuzzing itself: see docs/testing.md (`cargo +nightly fuzz run ...`).
 
 #[path = "../fuzz/harness.rs"]
 mod harness;
