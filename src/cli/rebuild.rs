@@ -32,7 +32,7 @@ use crate::lambda::epoch_seconds;
 use crate::producer::EventStore;
 use crate::runner::{Invocation, Runner};
 use crate::store::Store;
-use crate::store::dynamodb::{DynamoStore, check_table, connect, ensure_table};
+use crate::store::dynamodb::{DynamoStore, check_table, connect, ready_table};
 use crate::store::memory::MemoryStore;
 
 /// Projects the event store into a table, stream by stream, in order,
@@ -99,12 +99,7 @@ pub async fn rebuild(domain: Domain) -> ExitCode {
     }
     let done = match &args.table {
         Some(table) => {
-            let ready = if args.create_table {
-                ensure_table(&client, table).await.map(|_| ())
-            } else {
-                check_table(&client, table).await
-            };
-            if let Err(err) = ready {
+            if let Err(err) = ready_table(&client, table, args.create_table).await {
                 eprintln!("{name}: {err}");
                 return ExitCode::FAILURE;
             }

@@ -24,7 +24,7 @@ use crate::domain::Domain;
 use crate::lambda::epoch_seconds;
 use crate::runner::{Invocation, Outcome, Runner};
 use crate::store::Store;
-use crate::store::dynamodb::{DynamoStore, check_table, connect, ensure_table};
+use crate::store::dynamodb::{DynamoStore, connect, ready_table};
 use crate::store::memory::MemoryStore;
 use crate::sweep::sweep;
 
@@ -104,12 +104,7 @@ pub async fn replay(domain: Domain) -> ExitCode {
     let done = match &args.table {
         Some(table) => {
             let client = connect(args.endpoint_url.as_deref()).await;
-            let ready = if args.create_table {
-                ensure_table(&client, table).await.map(|_| ())
-            } else {
-                check_table(&client, table).await
-            };
-            if let Err(err) = ready {
+            if let Err(err) = ready_table(&client, table, args.create_table).await {
                 eprintln!("{name}: {err}");
                 return ExitCode::FAILURE;
             }

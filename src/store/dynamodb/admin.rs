@@ -125,6 +125,16 @@ pub async fn ensure_table(client: &Client, table: &str) -> Result<bool, TableErr
     ensure(client, table, false).await
 }
 
+/// The table a tool writes to, made ready: created if missing when
+/// `create` (the tools' `--create-table`), else only checked.
+pub async fn ready_table(client: &Client, table: &str, create: bool) -> Result<(), TableError> {
+    if create {
+        ensure_table(client, table).await.map(|_| ())
+    } else {
+        check_table(client, table).await
+    }
+}
+
 /// Creates the event store's `table` unless it exists (as [`ensure_table`],
 /// with a DynamoDB stream of new images for the dispatcher), and waits until
 /// it is active. Safe to run again. `Ok(true)`: it was created now.

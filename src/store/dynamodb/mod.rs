@@ -47,7 +47,7 @@ mod requests;
 mod xray;
 
 pub use admin::{
-    TableError, check_table, connect, create_table, ensure_events_table, ensure_table,
+    TableError, check_table, connect, create_table, ensure_events_table, ensure_table, ready_table,
 };
 use errors::*;
 use items::*;
