@@ -5,7 +5,9 @@ projector reaches DynamoDB Local through TLS as it reaches DynamoDB on AWS.
 
     scripts/tls-proxy.py PORT UPSTREAM CERT KEY
 
-Runs until killed. Standard library only.
+With CERT and KEY given as `-` it listens in plain TCP: the same hop without
+TLS, so that a run through it beside a run through TLS tells what TLS itself
+costs. Runs until killed. Standard library only.
 """
 import socket
 import ssl
@@ -30,7 +32,15 @@ def pump(source, target):
                 pass
 
 
-def serve(client, upstream):
+def serve(raw, context, upstream):
+    # The handshake runs in the connection's own thread, as a server's do: in
+    # the accept loop, a function's concurrent first connections would wait
+    # for each other's handshakes, and the figure would be this proxy's.
+    try:
+        client = context.wrap_socket(raw, server_side=True) if context else raw
+    except (ssl.SSLError, OSError):
+        raw.close()
+        return
     host, port = upstream.rsplit(":", 1)
     try:
         server = socket.create_connection((host, int(port)))
@@ -46,8 +56,10 @@ def serve(client, upstream):
 
 def main():
     port, upstream, cert, key = sys.argv[1:5]
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
+    context = None
+    if (cert, key) != ("-", "-"):
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", int(port)))
@@ -55,12 +67,7 @@ def main():
     while True:
         raw, _ = listener.accept()
         raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            client = context.wrap_socket(raw, server_side=True)
-        except (ssl.SSLError, OSError):
-            raw.close()
-            continue
-        threading.Thread(target=serve, args=(client, upstream), daemon=True).start()
+        threading.Thread(target=serve, args=(raw, context, upstream), daemon=True).start()
 
 
 if __name__ == "__main__":

@@ -675,6 +675,22 @@ struct Start {
     peak_kb: u64,
     /// Connections the function opened to its service during the first batch.
     connections: usize,
+    /// CPU time the function's threads had spent by the first batch answered
+    /// (what Lambda bills, and at a fraction of a vCPU what its user waits).
+    cpu: Duration,
+}
+
+/// The CPU time all threads of process `pid` have spent so far (Linux: the
+/// first field of each `/proc/PID/task/TID/schedstat`, in nanoseconds).
+fn cpu_time(pid: u32) -> Duration {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Duration::ZERO;
+    };
+    let nanos: u64 = tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(nanos)
 }
 
 /// The release binary `name` beside the benchmark's directory
@@ -739,6 +755,27 @@ fn function_command(binary: &Path, api: &runtime_api::RuntimeApi) -> tokio::proc
     command
 }
 
+/// Writes and reads an item no batch uses, so that the table is in use, as a
+/// deployed function's is: DynamoDB Local's first requests on a new table
+/// are slower than its later ones, and would be counted as the cold start.
+async fn warm(client: &aws_sdk_dynamodb::Client, table: &str) {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let key = [
+        ("pk", AttributeValue::S("bench-warm".to_owned())),
+        ("sk", AttributeValue::S("warm".to_owned())),
+    ];
+    let mut put = client.put_item().table_name(table);
+    let mut get = client.get_item().table_name(table);
+    for (name, value) in key {
+        put = put.item(name, value.clone());
+        get = get.key(name, value);
+    }
+    if let Err(err) = put.send().await {
+        eprintln!("warming {table}: {err}");
+    }
+    let _ = get.send().await;
+}
+
 /// Starts the release projector against a local Runtime API; returns the
 /// time to the first batch answered, and (after running `batches`) its peak
 /// memory.
@@ -756,6 +793,7 @@ async fn projector_figures(
     }
     let client = connect(Some(reach.setup)).await;
     create_table(&client, reach.table).await.ok()?;
+    warm(&client, reach.table).await;
     let api = runtime_api::RuntimeApi::start().await;
     let mut command = function_command(projector, &api);
     if let Some(ca) = reach.ca {
@@ -769,6 +807,7 @@ async fn projector_figures(
     let pid = child.id()?;
     let mut first_batch = None;
     let mut connections = 0;
+    let mut cpu = Duration::ZERO;
     for event in batches {
         let body = serde_json::to_string(event).ok()?;
         api.invoke(&body).await;
@@ -777,6 +816,7 @@ async fn projector_figures(
         if first_batch.is_none() {
             first_batch = Some(started.elapsed());
             connections = port_of(reach.function).map_or(0, |port| connections_to(pid, port));
+            cpu = cpu_time(pid);
         }
     }
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -796,6 +836,7 @@ async fn projector_figures(
         first_batch: first_batch?,
         peak_kb,
         connections,
+        cpu,
     })
 }
 
@@ -840,6 +881,7 @@ async fn dispatcher_start(
     let mut child = command.spawn().ok()?;
     let answer = api.invoke(STREAM_BATCH).await;
     let first_batch = started.elapsed();
+    let cpu = child.id().map_or(Duration::ZERO, cpu_time);
     let connections = stand_in.connections().saturating_sub(before) as usize;
     let _ = child.kill().await;
     // Every record taken: an answer with no batch item failure.
@@ -849,6 +891,7 @@ async fn dispatcher_start(
                 first_batch,
                 peak_kb: 0,
                 connections,
+                cpu,
             })
         }
         other => {
@@ -991,15 +1034,17 @@ async fn print_dispatcher(args: &Args, stand_in: Option<&sqs_stand_in::SqsStandI
             );
             continue;
         };
-        let mut times = Vec::new();
+        let (mut times, mut cpu) = (Vec::new(), Vec::new());
         for _ in 0..7 {
             if let Some(start) = dispatcher_start(&dispatcher, endpoint, ca, stand_in).await {
                 times.push(start.first_batch);
+                cpu.push(start.cpu);
             }
         }
+        let cpu = spread(&mut cpu).map_or(0.0, |(median, ..)| median);
         match spread(&mut times) {
             Some((median, min, max, runs)) => println!(
-                "process start to the first batch answered, {label}: median {median:.1} ms (min {min:.1}, max {max:.1}, {runs} runs)"
+                "process start to the first batch answered, {label}: median {median:.1} ms (min {min:.1}, max {max:.1}, {runs} runs; its CPU time median {cpu:.1} ms)"
             ),
             None => println!("process start to the first batch answered, {label}: not measured"),
         }
@@ -1084,7 +1129,8 @@ async fn print_variants(args: &Args, endpoint: &str, stand_in: Option<&sqs_stand
         "   projector: the mix's first batch (10 messages), or one stream's 10 events, on a new table;"
     );
     println!("   dispatcher: 3 stream records, one SendMessageBatch)");
-    let mut figures: HashMap<(usize, usize), (Vec<Duration>, Vec<usize>)> = HashMap::new();
+    type Figures = (Vec<Duration>, Vec<usize>, Vec<Duration>);
+    let mut figures: HashMap<(usize, usize), Figures> = HashMap::new();
     // Round 0 is not kept: it warms DynamoDB Local (a JVM) and the page cache.
     for round in 0..=args.rounds {
         for turn in 0..builds.len() {
@@ -1137,17 +1183,18 @@ async fn print_variants(args: &Args, endpoint: &str, stand_in: Option<&sqs_stand
                     let entry = figures.entry((index, slot)).or_default();
                     entry.0.push(start.first_batch);
                     entry.1.push(start.connections);
+                    entry.2.push(start.cpu);
                 }
             }
         }
     }
     println!(
-        "{:<24} {:<42} {:>10} {:>18} {:>12}",
-        "build", "measure", "median ms", "range ms", "connections"
+        "{:<24} {:<42} {:>10} {:>18} {:>12} {:>14}",
+        "build", "measure", "median ms", "range ms", "connections", "CPU ms median"
     );
     for (index, (name, dir)) in builds.iter().enumerate() {
         for (slot, measure) in measures.iter().enumerate() {
-            let Some((times, connections)) = figures.get_mut(&(index, slot)) else {
+            let Some((times, connections, cpu)) = figures.get_mut(&(index, slot)) else {
                 println!("{name:<24} {:<42} not measured", measure.label());
                 continue;
             };
@@ -1157,9 +1204,10 @@ async fn print_variants(args: &Args, endpoint: &str, stand_in: Option<&sqs_stand
                 (Some(low), _) => low.to_string(),
                 _ => String::new(),
             };
+            let cpu = spread(cpu).map_or(String::new(), |(median, ..)| format!("{median:.1}"));
             if let Some((median, min, max, _)) = spread(times) {
                 println!(
-                    "{name:<24} {:<42} {median:>10.1} {:>18} {connections:>12}",
+                    "{name:<24} {:<42} {median:>10.1} {:>18} {connections:>12} {cpu:>14}",
                     measure.label(),
                     format!("{min:.1} to {max:.1}")
                 );
@@ -1440,7 +1488,7 @@ async fn main() {
             );
             continue;
         };
-        let mut times = Vec::new();
+        let (mut times, mut cpu) = (Vec::new(), Vec::new());
         for run in 0..7 {
             let table = format!("start-{}-{run}", label.len());
             let reach = Reach {
@@ -1451,11 +1499,13 @@ async fn main() {
             };
             if let Some(start) = projector_figures(&projector, &reach, first).await {
                 times.push(start.first_batch);
+                cpu.push(start.cpu);
             }
         }
+        let cpu = spread(&mut cpu).map_or(0.0, |(median, ..)| median);
         match spread(&mut times) {
             Some((median, min, max, runs)) => println!(
-                "process start to the first batch answered, {label}: median {median:.1} ms (min {min:.1}, max {max:.1}, {runs} runs)"
+                "process start to the first batch answered, {label}: median {median:.1} ms (min {min:.1}, max {max:.1}, {runs} runs; its CPU time median {cpu:.1} ms)"
             ),
             None => println!("process start to the first batch answered, {label}: not measured"),
         }
