@@ -223,6 +223,12 @@ fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
             "{main}"
         );
     }
+    // Its build starts TLS as ours does: aws-lc without jitter entropy.
+    let config = std::fs::read_to_string(dir.join(".cargo/config.toml")).expect("config");
+    assert!(
+        config.contains("AWS_LC_SYS_NO_JITTER_ENTROPY = \"1\""),
+        "{config}"
+    );
     // A path dependency on this checkout, relative to the crate.
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
     let path = manifest

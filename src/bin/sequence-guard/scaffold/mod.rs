@@ -44,6 +44,7 @@ const LIB: &str = include_str!("../../../../templates/crate/src/lib.rs");
 const BIN: &str = include_str!("../../../../templates/crate/bin.rs.in");
 const REPLAY_TEST: &str = include_str!("../../../../templates/crate/tests/replay.rs");
 const BUILD_LAMBDA: &str = include_str!("../../../../templates/crate/scripts/build-lambda");
+const CARGO_CONFIG: &str = include_str!("../../../../templates/crate/cargo-config.toml");
 const SAMPLES: [(&str, &str); 3] = [
     (
         "events/01-item-created-and-renamed.json",
@@ -155,8 +156,8 @@ pub fn new_crate(names: &Names, dependency: &Dependency) -> Result<Vec<File>, Er
 }
 
 /// What deploys a domain, for any crate: the SAM template and its
-/// `samconfig.toml`, the build script and the pinned tools, and a binary
-/// per tool.
+/// `samconfig.toml`, the build script and the pinned tools, the build's
+/// `.cargo/config.toml`, and a binary per tool.
 pub fn deployment(names: &Names) -> Result<Vec<File>, Error> {
     let mut files = vec![
         File::new("template.yaml", template(names)?, Kept::Ours),
@@ -178,6 +179,9 @@ pub fn deployment(names: &Names) -> Result<Vec<File>, Error> {
             REQUIREMENTS.to_owned(),
             Kept::Ours,
         ),
+        // The build's settings for a fast cold start through TLS; a team may
+        // add its own beside them.
+        File::new(".cargo/config.toml", CARGO_CONFIG.to_owned(), Kept::Theirs),
     ];
     for tool in TOOLS {
         files.push(File::new(
