@@ -16,11 +16,14 @@
 //!   requests and deliveries per event with parking, and what
 //!   `GAP_POLICY=retry` leaves in the dead-letter queue instead;
 //! - on the embedded store: time per message (parse, decide, apply) on one
-//!   thread;
+//!   thread, with glibc's defaults and again (in a new process) under the
+//!   `GLIBC_TUNABLES` the template gives the consumers; `--cpu-only
+//!   --handler runner|naive` runs one handler alone, for a profiler;
 //! - for the release `projector`: time from process start to its first call
 //!   for work, to its first batch answered (the cold start a user sees, over
-//!   HTTP to DynamoDB Local and through a TLS proxy), and peak memory after
-//!   the mix;
+//!   HTTP to DynamoDB Local and through a TLS proxy, with its CPU time), and
+//!   peak memory after the mix, with glibc's defaults and the template's
+//!   tunables (`--memory-only [--tunables VALUE]...` runs this alone);
 //! - for the release `dispatcher`: time from process start to its first
 //!   stream batch answered (one `SendMessageBatch` to an SQS stand-in, over
 //!   HTTP and through TLS);
@@ -665,6 +668,17 @@ struct Reach<'a> {
     ca: Option<&'a str>,
     /// The table, new.
     table: &'a str,
+    /// `GLIBC_TUNABLES` for the function, as the template sets it.
+    tunables: Option<&'a str>,
+}
+
+/// The `GLIBC_TUNABLES` the template gives the consumers' functions (glibc's
+/// per-thread cache of freed blocks), read from `template.yaml`.
+fn template_tunables() -> Option<&'static str> {
+    include_str!("../../template.yaml")
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("GLIBC_TUNABLES:"))
+        .map(|value| value.trim().trim_matches('"'))
 }
 
 /// What one start of a function measured.
@@ -798,6 +812,9 @@ async fn projector_figures(
     let mut command = function_command(projector, &api);
     if let Some(ca) = reach.ca {
         command.env("SSL_CERT_FILE", ca);
+    }
+    if let Some(tunables) = reach.tunables {
+        command.env("GLIBC_TUNABLES", tunables);
     }
     command
         .env("TABLE_NAME", reach.table)
@@ -954,6 +971,24 @@ async fn start_times(samples: usize) -> Vec<Duration> {
     times
 }
 
+/// The handlers `--cpu-only` times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Handlers {
+    Both,
+    Runner,
+    Naive,
+}
+
+impl Handlers {
+    fn name(self) -> &'static str {
+        match self {
+            Handlers::Both => "both",
+            Handlers::Runner => "runner",
+            Handlers::Naive => "naive",
+        }
+    }
+}
+
 /// The benchmark: prints what a batch costs, side by side with a naive
 /// handler. `scripts/bench` builds it, starts DynamoDB Local and runs it.
 #[derive(Debug, clap::Parser)]
@@ -969,6 +1004,10 @@ struct Args {
     cpu_only: bool,
     #[arg(long, default_value_t = 20, requires = "cpu_only")]
     repeats: usize,
+    /// With `--cpu-only`: only one of the two handlers, so that a profiler's
+    /// count is that handler's (less a run with `--repeats 0`: the mix made).
+    #[arg(long, value_enum, default_value_t = Handlers::Both, requires = "cpu_only")]
+    handler: Handlers,
     /// The same DynamoDB Local through TLS (`scripts/tls-proxy.py`), for the
     /// cold start through a TLS handshake.
     #[arg(long, value_name = "URL", requires = "tls_ca")]
@@ -1004,6 +1043,38 @@ struct Args {
     /// per measure).
     #[arg(long, default_value_t = 15)]
     rounds: usize,
+    /// Only the release projector's peak memory, with glibc's defaults and
+    /// with each `--tunables` (the template's when none is given).
+    #[arg(long, conflicts_with_all = ["cpu_only", "versions", "producer"])]
+    memory_only: bool,
+    /// A `GLIBC_TUNABLES` value to measure with `--memory-only`; repeat for more.
+    #[arg(long, value_name = "VALUE", requires = "memory_only")]
+    tunables: Vec<String>,
+}
+
+/// The release projector's peak memory after the mix's batches, once for
+/// each of `tunables` (`None`: glibc's defaults).
+async fn print_memory(endpoint: &str, projector: &Path, tunables: &[Option<&str>]) {
+    let mix = realistic_mix(3000, 13);
+    for (index, &tunables) in tunables.iter().enumerate() {
+        let table = format!("projector-mix-{index}");
+        let plain = Reach {
+            setup: endpoint,
+            function: endpoint,
+            ca: None,
+            table: &table,
+            tunables,
+        };
+        let with = tunables.map_or(String::new(), |value| format!(", GLIBC_TUNABLES={value}"));
+        match projector_figures(projector, &plain, &mix.batches).await {
+            Some(start) => println!(
+                "peak memory (VmHWM) after {} batches of the mix{with}: {:.1} MB",
+                mix.batches.len(),
+                start.peak_kb as f64 / 1024.0
+            ),
+            None => println!("peak memory{with}: not measured"),
+        }
+    }
 }
 
 /// The release dispatcher's cold start, over HTTP and through TLS, to the
@@ -1156,6 +1227,7 @@ async fn print_variants(args: &Args, endpoint: &str, stand_in: Option<&sqs_stand
                             function,
                             ca,
                             table: &table,
+                            tunables: template_tunables(),
                         };
                         // The mix's first batch (several streams, written
                         // at once: a connection each), or one aggregate's
@@ -1299,21 +1371,46 @@ fn print_versions() {
 }
 
 /// The embedded store's time per message, the runner and the naive handler.
-fn print_cpu(repeats: usize) {
-    println!("\n== Embedded store: time per message (parse, decide, apply), one thread");
+fn print_cpu(repeats: usize, handlers: Handlers) {
+    let tunables = std::env::var("GLIBC_TUNABLES").ok();
+    let with = tunables
+        .as_deref()
+        .map_or(String::new(), |value| format!(", GLIBC_TUNABLES={value}"));
+    println!("\n== Embedded store: time per message (parse, decide, apply), one thread{with}");
     let mix = realistic_mix(3000, 11);
-    // On a thread of its own, outside the tokio runtime of main.
-    let ((wall, cpu), (naive_wall, naive_cpu)) = std::thread::scope(|scope| {
-        let ours = scope.spawn(|| embedded_cpu(&mix, repeats, false)).join();
-        let theirs = scope.spawn(|| embedded_cpu(&mix, repeats, true)).join();
-        (
-            ours.unwrap_or((f64::NAN, f64::NAN)),
-            theirs.unwrap_or((f64::NAN, f64::NAN)),
-        )
-    });
     let messages = 3000 * repeats;
-    println!("runner: {wall:.2} µs/message wall, {cpu:.2} µs/message CPU ({messages} messages)");
-    println!("naive:  {naive_wall:.2} µs/message wall, {naive_cpu:.2} µs/message CPU");
+    for (name, naive, wanted) in [
+        ("runner", false, Handlers::Runner),
+        ("naive ", true, Handlers::Naive),
+    ] {
+        if handlers != Handlers::Both && handlers != wanted {
+            continue;
+        }
+        // On a thread of its own, outside the tokio runtime of main.
+        let (wall, cpu) = std::thread::scope(|scope| {
+            scope
+                .spawn(|| embedded_cpu(&mix, repeats, naive))
+                .join()
+                .unwrap_or((f64::NAN, f64::NAN))
+        });
+        println!(
+            "{name}: {wall:.2} µs/message wall, {cpu:.2} µs/message CPU ({messages} messages)"
+        );
+    }
+    // The same under the template's glibc tunables: glibc reads them when a
+    // process starts, so in a new process of this benchmark.
+    if let (None, Some(value)) = (tunables, template_tunables()) {
+        let status = std::env::current_exe().and_then(|exe| {
+            std::process::Command::new(exe)
+                .args(["--cpu-only", "--repeats", &repeats.to_string()])
+                .args(["--handler", handlers.name()])
+                .env("GLIBC_TUNABLES", value)
+                .status()
+        });
+        if let Err(err) = status {
+            println!("with GLIBC_TUNABLES={value}: not measured ({err})");
+        }
+    }
 }
 
 #[tokio::main]
@@ -1324,7 +1421,7 @@ async fn main() {
         return;
     }
     let Some(endpoint) = args.endpoint_url.clone().filter(|_| !args.cpu_only) else {
-        print_cpu(args.repeats);
+        print_cpu(args.repeats, args.handler);
         return;
     };
     let stand_in = match args.sqs_stand_in_port {
@@ -1333,6 +1430,18 @@ async fn main() {
     };
     if !args.variants.is_empty() {
         print_variants(&args, &endpoint, stand_in.as_ref()).await;
+        return;
+    }
+    if args.memory_only {
+        let Some(projector) = release_binary("projector") else {
+            return;
+        };
+        let mut tunables: Vec<Option<&str>> = vec![None];
+        match args.tunables.is_empty() {
+            true => tunables.push(template_tunables()),
+            false => tunables.extend(args.tunables.iter().map(|value| Some(value.as_str()))),
+        }
+        print_memory(&endpoint, &projector, &tunables).await;
         return;
     }
     // A network between the function and DynamoDB: 2 ms per request, so that a
@@ -1432,7 +1541,7 @@ async fn main() {
         requests as f64 / 3000.0
     );
 
-    print_cpu(20);
+    print_cpu(20, Handlers::Both);
     print_versions();
 
     producer::print_producer(&endpoint, &proxy.endpoint).await;
@@ -1457,20 +1566,7 @@ async fn main() {
         return;
     };
     let mix = realistic_mix(3000, 13);
-    let plain = Reach {
-        setup: &endpoint,
-        function: &endpoint,
-        ca: None,
-        table: "projector-mix",
-    };
-    match projector_figures(&projector, &plain, &mix.batches).await {
-        Some(start) => println!(
-            "peak memory (VmHWM) after {} batches of the mix: {:.1} MB",
-            mix.batches.len(),
-            start.peak_kb as f64 / 1024.0
-        ),
-        None => println!("peak memory: not measured"),
-    }
+    print_memory(&endpoint, &projector, &[None, template_tunables()]).await;
     // The cold start a user sees: start to the first batch answered, a new
     // process and table each time, over plain HTTP and through TLS.
     let first = &mix.batches[..1];
@@ -1496,6 +1592,7 @@ async fn main() {
                 function,
                 ca,
                 table: &table,
+                tunables: template_tunables(),
             };
             if let Some(start) = projector_figures(&projector, &reach, first).await {
                 times.push(start.first_batch);

@@ -84,16 +84,34 @@ fn the_function_is_the_projector_binary_on_al2023_arm64() {
     );
 }
 
+/// Variables a consumer's function is given that the process's runtime reads,
+/// not the code.
+const RUNTIME_VARIABLES: [&str; 1] = ["GLIBC_TUNABLES"];
+
+/// glibc ignores a tunable it does not know, silently: the name must be
+/// spelled right, and the count within what glibc takes.
+fn assert_tunables(value: &Value) {
+    let value = value.as_str().unwrap_or_default();
+    let count = value
+        .strip_prefix("glibc.malloc.tcache_count=")
+        .and_then(|count| count.parse::<u32>().ok());
+    assert!(
+        count.is_some_and(|count| (8..=65_535).contains(&count)),
+        "GLIBC_TUNABLES: {value}"
+    );
+}
+
 #[test]
 fn the_environment_is_what_the_code_reads() {
     let template = template();
     let (variables, names) = environment(&template, "ProjectorFunction");
     for name in &names {
         assert!(
-            VARIABLES.contains(name),
+            VARIABLES.contains(name) || RUNTIME_VARIABLES.contains(name),
             "the template sets {name}, which the code does not read"
         );
     }
+    assert_tunables(&variables["GLIBC_TUNABLES"]);
     assert_eq!(intrinsic(&variables["TABLE_NAME"]), "Ref ProjectionTable");
     assert_eq!(
         intrinsic(&variables["METRICS_NAMESPACE"]),
@@ -1978,7 +1996,7 @@ fn the_status_consumer_is_the_projector_again_on_its_own_queue_table_and_role() 
     let (variables, names) = environment(&template, "StatusProjectorFunction");
     for name in &names {
         assert!(
-            VARIABLES.contains(name),
+            VARIABLES.contains(name) || RUNTIME_VARIABLES.contains(name),
             "{name}: the code does not read it"
         );
     }
@@ -1994,6 +2012,7 @@ fn the_status_consumer_is_the_projector_again_on_its_own_queue_table_and_role() 
         "GAP_POLICY",
         "PARK_AFTER_RECEIVES",
         "MAX_PARKED_PER_STREAM",
+        "GLIBC_TUNABLES",
     ] {
         assert_eq!(
             variables[variable], projector_variables[variable],
