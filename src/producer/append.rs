@@ -380,10 +380,10 @@ impl EventStore {
 }
 
 /// The pause before the next try, the `step`th of a run: full jitter,
-/// random over 0 to 2 ms doubled each step, at most 128 ms.
+/// random over 0 to 2 ms doubled each step, at most 1 s.
 fn jitter(step: u32) -> Duration {
     use std::hash::BuildHasher;
-    let ceiling = (2_000u64 << step.saturating_sub(1).min(6)).min(128_000);
+    let ceiling = (2_000u64 << step.saturating_sub(1).min(9)).min(1_024_000);
     let random = std::collections::hash_map::RandomState::new().hash_one(step);
     Duration::from_micros(random % (ceiling + 1))
 }
@@ -405,7 +405,7 @@ mod tests {
         assert!(
             (1..=200)
                 .map(jitter)
-                .all(|pause| pause <= Duration::from_millis(128))
+                .all(|pause| pause <= Duration::from_millis(1024))
         );
     }
 

@@ -38,7 +38,7 @@ use crate::store::dynamodb::errors::request_error;
 /// taking the next sequence, and when the outcome of a try is unknown (a
 /// timeout, a 5xx after the SDK's own retries). The pauses between tries
 /// are random (full jitter, from up to 2 ms doubling with each race lost in
-/// a row to up to 128 ms), so that writers in other processes spread their
+/// a row to up to 1 s), so that writers in other processes spread their
 /// tries. Waiting for a turn behind this store's other appends to the
 /// stream does not count.
 pub const RETRY_BUDGET: Duration = Duration::from_secs(20);
