@@ -3,6 +3,7 @@
 //! effects with one transaction, all at once), and reported (one verdict
 //! per message, every one after the first failure failed too).
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use futures::future::join_all;
@@ -58,27 +59,31 @@ impl<S: Store> Runner<S> {
                               positions,
                               ..
                           }| async move {
-            let run: Vec<&Record> = positions.iter().map(|&position| stream[position]).collect();
+            // Most entities have all of their stream's first messages: their
+            // run is a slice of the stream, not a list of its own.
+            let run: Cow<'_, [&Record]> = match contiguous(&positions) {
+                Some(count) => Cow::Borrowed(&stream[..count]),
+                None => positions.iter().map(|&position| stream[position]).collect(),
+            };
             let name = run.first().map_or("", |record| record.stream.as_str());
             let settled = self.run_entity(&key, name, &run, base, invocation).await;
             (positions, settled)
         };
         let entity_runs = async move {
             // Most streams are one entity's: run without a set of futures.
-            if entities.len() == 1 {
-                let mut settled = Vec::with_capacity(1);
-                for entity in entities {
-                    settled.push(run_entity(entity).await);
+            let mut entities = entities.into_iter();
+            match (entities.next(), entities.len()) {
+                (Some(only), 0) => (Some(run_entity(only).await), Vec::new()),
+                (first, _) => {
+                    let all = first.into_iter().chain(entities);
+                    (None, join_all(all.map(run_entity)).await)
                 }
-                settled
-            } else {
-                join_all(entities.into_iter().map(run_entity)).await
             }
         };
-        let (settled, added) =
+        let ((only, settled), added) =
             futures::join!(entity_runs, self.settle_additions(additions, invocation));
         let mut parking = Vec::new();
-        for (positions, (outcomes, parked)) in settled {
+        for (positions, (outcomes, parked)) in only.into_iter().chain(settled) {
             for (position, verdict) in positions.into_iter().zip(outcomes) {
                 verdicts[position] = Some(verdict);
             }
@@ -133,6 +138,15 @@ fn log_failed(record: &Record, verdict: &Verdict) {
             "message failed"
         );
     }
+}
+
+/// `Some(n)` when `positions` are the stream's first `n` messages, in order.
+fn contiguous(positions: &[usize]) -> Option<usize> {
+    positions
+        .iter()
+        .enumerate()
+        .all(|(index, &position)| index == position)
+        .then_some(positions.len())
 }
 
 /// One verdict per message: after the first failure in stream order, every
