@@ -171,3 +171,18 @@ fn in_order(verdicts: Vec<Option<Verdict>>) -> Vec<Verdict> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::contiguous;
+
+    #[test]
+    fn a_run_is_a_slice_only_when_it_is_the_streams_first_messages() {
+        assert_eq!(contiguous(&[0, 1, 2]), Some(3));
+        assert_eq!(contiguous(&[0]), Some(1));
+        assert_eq!(contiguous(&[]), Some(0));
+        assert_eq!(contiguous(&[1, 2]), None);
+        assert_eq!(contiguous(&[0, 2]), None);
+        assert_eq!(contiguous(&[1, 0]), None);
+    }
+}
