@@ -918,6 +918,18 @@ async fn dispatcher_start(
     }
 }
 
+/// The line of one cold-start measure: the times to the first batch
+/// answered, and the function's CPU time by then.
+fn print_starts(label: &str, times: &mut [Duration], cpu: &mut [Duration]) {
+    let cpu = spread(cpu).map_or(0.0, |(median, ..)| median);
+    match spread(times) {
+        Some((median, min, max, runs)) => println!(
+            "process start to the first batch answered, {label}: median {median:.1} ms (min {min:.1}, max {max:.1}, {runs} runs; its CPU time median {cpu:.1} ms)"
+        ),
+        None => println!("process start to the first batch answered, {label}: not measured"),
+    }
+}
+
 /// Median, min and max in ms of `times` (sorted here), and how many.
 fn spread(times: &mut [Duration]) -> Option<(f64, f64, f64, usize)> {
     times.sort();
@@ -977,16 +989,6 @@ enum Handlers {
     Both,
     Runner,
     Naive,
-}
-
-impl Handlers {
-    fn name(self) -> &'static str {
-        match self {
-            Handlers::Both => "both",
-            Handlers::Runner => "runner",
-            Handlers::Naive => "naive",
-        }
-    }
 }
 
 /// The benchmark: prints what a batch costs, side by side with a naive
@@ -1054,8 +1056,12 @@ struct Args {
 
 /// The release projector's peak memory after the mix's batches, once for
 /// each of `tunables` (`None`: glibc's defaults).
-async fn print_memory(endpoint: &str, projector: &Path, tunables: &[Option<&str>]) {
-    let mix = realistic_mix(3000, 13);
+async fn print_memory(
+    endpoint: &str,
+    projector: &Path,
+    batches: &[SqsEvent],
+    tunables: &[Option<&str>],
+) {
     for (index, &tunables) in tunables.iter().enumerate() {
         let table = format!("projector-mix-{index}");
         let plain = Reach {
@@ -1066,10 +1072,10 @@ async fn print_memory(endpoint: &str, projector: &Path, tunables: &[Option<&str>
             tunables,
         };
         let with = tunables.map_or(String::new(), |value| format!(", GLIBC_TUNABLES={value}"));
-        match projector_figures(projector, &plain, &mix.batches).await {
+        match projector_figures(projector, &plain, batches).await {
             Some(start) => println!(
                 "peak memory (VmHWM) after {} batches of the mix{with}: {:.1} MB",
-                mix.batches.len(),
+                batches.len(),
                 start.peak_kb as f64 / 1024.0
             ),
             None => println!("peak memory{with}: not measured"),
@@ -1112,13 +1118,7 @@ async fn print_dispatcher(args: &Args, stand_in: Option<&sqs_stand_in::SqsStandI
                 cpu.push(start.cpu);
             }
         }
-        let cpu = spread(&mut cpu).map_or(0.0, |(median, ..)| median);
-        match spread(&mut times) {
-            Some((median, min, max, runs)) => println!(
-                "process start to the first batch answered, {label}: median {median:.1} ms (min {min:.1}, max {max:.1}, {runs} runs; its CPU time median {cpu:.1} ms)"
-            ),
-            None => println!("process start to the first batch answered, {label}: not measured"),
-        }
+        print_starts(label, &mut times, &mut cpu);
     }
     if let Ok(meta) = std::fs::metadata(&dispatcher) {
         println!(
@@ -1200,6 +1200,11 @@ async fn print_variants(args: &Args, endpoint: &str, stand_in: Option<&sqs_stand
         "   projector: the mix's first batch (10 messages), or one stream's 10 events, on a new table;"
     );
     println!("   dispatcher: 3 stream records, one SendMessageBatch)");
+    if tls.starts_with("http://") {
+        println!(
+            "   the proxies listen in plain TCP: the rows \"through TLS\" take the same hop without TLS"
+        );
+    }
     type Figures = (Vec<Duration>, Vec<usize>, Vec<Duration>);
     let mut figures: HashMap<(usize, usize), Figures> = HashMap::new();
     // Round 0 is not kept: it warms DynamoDB Local (a JVM) and the page cache.
@@ -1399,11 +1404,12 @@ fn print_cpu(repeats: usize, handlers: Handlers) {
     }
     // The same under the template's glibc tunables: glibc reads them when a
     // process starts, so in a new process of this benchmark.
-    if let (None, Some(value)) = (tunables, template_tunables()) {
+    let handler = clap::ValueEnum::to_possible_value(&handlers);
+    if let (None, Some(value), Some(handler)) = (tunables, template_tunables(), handler) {
         let status = std::env::current_exe().and_then(|exe| {
             std::process::Command::new(exe)
                 .args(["--cpu-only", "--repeats", &repeats.to_string()])
-                .args(["--handler", handlers.name()])
+                .args(["--handler", handler.get_name()])
                 .env("GLIBC_TUNABLES", value)
                 .status()
         });
@@ -1441,7 +1447,13 @@ async fn main() {
             true => tunables.push(template_tunables()),
             false => tunables.extend(args.tunables.iter().map(|value| Some(value.as_str()))),
         }
-        print_memory(&endpoint, &projector, &tunables).await;
+        print_memory(
+            &endpoint,
+            &projector,
+            &realistic_mix(3000, 13).batches,
+            &tunables,
+        )
+        .await;
         return;
     }
     // A network between the function and DynamoDB: 2 ms per request, so that a
@@ -1566,7 +1578,13 @@ async fn main() {
         return;
     };
     let mix = realistic_mix(3000, 13);
-    print_memory(&endpoint, &projector, &[None, template_tunables()]).await;
+    print_memory(
+        &endpoint,
+        &projector,
+        &mix.batches,
+        &[None, template_tunables()],
+    )
+    .await;
     // The cold start a user sees: start to the first batch answered, a new
     // process and table each time, over plain HTTP and through TLS.
     let first = &mix.batches[..1];
@@ -1599,13 +1617,7 @@ async fn main() {
                 cpu.push(start.cpu);
             }
         }
-        let cpu = spread(&mut cpu).map_or(0.0, |(median, ..)| median);
-        match spread(&mut times) {
-            Some((median, min, max, runs)) => println!(
-                "process start to the first batch answered, {label}: median {median:.1} ms (min {min:.1}, max {max:.1}, {runs} runs; its CPU time median {cpu:.1} ms)"
-            ),
-            None => println!("process start to the first batch answered, {label}: not measured"),
-        }
+        print_starts(label, &mut times, &mut cpu);
     }
     if let Ok(meta) = std::fs::metadata(&projector) {
         println!(
