@@ -607,22 +607,52 @@ fn cache_upper_bound(workload: &Workload) -> (u64, u64) {
     (skippable, requests)
 }
 
-fn cpu_seconds() -> f64 {
-    // utime + stime of this process, in clock ticks (100 per second on Linux).
-    std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|stat| {
-            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-            Some(
-                (fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?)
-                    / 100.0,
-            )
-        })
-        .unwrap_or(0.0)
+/// The CPU time this thread has spent (`CLOCK_THREAD_CPUTIME_ID`: to the
+/// nanosecond, where `/proc` counts in scheduler ticks).
+fn thread_cpu() -> Duration {
+    let time = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(
+        u64::try_from(time.tv_sec).unwrap_or(0),
+        u32::try_from(time.tv_nsec).unwrap_or(0),
+    )
 }
 
-fn embedded_cpu(workload: &Workload, repeats: usize, naive_handler: bool) -> (f64, f64) {
+/// One pass over `workload` on a new embedded store, by the runner or the
+/// naive handler: the CPU time this thread spent on it.
+fn embedded_pass(
+    runtime: &tokio::runtime::Runtime,
+    workload: &Workload,
+    naive_handler: bool,
+) -> Duration {
     let domain = shop::domain();
+    let store = MemoryStore::new();
+    let runner = Runner::new(shop::domain(), &store, RunnerConfig::default());
+    let invocation = Invocation {
+        deadline: None,
+        now: 1_764_489_600,
+    };
+    let before = thread_cpu();
+    for event in &workload.batches {
+        if naive_handler {
+            runtime.block_on(naive(&domain, &store, event, invocation.now));
+        } else {
+            let _ = runtime.block_on(runner.run(event, invocation));
+        }
+    }
+    thread_cpu().saturating_sub(before)
+}
+
+/// What `--cpu-only` measured: the CPU time of each pass, by handler.
+#[derive(Default)]
+struct Passes {
+    runner: Vec<Duration>,
+    naive: Vec<Duration>,
+}
+
+/// `repeats` passes of each handler that `handlers` names, in alternation
+/// (runner, naive, runner, ...) after one pass of each not kept, so that a
+/// slower stretch of the machine falls on both.
+fn embedded_passes(workload: &Workload, repeats: usize, handlers: Handlers) -> Passes {
     let runtime = match tokio::runtime::Builder::new_current_thread().build() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -630,32 +660,22 @@ fn embedded_cpu(workload: &Workload, repeats: usize, naive_handler: bool) -> (f6
             std::process::exit(1);
         }
     };
-    let messages: usize = workload
-        .batches
-        .iter()
-        .map(|b| b.records.len())
-        .sum::<usize>()
-        * repeats;
-    let cpu_before = cpu_seconds();
-    let started = Instant::now();
-    for _ in 0..repeats {
-        let store = MemoryStore::new();
-        let runner = Runner::new(shop::domain(), &store, RunnerConfig::default());
-        let invocation = Invocation {
-            deadline: None,
-            now: 1_764_489_600,
-        };
-        for event in &workload.batches {
-            if naive_handler {
-                runtime.block_on(naive(&domain, &store, event, invocation.now));
-            } else {
-                let _ = runtime.block_on(runner.run(event, invocation));
+    let mut passes = Passes::default();
+    for round in 0..=repeats {
+        if handlers != Handlers::Naive {
+            let time = embedded_pass(&runtime, workload, false);
+            if round > 0 {
+                passes.runner.push(time);
+            }
+        }
+        if handlers != Handlers::Runner {
+            let time = embedded_pass(&runtime, workload, true);
+            if round > 0 {
+                passes.naive.push(time);
             }
         }
     }
-    let wall = started.elapsed().as_secs_f64();
-    let cpu = cpu_seconds() - cpu_before;
-    (wall * 1e6 / messages as f64, cpu * 1e6 / messages as f64)
+    passes
 }
 
 /// How the projector reaches DynamoDB for a start measurement.
@@ -1383,23 +1403,41 @@ fn print_cpu(repeats: usize, handlers: Handlers) {
         .map_or(String::new(), |value| format!(", GLIBC_TUNABLES={value}"));
     println!("\n== Embedded store: time per message (parse, decide, apply), one thread{with}");
     let mix = realistic_mix(3000, 11);
-    let messages = 3000 * repeats;
-    for (name, naive, wanted) in [
-        ("runner", false, Handlers::Runner),
-        ("naive ", true, Handlers::Naive),
-    ] {
-        if handlers != Handlers::Both && handlers != wanted {
-            continue;
+    let messages = mix.batches.iter().map(|b| b.records.len()).sum::<usize>();
+    // On a thread of its own, outside the tokio runtime of main.
+    let passes = std::thread::scope(|scope| {
+        scope
+            .spawn(|| embedded_passes(&mix, repeats, handlers))
+            .join()
+            .unwrap_or_default()
+    });
+    let per_message = |time: &Duration| time.as_secs_f64() * 1e6 / messages.max(1) as f64;
+    for (name, times) in [("runner", &passes.runner), ("naive ", &passes.naive)] {
+        let mut times: Vec<Duration> = times.clone();
+        if let Some((median, min, max, runs)) = spread(&mut times) {
+            let scale = 1e3 / messages.max(1) as f64;
+            println!(
+                "{name}: {:.2} µs/message CPU, median of {runs} passes of {messages} messages (min {:.2}, max {:.2})",
+                median * scale,
+                min * scale,
+                max * scale
+            );
         }
-        // On a thread of its own, outside the tokio runtime of main.
-        let (wall, cpu) = std::thread::scope(|scope| {
-            scope
-                .spawn(|| embedded_cpu(&mix, repeats, naive))
-                .join()
-                .unwrap_or((f64::NAN, f64::NAN))
-        });
+    }
+    // Each pass of the runner beside the naive pass that followed it.
+    let mut ratios: Vec<f64> = passes
+        .runner
+        .iter()
+        .zip(&passes.naive)
+        .map(|(runner, naive)| per_message(runner) / per_message(naive).max(f64::MIN_POSITIVE))
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    if let Some(median) = ratios.get(ratios.len() / 2) {
         println!(
-            "{name}: {wall:.2} µs/message wall, {cpu:.2} µs/message CPU ({messages} messages)"
+            "runner / naive, pass beside pass: median {median:.2} times ({} pairs, {:.2} to {:.2})",
+            ratios.len(),
+            ratios.first().copied().unwrap_or(*median),
+            ratios.last().copied().unwrap_or(*median)
         );
     }
     // The same under the template's glibc tunables: glibc reads them when a
