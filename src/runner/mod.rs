@@ -2,10 +2,10 @@
 //!
 //! It reads every record on its own, groups the records into streams (in
 //! batch order), reads every entity and deduplication record the batch needs
-//! in one store call, runs the streams concurrently and decides the messages of
-//! a stream in order, then settles each stream with one conditional write per
-//! entity and one transaction for its deduplicated effects, all at once (two
-//! sequential round trips per batch), and answers with the SQS partial batch
+//! in one store call, decides the messages of each stream in order (its dry
+//! run), then settles every stream with one conditional write per entity and
+//! one transaction for its deduplicated effects, all at once (two sequential
+//! round trips per batch), and answers with the SQS partial batch
 //! response. It knows no domain: each event carries its handling, as the
 //! domain's registration ([`crate::domain::Events`]) answered when it was read.
 //!
@@ -16,7 +16,7 @@
 //! | --- | --- |
 //! | `mod.rs` | the configuration, and [`Runner::run`]: a batch's phases in order |
 //! | `batch.rs` | those phases: records read, streams, the one load and each stream's share, the report's lines |
-//! | `stream.rs` | one stream: decided in order, then settled all at once |
+//! | `stream.rs` | the streams settled all at once, after each one's dry run; each stream's verdicts in order |
 //! | `entity.rs` | the pure planner of one entity's share: the guard's answers, parking, draining, conflicts |
 //! | `settle.rs` | that share written: fetch, commit, decide again after a lost race; the sweep's drain |
 //! | `additions.rs` | a stream's deduplicated effects (counter additions), in one transaction |
@@ -38,8 +38,7 @@ mod verdict;
 use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use futures::future::join_all;
-use tracing::{Instrument, info, info_span, trace, warn};
+use tracing::{info, trace, warn};
 
 use crate::domain::Domain;
 use crate::envelope::Record;
@@ -195,21 +194,29 @@ impl<S: Store> Runner<S> {
         }
         let (shares, handled) = batch::shares(loaded, wanted, &streams);
 
-        let runs = streams.iter().zip(shares).map(|(positions, share)| {
-            let stream: Vec<&Record> = positions
-                .iter()
-                .map(|&position| &records[position])
-                .collect();
-            let span = info_span!("stream", stream = %stream[0].stream);
-            let handled = &handled;
-            async move { self.run_stream(&stream, share, handled, &invocation).await }
-                .instrument(span)
-        });
+        // Each stream decided in order without writing (its dry run), then
+        // all of them settled at once.
+        let planned = streams
+            .iter()
+            .zip(shares)
+            .map(|(positions, share)| {
+                let stream: Vec<&Record> = positions
+                    .iter()
+                    .map(|&position| &records[position])
+                    .collect();
+                let plan = self.dry_run(&stream, share, &handled, &invocation);
+                stream::Planned {
+                    records: stream,
+                    plan,
+                }
+            })
+            .collect();
+        let settled = self.settle_streams(planned, &invocation).await;
         // One verdict per record of each stream, in stream order: put them
         // back into batch order.
         let mut verdicts = vec![None; records.len()];
         let mut parking = Vec::new();
-        for (positions, (stream_verdicts, parked)) in streams.iter().zip(join_all(runs).await) {
+        for (positions, (stream_verdicts, parked)) in streams.iter().zip(settled) {
             for (&position, verdict) in positions.iter().zip(stream_verdicts) {
                 verdicts[position] = Some(verdict);
             }

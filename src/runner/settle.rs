@@ -178,6 +178,7 @@ impl<S: Store> Runner<S> {
             return Next::Done;
         }
         debug!(
+            entity = %step.commit.key,
             expected = ?step.commit.expected.sequence,
             found = ?current.entity.as_ref().map(AnyEntity::sequence),
             parked = current.parking.sequences.len(),

@@ -1,98 +1,124 @@
-//! One stream of a batch, in three phases: planned (its dry run, see
-//! `dry_run.rs`), settled (each entity with one write and the deduplicated
-//! effects with one transaction, all at once), and reported (one verdict
-//! per message, every one after the first failure failed too).
+//! A batch's streams, each planned first (its dry run, see `dry_run.rs`),
+//! then settled all at once (each entity of each stream with one write, each
+//! stream's deduplicated effects with one transaction), and reported (one
+//! verdict per message, every one after its stream's first failure failed
+//! too).
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 
 use futures::future::join_all;
 use tracing::{error, warn};
 
-use super::batch::Share;
 use super::dry_run::{EntityPlan, StreamPlan};
 use super::verdict::{SETTLED_AFTER_FAILURE_REASON, Verdict, skipped_one};
 use super::{Invocation, Outcome, ParkingReport, Runner};
 use crate::envelope::{Event, Record};
-use crate::store::{DedupKey, Store};
+use crate::store::Store;
+
+/// One stream of a batch: its records in stream order, and its plan.
+pub(super) struct Planned<'a> {
+    pub(super) records: Vec<&'a Record>,
+    pub(super) plan: StreamPlan,
+}
+
+/// One entity's run to settle: its stream's index and its plan.
+type EntityJob = (usize, EntityPlan);
 
 impl<S: Store> Runner<S> {
-    /// Runs one stream: decides its messages in order up to the first that
-    /// cannot be done, then settles them with at most one write per entity and
-    /// one transaction for its deduplicated effects, all at once. Returns one
-    /// verdict per message, in stream order.
-    pub(super) async fn run_stream(
+    /// Settles every stream of a batch: every entity's run and every
+    /// stream's additions at once, one future each (not a future per stream
+    /// holding its own: fewer and smaller futures to move). Returns each
+    /// stream's verdicts, in stream order, and what it parked.
+    pub(super) async fn settle_streams(
         &self,
-        stream: &[&Record],
-        share: Share,
-        handled: &HashSet<DedupKey>,
+        streams: Vec<Planned<'_>>,
         invocation: &Invocation,
-    ) -> (Vec<Verdict>, Vec<ParkingReport>) {
-        let plan = self.dry_run(stream, share, handled, invocation);
-        let (verdicts, parking) = self.settle_stream(stream, plan, invocation).await;
-        let verdicts = in_order(verdicts);
-        for (record, verdict) in stream.iter().zip(&verdicts) {
-            self.log_recorded(record, verdict);
+    ) -> Vec<(Vec<Verdict>, Vec<ParkingReport>)> {
+        let mut records = Vec::with_capacity(streams.len());
+        let mut verdicts = Vec::with_capacity(streams.len());
+        let mut entities: Vec<EntityJob> = Vec::new();
+        let mut additions = Vec::new();
+        for (
+            index,
+            Planned {
+                records: stream,
+                plan,
+            },
+        ) in streams.into_iter().enumerate()
+        {
+            records.push(stream);
+            verdicts.push(plan.verdicts);
+            entities.extend(plan.entities.into_iter().map(|entity| (index, entity)));
+            if !plan.additions.is_empty() {
+                additions.push((index, plan.additions));
+            }
         }
-        for (record, verdict) in stream.iter().zip(&verdicts) {
-            log_failed(record, verdict);
-        }
-        (verdicts, parking)
-    }
-
-    /// Settles every entity and the additions of a stream concurrently;
-    /// the verdicts the plan had and the settled ones together.
-    async fn settle_stream(
-        &self,
-        stream: &[&Record],
-        plan: StreamPlan,
-        invocation: &Invocation,
-    ) -> (Vec<Option<Verdict>>, Vec<ParkingReport>) {
-        let StreamPlan {
-            mut verdicts,
-            entities,
-            additions,
-        } = plan;
-        let run_entity = |EntityPlan {
-                              key,
-                              base,
-                              positions,
-                              ..
-                          }| async move {
+        let records = &records;
+        let run_entity = |(index, entity): EntityJob| async move {
+            let stream: &[&Record] = &records[index];
             // Most entities have all of their stream's first messages: their
             // run is a slice of the stream, not a list of its own.
-            let run: Cow<'_, [&Record]> = match contiguous(&positions) {
+            let run: Cow<'_, [&Record]> = match contiguous(&entity.positions) {
                 Some(count) => Cow::Borrowed(&stream[..count]),
-                None => positions.iter().map(|&position| stream[position]).collect(),
+                None => entity
+                    .positions
+                    .iter()
+                    .map(|&position| stream[position])
+                    .collect(),
             };
             let name = run.first().map_or("", |record| record.stream.as_str());
-            let settled = self.run_entity(&key, name, &run, base, invocation).await;
-            (positions, settled)
+            let settled = self
+                .run_entity(&entity.key, name, &run, entity.base, invocation)
+                .await;
+            (index, entity.positions, settled)
         };
-        let entity_runs = async move {
-            // Most streams are one entity's: run without a set of futures.
-            let mut entities = entities.into_iter();
-            match (entities.next(), entities.len()) {
-                (Some(only), 0) => (Some(run_entity(only).await), Vec::new()),
-                (first, _) => {
-                    let all = first.into_iter().chain(entities);
-                    (None, join_all(all.map(run_entity)).await)
-                }
+        let entity_runs = async {
+            // Most batches of a few streams have one entity each: a single
+            // run is awaited without a set of futures.
+            if entities.len() == 1
+                && let Some(only) = entities.pop()
+            {
+                vec![run_entity(only).await]
+            } else {
+                join_all(entities.into_iter().map(run_entity)).await
             }
         };
-        let ((only, settled), added) =
-            futures::join!(entity_runs, self.settle_additions(additions, invocation));
-        let mut parking = Vec::new();
-        for (positions, (outcomes, parked)) in only.into_iter().chain(settled) {
+        let settle_additions = |(index, additions)| async move {
+            (index, self.settle_additions(additions, invocation).await)
+        };
+        let (settled, added) = futures::join!(
+            entity_runs,
+            join_all(additions.into_iter().map(settle_additions))
+        );
+        let mut parking: Vec<Vec<ParkingReport>> = std::iter::repeat_with(Vec::new)
+            .take(records.len())
+            .collect();
+        for (index, positions, (outcomes, parked)) in settled {
             for (position, verdict) in positions.into_iter().zip(outcomes) {
-                verdicts[position] = Some(verdict);
+                verdicts[index][position] = Some(verdict);
             }
-            parking.extend(parked);
+            parking[index].extend(parked);
         }
-        for (position, verdict) in added {
-            verdicts[position] = Some(verdict);
+        for (index, added) in added {
+            for (position, verdict) in added {
+                verdicts[index][position] = Some(verdict);
+            }
         }
-        (verdicts, parking)
+        records
+            .iter()
+            .zip(verdicts)
+            .zip(parking)
+            .map(|((stream, verdicts), parking)| {
+                let verdicts = in_order(verdicts);
+                for (record, verdict) in stream.iter().zip(&verdicts) {
+                    self.log_recorded(record, verdict);
+                }
+                for (record, verdict) in stream.iter().zip(&verdicts) {
+                    log_failed(record, verdict);
+                }
+                (verdicts, parking)
+            })
+            .collect()
     }
 
     /// Logs a conflict recorded, and a gap not parked for want of room.

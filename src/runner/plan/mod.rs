@@ -318,6 +318,7 @@ impl Planner<'_> {
 /// and the event type's names; the slot was left as it was.
 fn handler_error(event: &Event, fault: &HandlerFault) -> Verdict {
     tracing::error!(
+        stream = event.stream(),
         event_type = event.type_name(),
         handler = fault.handler,
         sequence = event.sequence(),
