@@ -84,7 +84,7 @@ impl<S: Store> Runner<S> {
                     }
                 }
                 Planned::Step(step) => {
-                    self.write_step(key, stream, *step, invocation, &mut settling)
+                    self.write_step(key, stream, step, invocation, &mut settling)
                         .await
                 }
             };
@@ -110,8 +110,7 @@ impl<S: Store> Runner<S> {
         settling: &mut Settling,
     ) -> Result<(), (Outcome, String)> {
         let read = self.store.parked(key, &sequences);
-        let events = self
-            .timed("BatchGetItem", invocation, read)
+        let events = Box::pin(self.timed("BatchGetItem", invocation, read))
             .await
             .map_err(|err| err.outcome())?;
         for sequence in sequences {
@@ -123,18 +122,20 @@ impl<S: Store> Runner<S> {
         Ok(())
     }
 
-    /// Writes one planned step, and settles its verdicts by the answer.
+    /// Writes one planned step, and settles its verdicts by the answer. The
+    /// step stays in its box across the write: the future that awaits it
+    /// is moved whole by the set of futures it is in.
     async fn write_step(
         &self,
         key: &EntityKey,
         stream: &str,
-        step: Step,
+        step: Box<Step>,
         invocation: &Invocation,
         settling: &mut Settling,
     ) -> Next {
-        let stuck = step.stuck.as_ref().map(|stuck| stuck_event(stream, stuck));
+        let stuck = |step: &Step| step.stuck.as_ref().map(|stuck| stuck_event(stream, stuck));
         if step.commit.items() == 0 {
-            if let Some(stuck) = stuck {
+            if let Some(stuck) = stuck(&step) {
                 let report = parking_report(stream, key, &step, invocation.now, Some(stuck));
                 settling.parking.push(report);
             }
@@ -146,10 +147,16 @@ impl<S: Store> Runner<S> {
         } else {
             "TransactWriteItems"
         };
+        // The store's call in a box of its own: an SDK request's future is
+        // some 13 KB, and the set of entity runs it would sit in inline is
+        // moved whole (in, and out of it when done).
         let commit = self.store.commit(&step.commit);
-        match self.timed(operation, invocation, commit).await {
-            Ok(Committed::Written) => written(stream, key, step, stuck, invocation.now, settling),
-            Ok(Committed::LostRace { current }) => self.lost_race(step, current, settling),
+        match Box::pin(self.timed(operation, invocation, commit)).await {
+            Ok(Committed::Written) => {
+                let stuck = stuck(&step);
+                written(stream, key, *step, stuck, invocation.now, settling)
+            }
+            Ok(Committed::LostRace { current }) => self.lost_race(*step, current, settling),
             Err(err) => {
                 let (outcome, reason) = err.outcome();
                 if !step.drained.is_empty() {
@@ -159,7 +166,7 @@ impl<S: Store> Runner<S> {
                         "draining parked events stopped: the next event of the stream, or the next sweep, goes on"
                     );
                 }
-                fail_step(step, outcome, &reason, settling);
+                fail_step(*step, outcome, &reason, settling);
                 Next::Done
             }
         }
