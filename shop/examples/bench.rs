@@ -712,6 +712,10 @@ struct Start {
     /// CPU time the function's threads had spent by the first batch answered
     /// (what Lambda bills, and at a fraction of a vCPU what its user waits).
     cpu: Duration,
+    /// The same batch on other, new entities, answered by the same process
+    /// right after the first (as many streams, reads and writes, on open
+    /// connections): what the service takes, without the cold start.
+    again: Option<Duration>,
 }
 
 /// The CPU time all threads of process `pid` have spent so far (Linux: the
@@ -810,6 +814,25 @@ async fn warm(client: &aws_sdk_dynamodb::Client, table: &str) {
     let _ = get.send().await;
 }
 
+/// `batch` on other entities: every aggregate and event id (and message id
+/// and group) prefixed, so that it makes as many streams, reads and writes
+/// as `batch` did, on nothing stored yet.
+fn same_shape(batch: &SqsEvent) -> SqsEvent {
+    let mut again = batch.clone();
+    for record in &mut again.records {
+        let prefix = |id: &str| format!("again-{id}");
+        record.message_id = record.message_id.as_deref().map(prefix);
+        record.body = record.body.as_deref().map(|body| {
+            body.replace(r#""aggregateId":""#, r#""aggregateId":"again-"#)
+                .replace(r#""eventId":""#, r#""eventId":"again-"#)
+        });
+        if let Some(group) = record.attributes.get_mut("MessageGroupId") {
+            *group = prefix(group);
+        }
+    }
+    again
+}
+
 /// Starts the release projector against a local Runtime API; returns the
 /// time to the first batch answered, and (after running `batches`) its peak
 /// memory.
@@ -817,6 +840,7 @@ async fn projector_figures(
     projector: &Path,
     reach: &Reach<'_>,
     batches: &[SqsEvent],
+    again: bool,
 ) -> Option<Start> {
     if !projector.exists() {
         eprintln!(
@@ -845,6 +869,7 @@ async fn projector_figures(
     let mut first_batch = None;
     let mut connections = 0;
     let mut cpu = Duration::ZERO;
+    let mut again_took = None;
     for event in batches {
         let body = serde_json::to_string(event).ok()?;
         api.invoke(&body).await;
@@ -854,6 +879,12 @@ async fn projector_figures(
             first_batch = Some(started.elapsed());
             connections = port_of(reach.function).map_or(0, |port| connections_to(pid, port));
             cpu = cpu_time(pid);
+            if again {
+                let body = serde_json::to_string(&same_shape(event)).ok()?;
+                let began = Instant::now();
+                api.invoke(&body).await;
+                again_took = Some(began.elapsed());
+            }
         }
     }
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -874,6 +905,7 @@ async fn projector_figures(
         peak_kb,
         connections,
         cpu,
+        again: again_took,
     })
 }
 
@@ -929,6 +961,7 @@ async fn dispatcher_start(
                 peak_kb: 0,
                 connections,
                 cpu,
+                again: None,
             })
         }
         other => {
@@ -939,12 +972,16 @@ async fn dispatcher_start(
 }
 
 /// The line of one cold-start measure: the times to the first batch
-/// answered, and the function's CPU time by then.
-fn print_starts(label: &str, times: &mut [Duration], cpu: &mut [Duration]) {
+/// answered, the function's CPU time by then, and (when measured) the same
+/// batch on new entities answered warm right after.
+fn print_starts(label: &str, times: &mut [Duration], cpu: &mut [Duration], again: &mut [Duration]) {
     let cpu = spread(cpu).map_or(0.0, |(median, ..)| median);
+    let again = spread(again).map_or(String::new(), |(median, ..)| {
+        format!("; the same batch on new entities, warm: median {median:.1} ms")
+    });
     match spread(times) {
         Some((median, min, max, runs)) => println!(
-            "process start to the first batch answered, {label}: median {median:.1} ms (min {min:.1}, max {max:.1}, {runs} runs; its CPU time median {cpu:.1} ms)"
+            "process start to the first batch answered, {label}: median {median:.1} ms (min {min:.1}, max {max:.1}, {runs} runs; its CPU time median {cpu:.1} ms{again})"
         ),
         None => println!("process start to the first batch answered, {label}: not measured"),
     }
@@ -1092,7 +1129,7 @@ async fn print_memory(
             tunables,
         };
         let with = tunables.map_or(String::new(), |value| format!(", GLIBC_TUNABLES={value}"));
-        match projector_figures(projector, &plain, batches).await {
+        match projector_figures(projector, &plain, batches, false).await {
             Some(start) => println!(
                 "peak memory (VmHWM) after {} batches of the mix{with}: {:.1} MB",
                 batches.len(),
@@ -1138,7 +1175,7 @@ async fn print_dispatcher(args: &Args, stand_in: Option<&sqs_stand_in::SqsStandI
                 cpu.push(start.cpu);
             }
         }
-        print_starts(label, &mut times, &mut cpu);
+        print_starts(label, &mut times, &mut cpu, &mut []);
     }
     if let Ok(meta) = std::fs::metadata(&dispatcher) {
         println!(
@@ -1219,13 +1256,16 @@ async fn print_variants(args: &Args, endpoint: &str, stand_in: Option<&sqs_stand
     println!(
         "   projector: the mix's first batch (10 messages), or one stream's 10 events, on a new table;"
     );
-    println!("   dispatcher: 3 stream records, one SendMessageBatch)");
+    println!("   dispatcher: 3 stream records, one SendMessageBatch;");
+    println!(
+        "   warm, same: the projector's batch again on new entities, answered right after by the same process)"
+    );
     if tls.starts_with("http://") {
         println!(
             "   the proxies listen in plain TCP: the rows \"through TLS\" take the same hop without TLS"
         );
     }
-    type Figures = (Vec<Duration>, Vec<usize>, Vec<Duration>);
+    type Figures = (Vec<Duration>, Vec<usize>, Vec<Duration>, Vec<Duration>);
     let mut figures: HashMap<(usize, usize), Figures> = HashMap::new();
     // Round 0 is not kept: it warms DynamoDB Local (a JVM) and the page cache.
     for round in 0..=args.rounds {
@@ -1263,7 +1303,7 @@ async fn print_variants(args: &Args, endpoint: &str, stand_in: Option<&sqs_stand
                             }
                             _ => realistic_mix(10, 13).batches,
                         };
-                        projector_figures(&dir.join("projector"), &reach, &batch).await
+                        projector_figures(&dir.join("projector"), &reach, &batch, true).await
                     }
                     Measure::DispatcherHttp | Measure::DispatcherTls => {
                         let (Some(stand_in), Some(plain)) = (stand_in, plain_sqs.as_deref()) else {
@@ -1281,17 +1321,24 @@ async fn print_variants(args: &Args, endpoint: &str, stand_in: Option<&sqs_stand
                     entry.0.push(start.first_batch);
                     entry.1.push(start.connections);
                     entry.2.push(start.cpu);
+                    entry.3.extend(start.again);
                 }
             }
         }
     }
     println!(
-        "{:<24} {:<42} {:>10} {:>18} {:>12} {:>14}",
-        "build", "measure", "median ms", "range ms", "connections", "CPU ms median"
+        "{:<24} {:<42} {:>10} {:>18} {:>12} {:>14} {:>16}",
+        "build",
+        "measure",
+        "median ms",
+        "range ms",
+        "connections",
+        "CPU ms median",
+        "warm, same ms"
     );
     for (index, (name, dir)) in builds.iter().enumerate() {
         for (slot, measure) in measures.iter().enumerate() {
-            let Some((times, connections, cpu)) = figures.get_mut(&(index, slot)) else {
+            let Some((times, connections, cpu, again)) = figures.get_mut(&(index, slot)) else {
                 println!("{name:<24} {:<42} not measured", measure.label());
                 continue;
             };
@@ -1302,9 +1349,10 @@ async fn print_variants(args: &Args, endpoint: &str, stand_in: Option<&sqs_stand
                 _ => String::new(),
             };
             let cpu = spread(cpu).map_or(String::new(), |(median, ..)| format!("{median:.1}"));
+            let again = spread(again).map_or(String::new(), |(median, ..)| format!("{median:.1}"));
             if let Some((median, min, max, _)) = spread(times) {
                 println!(
-                    "{name:<24} {:<42} {median:>10.1} {:>18} {connections:>12} {cpu:>14}",
+                    "{name:<24} {:<42} {median:>10.1} {:>18} {connections:>12} {cpu:>14} {again:>16}",
                     measure.label(),
                     format!("{min:.1} to {max:.1}")
                 );
@@ -1640,7 +1688,7 @@ async fn main() {
             );
             continue;
         };
-        let (mut times, mut cpu) = (Vec::new(), Vec::new());
+        let (mut times, mut cpu, mut again) = (Vec::new(), Vec::new(), Vec::new());
         for run in 0..7 {
             let table = format!("start-{}-{run}", label.len());
             let reach = Reach {
@@ -1650,12 +1698,13 @@ async fn main() {
                 table: &table,
                 tunables: template_tunables(),
             };
-            if let Some(start) = projector_figures(&projector, &reach, first).await {
+            if let Some(start) = projector_figures(&projector, &reach, first, true).await {
                 times.push(start.first_batch);
                 cpu.push(start.cpu);
+                again.extend(start.again);
             }
         }
-        print_starts(label, &mut times, &mut cpu);
+        print_starts(label, &mut times, &mut cpu, &mut again);
     }
     if let Ok(meta) = std::fs::metadata(&projector) {
         println!(
