@@ -13,7 +13,7 @@ use super::dry_run::{EntityPlan, StreamPlan};
 use super::verdict::{SETTLED_AFTER_FAILURE_REASON, Verdict, skipped_one};
 use super::{Invocation, Outcome, ParkingReport, Runner};
 use crate::envelope::{Event, Record};
-use crate::store::Store;
+use crate::store::{Addition, Store};
 
 /// One stream of a batch: its records in stream order, and its plan.
 pub(super) struct Planned<'a> {
@@ -23,6 +23,38 @@ pub(super) struct Planned<'a> {
 
 /// One entity's run to settle: its stream's index and its plan.
 type EntityJob = (usize, EntityPlan);
+
+/// One entity's run settled: its stream's index, its positions in the
+/// stream, and their verdicts and parking reports.
+type EntitySettled = (usize, Vec<usize>, (Vec<Verdict>, Vec<ParkingReport>));
+
+/// A batch's planned streams taken apart: each stream's records and the
+/// verdicts its dry run had, every entity's run, every stream's additions.
+struct Gathered<'a> {
+    records: Vec<Vec<&'a Record>>,
+    verdicts: Vec<Vec<Option<Verdict>>>,
+    entities: Vec<EntityJob>,
+    additions: Vec<(usize, Vec<(usize, Addition)>)>,
+}
+
+fn gather(streams: Vec<Planned<'_>>) -> Gathered<'_> {
+    let mut gathered = Gathered {
+        records: Vec::with_capacity(streams.len()),
+        verdicts: Vec::with_capacity(streams.len()),
+        entities: Vec::new(),
+        additions: Vec::new(),
+    };
+    for (index, Planned { records, plan }) in streams.into_iter().enumerate() {
+        gathered.records.push(records);
+        gathered.verdicts.push(plan.verdicts);
+        let entities = plan.entities.into_iter().map(|entity| (index, entity));
+        gathered.entities.extend(entities);
+        if !plan.additions.is_empty() {
+            gathered.additions.push((index, plan.additions));
+        }
+    }
+    gathered
+}
 
 impl<S: Store> Runner<S> {
     /// Settles every stream of a batch: every entity's run and every
@@ -34,25 +66,12 @@ impl<S: Store> Runner<S> {
         streams: Vec<Planned<'_>>,
         invocation: &Invocation,
     ) -> Vec<(Vec<Verdict>, Vec<ParkingReport>)> {
-        let mut records = Vec::with_capacity(streams.len());
-        let mut verdicts = Vec::with_capacity(streams.len());
-        let mut entities: Vec<EntityJob> = Vec::new();
-        let mut additions = Vec::new();
-        for (
-            index,
-            Planned {
-                records: stream,
-                plan,
-            },
-        ) in streams.into_iter().enumerate()
-        {
-            records.push(stream);
-            verdicts.push(plan.verdicts);
-            entities.extend(plan.entities.into_iter().map(|entity| (index, entity)));
-            if !plan.additions.is_empty() {
-                additions.push((index, plan.additions));
-            }
-        }
+        let Gathered {
+            records,
+            verdicts,
+            mut entities,
+            additions,
+        } = gather(streams);
         let records = &records;
         let run_entity = |(index, entity): EntityJob| async move {
             let stream: &[&Record] = &records[index];
@@ -90,6 +109,18 @@ impl<S: Store> Runner<S> {
             entity_runs,
             join_all(additions.into_iter().map(settle_additions))
         );
+        self.finish(records, verdicts, settled, added)
+    }
+
+    /// Each stream's verdicts from its dry run, its entities' runs and its
+    /// additions, put in order (and logged), with what it parked.
+    fn finish(
+        &self,
+        records: &[Vec<&Record>],
+        mut verdicts: Vec<Vec<Option<Verdict>>>,
+        settled: Vec<EntitySettled>,
+        added: Vec<(usize, Vec<(usize, Verdict)>)>,
+    ) -> Vec<(Vec<Verdict>, Vec<ParkingReport>)> {
         let mut parking: Vec<Vec<ParkingReport>> = std::iter::repeat_with(Vec::new)
             .take(records.len())
             .collect();
