@@ -1057,14 +1057,18 @@ struct Args {
     /// must not exist yet: start it fresh).
     #[arg(long, value_name = "URL", required_unless_present_any = ["cpu_only", "versions"])]
     endpoint_url: Option<String>,
-    /// Only the embedded store's time per message (no DynamoDB), with
-    /// `--repeats` passes over the mix: for a profiler (valgrind --tool=callgrind).
+    /// Only the embedded store's time per message (no DynamoDB): passes over
+    /// the mix, the two handlers in alternation; also for a profiler
+    /// (valgrind --tool=callgrind).
     #[arg(long)]
     cpu_only: bool,
+    /// With `--cpu-only`: the passes of each handler measured, after one not
+    /// kept.
     #[arg(long, default_value_t = 20, requires = "cpu_only")]
     repeats: usize,
     /// With `--cpu-only`: only one of the two handlers, so that a profiler's
-    /// count is that handler's (less a run with `--repeats 0`: the mix made).
+    /// count is that handler's (less a run with `--repeats 0`: the mix made
+    /// and the pass not kept).
     #[arg(long, value_enum, default_value_t = Handlers::Both, requires = "cpu_only")]
     handler: Handlers,
     /// The same DynamoDB Local through TLS (`scripts/tls-proxy.py`), for the
