@@ -149,7 +149,8 @@ impl<S: Store> Runner<S> {
         };
         // The store's call in a box of its own: an SDK request's future is
         // some 13 KB, and the set of entity runs it would sit in inline is
-        // moved whole (in, and out of it when done).
+        // moved whole (in, and out of it when done); boxed, it is copied
+        // once, and the run stays small.
         let commit = self.store.commit(&step.commit);
         match Box::pin(self.timed(operation, invocation, commit)).await {
             Ok(Committed::Written) => {
