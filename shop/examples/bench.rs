@@ -814,9 +814,9 @@ async fn warm(client: &aws_sdk_dynamodb::Client, table: &str) {
     let _ = get.send().await;
 }
 
-/// `batch` on other entities: every aggregate and event id (and message id
-/// and group) prefixed, so that it makes as many streams, reads and writes
-/// as `batch` did, on nothing stored yet.
+/// `batch` on other entities: every aggregate, sku and event id (and message
+/// id and group) prefixed, so that it makes as many streams, reads and
+/// writes as `batch` did, on nothing stored yet.
 fn same_shape(batch: &SqsEvent) -> SqsEvent {
     let mut again = batch.clone();
     for record in &mut again.records {
@@ -825,6 +825,7 @@ fn same_shape(batch: &SqsEvent) -> SqsEvent {
         record.body = record.body.as_deref().map(|body| {
             body.replace(r#""aggregateId":""#, r#""aggregateId":"again-"#)
                 .replace(r#""eventId":""#, r#""eventId":"again-"#)
+                .replace(r#""sku":""#, r#""sku":"again-"#)
         });
         if let Some(group) = record.attributes.get_mut("MessageGroupId") {
             *group = prefix(group);
@@ -1463,7 +1464,6 @@ fn print_cpu(repeats: usize, handlers: Handlers) {
             .join()
             .unwrap_or_default()
     });
-    let per_message = |time: &Duration| time.as_secs_f64() * 1e6 / messages.max(1) as f64;
     for (name, times) in [("runner", &passes.runner), ("naive ", &passes.naive)] {
         let mut times: Vec<Duration> = times.clone();
         if let Some((median, min, max, runs)) = spread(&mut times) {
@@ -1481,7 +1481,7 @@ fn print_cpu(repeats: usize, handlers: Handlers) {
         .runner
         .iter()
         .zip(&passes.naive)
-        .map(|(runner, naive)| per_message(runner) / per_message(naive).max(f64::MIN_POSITIVE))
+        .map(|(runner, naive)| runner.as_secs_f64() / naive.as_secs_f64().max(f64::MIN_POSITIVE))
         .collect();
     ratios.sort_by(f64::total_cmp);
     if let Some(median) = ratios.get(ratios.len() / 2) {
