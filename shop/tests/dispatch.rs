@@ -340,10 +340,10 @@ async fn a_dispatcher_crash_mid_batch_and_a_batch_delivered_twice_are_absorbed()
         .endpoint
         .trim_start_matches("http://")
         .to_owned();
-    // 100 ms a request: the kill lands between the batch's requests.
-    let counter = Arc::new(
-        FaultProxy::start_with_latency(upstream, 1, 0, vec![], Duration::from_millis(100)).await,
-    );
+    // The dispatcher sends a batch's requests at once; the proxy answers
+    // them 100 ms apart, so the kill lands after the first and before the
+    // others.
+    let counter = Arc::new(FaultProxy::start_staggered(upstream, Duration::from_millis(100)).await);
     let faults = Faults {
         sqs: Some(counter.clone()),
         dynamodb: None,

@@ -438,9 +438,10 @@ async fn a_dispatcher_killed_mid_batch_republishes_and_both_consumers_absorb_it(
         .endpoint
         .trim_start_matches("http://")
         .to_owned();
-    let counter = Arc::new(
-        FaultProxy::start_with_latency(upstream, 1, 0, vec![], Duration::from_millis(100)).await,
-    );
+    // The dispatcher sends a batch's requests at once; the proxy answers
+    // them 100 ms apart, so the kill lands after the first and before the
+    // others.
+    let counter = Arc::new(FaultProxy::start_staggered(upstream, Duration::from_millis(100)).await);
     let mut f = fanout("crash", Some(&counter)).await;
     let orders: Vec<String> = (0..3).map(|n| format!("c-order-{n}")).collect();
     for id in &orders {

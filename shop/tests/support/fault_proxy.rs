@@ -99,6 +99,26 @@ impl FaultProxy {
         faults: Vec<Fault>,
         latency: Duration,
     ) -> FaultProxy {
+        Self::start_paced(upstream, seed, percent, faults, latency, Duration::ZERO).await
+    }
+
+    /// A proxy that only counts, and makes a request wait `n` times `step`
+    /// before it is forwarded, `n` its place among the requests in flight:
+    /// requests a client sends at once come back one `step` apart, so that
+    /// a test can act between them; one at a time, each waits one `step`.
+    #[allow(dead_code)] // not every test binary that includes this file uses it
+    pub async fn start_staggered(upstream: String, step: Duration) -> FaultProxy {
+        Self::start_paced(upstream, 1, 0, vec![], Duration::ZERO, step).await
+    }
+
+    async fn start_paced(
+        upstream: String,
+        seed: u64,
+        percent: u64,
+        faults: Vec<Fault>,
+        latency: Duration,
+        step: Duration,
+    ) -> FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let endpoint = format!("http://{}", listener.local_addr().expect("address"));
         let counts = Arc::new(Counts::default());
@@ -108,16 +128,20 @@ impl FaultProxy {
             faults,
         }));
         let (proxy_counts, proxy_schedule) = (counts.clone(), schedule.clone());
+        let pace = Pace {
+            latency,
+            step,
+            in_flight: Arc::new(AtomicU64::new(0)),
+        };
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                let (counts, schedule, upstream) = (
+                let (counts, schedule, upstream, pace) = (
                     proxy_counts.clone(),
                     proxy_schedule.clone(),
                     upstream.clone(),
+                    pace.clone(),
                 );
-                tokio::spawn(
-                    async move { serve(client, upstream, counts, schedule, latency).await },
-                );
+                tokio::spawn(async move { serve(client, upstream, counts, schedule, pace).await });
             }
         });
         FaultProxy {
@@ -172,12 +196,38 @@ fn canned(status: &str, error_type: &str) -> Vec<u8> {
     .into_bytes()
 }
 
+/// How long each forwarded request waits: `latency`, and `step` times its
+/// place among the requests in flight when it arrived (1 for the only one).
+#[derive(Clone)]
+struct Pace {
+    latency: Duration,
+    step: Duration,
+    in_flight: Arc<AtomicU64>,
+}
+
+/// A request in flight, until it is answered or dropped.
+struct InFlight(Arc<AtomicU64>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Pace {
+    fn enter(&self) -> (Duration, InFlight) {
+        let place = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        let staggered = self.step * u32::try_from(place).unwrap_or(u32::MAX);
+        (self.latency + staggered, InFlight(self.in_flight.clone()))
+    }
+}
+
 async fn serve(
     client: TcpStream,
     upstream: String,
     counts: Arc<Counts>,
     schedule: Arc<Mutex<Schedule>>,
-    latency: Duration,
+    pace: Pace,
 ) {
     let mut client = BufReader::new(client);
     while let Some((head, body)) = read_message(&mut client).await {
@@ -206,8 +256,9 @@ async fn serve(
             }
             _ => {}
         }
-        if !latency.is_zero() {
-            tokio::time::sleep(latency).await;
+        let (wait, _in_flight) = pace.enter();
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
         }
         let Ok(upstream_stream) = TcpStream::connect(&upstream).await else {
             return; // upstream down: the client sees the connection close
