@@ -315,20 +315,22 @@ async fn an_effect_without_a_sequence_is_deduplicated_by_its_event_id() {
 #[tokio::test]
 async fn a_refused_entry_goes_again_first_of_its_stream_and_other_streams_go_on() {
     // a:2 is throttled twice. SQS answers each entry of a request on its
-    // own: a:3 to a:5, in a:2's request, are taken ahead of it (the
-    // consumer's guard holds them); a:6, in a later request, waits for it.
+    // own: a:3 to a:10, in a:2's request, are taken ahead of it (the
+    // consumer's guard holds them); a:11 and a:12, in a later request, wait
+    // for it, while b goes on beside a's first request.
     let refuse: Rule =
         Box::new(|entry, times| (entry.deduplication_id == "a:2" && times < 2).then(throttled));
     let queue = TestQueue {
         refuse: Some(refuse),
         ..TestQueue::default()
     };
-    let records: Vec<Value> = (1..=6)
+    let mut records: Vec<Value> = (1..=6)
         .flat_map(|n| [insert(2 * n - 1, "a", n), insert(2 * n, "b", n)])
         .collect();
+    records.extend((7..=12).map(|n| insert(6 + n, "a", n)));
     let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
     assert_eq!(outcome.failure, None);
-    assert_eq!(outcome.dispatched, 12);
+    assert_eq!(outcome.dispatched, 18);
     assert_eq!(outcome.refused, 2);
     let taken = taken(&queue);
     let requests: Vec<Vec<String>> = queue
@@ -340,16 +342,22 @@ async fn a_refused_entry_goes_again_first_of_its_stream_and_other_streams_go_on(
         .collect();
     assert_eq!(
         of_stream(&taken, "a"),
-        vec![1, 3, 4, 5, 2, 6],
+        vec![1, 3, 4, 5, 6, 7, 8, 9, 10, 2, 11, 12],
         "{taken:?} {requests:?}"
     );
     assert_eq!(of_stream(&taken, "b"), (1..=6).collect::<Vec<_>>());
-    let requests = queue.requests.lock().unwrap();
-    let second: Vec<&str> = requests[1]
-        .iter()
-        .map(|o| o.deduplication_id.as_str())
-        .collect();
-    assert_eq!(second, vec!["b:6"], "a:6 held behind a:2");
+    let ids = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        requests,
+        vec![
+            (1..=10).map(|n| format!("a:{n}")).collect(),
+            (1..=6).map(|n| format!("b:{n}")).collect(),
+            ids(&["a:2"]),
+            ids(&["a:2"]),
+            ids(&["a:11", "a:12"]),
+        ],
+        "b beside a's first request; a:2 alone when sent again; a:11 held behind it"
+    );
 }
 
 #[tokio::test]
@@ -359,14 +367,11 @@ async fn an_entry_still_refused_after_retries_is_the_redelivery_point() {
         refuse: Some(refuse),
         ..TestQueue::default()
     };
-    // Shard order: b:1..b:8, a:1, a:2 (one request), then a:3, b:9.
+    // Shard order: b:1..b:8, a:1..a:11, b:9. a:1..a:10 go in one request,
+    // a:2 refused in it; a:11 would be a later request.
     let mut records: Vec<Value> = (1..=8).map(|n| insert(n, "b", n)).collect();
-    records.extend([
-        insert(9, "a", 1),
-        insert(10, "a", 2),
-        insert(11, "a", 3),
-        insert(12, "b", 9),
-    ]);
+    records.extend((1..=11).map(|n| insert(8 + n, "a", n)));
+    records.push(insert(20, "b", 9));
     let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
     assert_eq!(outcome.failure, Some(sequence_number(10)), "a:2's record");
     assert_eq!(
@@ -374,7 +379,11 @@ async fn an_entry_still_refused_after_retries_is_the_redelivery_point() {
         json!({ "batchItemFailures": [{ "itemIdentifier": sequence_number(10) }] })
     );
     let taken = taken(&queue);
-    assert_eq!(of_stream(&taken, "a"), vec![1], "nothing of a after a:2");
+    assert_eq!(
+        of_stream(&taken, "a"),
+        vec![1, 3, 4, 5, 6, 7, 8, 9, 10],
+        "nothing of a in a request after a:2's"
+    );
     assert_eq!(
         of_stream(&taken, "b"),
         (1..=9).collect::<Vec<_>>(),
@@ -385,7 +394,10 @@ async fn an_entry_still_refused_after_retries_is_the_redelivery_point() {
     let again = TestQueue::default();
     let outcome = dispatch(&records[9..], &domain(), &again, quick(), None).await;
     assert_eq!(outcome.failure, None);
-    assert_eq!(of_stream(&taken_again(&again), "a"), vec![2, 3]);
+    assert_eq!(
+        of_stream(&taken_again(&again), "a"),
+        (2..=11).collect::<Vec<_>>()
+    );
 }
 
 fn taken_again(queue: &TestQueue) -> Vec<(String, u64)> {
@@ -699,9 +711,9 @@ async fn a_sender_fault_that_may_pass_is_sent_again_not_reported() {
 
 #[tokio::test]
 async fn a_refused_head_still_goes_alone_after_a_later_entry_is_reported() {
-    // a:1 throttled once, a:2 refused for good (reported), a:3 taken in the
-    // same request; a:4, in the next request, waits for a:1, which then
-    // goes alone.
+    // a:1 throttled once, a:2 refused for good (reported), a:3 to a:10
+    // taken in the same request; a:11, in the next request, waits for a:1,
+    // which then goes alone.
     let refuse: Rule = Box::new(|entry, times| match entry.deduplication_id.as_str() {
         "a:1" if times < 1 => Some(throttled()),
         "a:2" => Some(Refused {
@@ -717,20 +729,27 @@ async fn a_refused_head_still_goes_alone_after_a_later_entry_is_reported() {
         ..TestQueue::default()
     };
     let mut records: Vec<Value> = (1..=7).map(|n| insert(n, "b", n)).collect();
-    records.extend((1..=4).map(|n| insert(7 + n, "a", n)));
+    records.extend((1..=11).map(|n| insert(7 + n, "a", n)));
     let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
     assert_eq!(outcome.failure, None);
-    assert_eq!(of_stream(&taken(&queue), "a"), vec![3, 1, 4]);
+    assert_eq!(
+        of_stream(&taken(&queue), "a"),
+        vec![3, 4, 5, 6, 7, 8, 9, 10, 1, 11]
+    );
     let requests = queue.requests.lock().unwrap();
     let ids = |request: &Vec<Outgoing>| -> Vec<String> {
         request.iter().map(|o| o.deduplication_id.clone()).collect()
     };
     assert_eq!(
         ids(&requests[1]),
-        vec!["a:1"],
-        "a:1 alone, a:4 held behind it"
+        (1..=7).map(|n| format!("b:{n}")).collect::<Vec<_>>()
     );
-    assert_eq!(ids(&requests[2]), vec!["a:4"]);
+    assert_eq!(
+        ids(&requests[2]),
+        vec!["a:1"],
+        "a:1 alone, a:11 held behind it"
+    );
+    assert_eq!(ids(&requests[3]), vec!["a:11"]);
     assert!(
         requests.iter().skip(1).all(|request| {
             let a: Vec<String> = ids(request)

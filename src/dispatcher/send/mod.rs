@@ -225,7 +225,9 @@ struct Round {
 ///
 /// Every event item's `INSERT` becomes one message; a stream's messages go
 /// in stream order, up to ten per request, and up to [`MAX_IN_FLIGHT`]
-/// requests at once, a stream in only one of them. A refused entry, or the
+/// requests at once, a stream in only one of them, the streams with the
+/// most messages first (a batch takes as many waves of requests as its
+/// longest stream needs). A refused entry, or the
 /// entries of a failed request, are sent again, first of their stream and
 /// alone of it in a request, up to `settings.retries` rounds; meanwhile the
 /// later messages of their stream wait. A corrupt event item, or an entry

@@ -129,3 +129,163 @@ async fn requests_go_at_once_and_each_stream_stays_in_order() {
     let expected: Vec<String> = (1..=40).map(|n| format!("a:{n}")).collect();
     assert_eq!(a, expected);
 }
+
+/// Every wave of `pending`, until nothing is left.
+fn waves(pending: Pending, troubled: &HashSet<String>) -> Vec<Vec<Request>> {
+    let mut rest: VecDeque<(usize, Outgoing)> = pending.into();
+    let mut round = Round::default();
+    let mut waves = Vec::new();
+    while !rest.is_empty() {
+        let wave = next_wave(&mut rest, &mut round, troubled);
+        assert!(
+            !wave.is_empty(),
+            "a wave sends something while entries are left"
+        );
+        waves.push(wave);
+    }
+    waves
+}
+
+/// A drain's batch of 100 records: one hot stream in 17 of them, spread
+/// through the batch, and 83 streams of one event.
+fn hot_in_a_hundred() -> Pending {
+    (0..100)
+        .scan((0, 0), |(hot, other), index| {
+            Some(if index % 6 == 3 {
+                *hot += 1;
+                (index, outgoing("hot", *hot))
+            } else {
+                *other += 1;
+                (index, outgoing(&format!("s{other}"), 1))
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn a_hot_stream_starts_its_chain_in_the_first_wave() {
+    let waves = waves(hot_in_a_hundred(), &HashSet::new());
+    // 17 entries of one stream need two requests one after the other, and
+    // no more: its first ten go in the first wave.
+    assert_eq!(
+        waves.len(),
+        2,
+        "{:?}",
+        waves.iter().map(Vec::len).collect::<Vec<_>>()
+    );
+    let first_hot: Vec<&str> = waves[0]
+        .iter()
+        .flat_map(|(_, entries)| entries)
+        .filter(|entry| entry.stream == "hot")
+        .map(|entry| entry.deduplication_id.as_str())
+        .collect();
+    let expected: Vec<String> = (1..=10).map(|n| format!("hot:{n}")).collect();
+    assert_eq!(first_hot, expected);
+}
+
+#[test]
+fn a_troubled_stream_sends_its_first_entry_alone() {
+    let troubled: HashSet<String> = ["hot".to_owned()].into();
+    let mut rest: VecDeque<(usize, Outgoing)> = hot_in_a_hundred().into();
+    let wave = next_wave(&mut rest, &mut Round::default(), &troubled);
+    let hot: Vec<&Outgoing> = wave
+        .iter()
+        .flat_map(|(_, entries)| entries)
+        .filter(|entry| entry.stream == "hot")
+        .collect();
+    assert_eq!(hot.len(), 1);
+    assert_eq!(hot[0].deduplication_id, "hot:1");
+    assert_eq!(
+        rest.iter()
+            .find(|(_, entry)| entry.stream == "hot")
+            .map(|(index, _)| *index),
+        Some(9),
+        "what is left stays in record order"
+    );
+}
+
+#[test]
+fn a_held_stream_goes_to_the_next_round() {
+    let mut round = Round::default();
+    round.held.insert("hot".to_owned());
+    let mut rest: VecDeque<(usize, Outgoing)> = hot_in_a_hundred().into();
+    let wave = next_wave(&mut rest, &mut round, &HashSet::new());
+    assert!(
+        wave.iter()
+            .flat_map(|(_, entries)| entries)
+            .all(|entry| entry.stream != "hot")
+    );
+    assert_eq!(round.again.len(), 17);
+}
+
+proptest::proptest! {
+    /// Any batch (streams, their lengths, body sizes up to SQS's limit):
+    /// every entry sent once, each stream in order and in one request of a
+    /// wave, requests within SQS's limits, and no more waves than the
+    /// longest stream needs or the entries fill.
+    #[test]
+    fn waves_keep_every_promise(
+        shape in proptest::collection::vec((0usize..12, 1usize..40_000), 1..160),
+        troubled_streams in proptest::collection::hash_set(0usize..12, 0..3),
+    ) {
+        let mut counts: HashMap<String, u64> = HashMap::new();
+        let pending: Pending = shape
+            .iter()
+            .enumerate()
+            .map(|(index, (stream, size))| {
+                let name = format!("s{stream}");
+                let sequence = counts.entry(name.clone()).or_default();
+                *sequence += 1;
+                let mut entry = outgoing(&name, *sequence);
+                entry.body = "x".repeat(size * 7);
+                (index, entry)
+            })
+            .collect();
+        let troubled: HashSet<String> =
+            troubled_streams.iter().map(|stream| format!("s{stream}")).collect();
+        let all = waves(pending.clone(), &troubled);
+        let mut sent: Vec<usize> = Vec::new();
+        let mut next: HashMap<String, u64> = HashMap::new();
+        for wave in &all {
+            proptest::prop_assert!(wave.len() <= MAX_IN_FLIGHT);
+            let mut streams: HashSet<&str> = HashSet::new();
+            for (indexes, entries) in wave {
+                proptest::prop_assert!(entries.len() <= MAX_ENTRIES && !entries.is_empty());
+                let bytes: usize = entries.iter().map(|entry| entry.body.len()).sum();
+                proptest::prop_assert!(entries.len() == 1 || bytes <= MAX_REQUEST_BYTES);
+                let mine: HashSet<&str> = entries.iter().map(|e| e.stream.as_str()).collect();
+                for stream in &mine {
+                    proptest::prop_assert!(streams.insert(stream), "{} in two requests", stream);
+                    let of_it = entries.iter().filter(|e| e.stream == *stream).count();
+                    proptest::prop_assert!(!troubled.contains(*stream) || of_it == 1);
+                }
+                for (index, entry) in indexes.iter().zip(entries) {
+                    proptest::prop_assert_eq!(&pending[*index].1, entry);
+                    let expected = next.entry(entry.stream.clone()).or_insert(0);
+                    *expected += 1;
+                    proptest::prop_assert_eq!(
+                        &entry.deduplication_id,
+                        &format!("{}:{}", entry.stream, expected)
+                    );
+                    sent.push(*index);
+                }
+            }
+        }
+        sent.sort_unstable();
+        proptest::prop_assert_eq!(sent, (0..pending.len()).collect::<Vec<_>>());
+        let longest = counts
+            .iter()
+            .map(|(stream, count)| {
+                if troubled.contains(stream) { *count as usize } else { count.div_ceil(10) as usize }
+            })
+            .max()
+            .unwrap_or(0);
+        let small = shape.iter().all(|(_, size)| size * 7 * MAX_ENTRIES <= MAX_REQUEST_BYTES);
+        if small {
+            proptest::prop_assert!(
+                all.len() <= longest + pending.len().div_ceil(MAX_ENTRIES * MAX_IN_FLIGHT),
+                "{} waves for a longest chain of {}", all.len(), longest
+            );
+        }
+    }
+}
