@@ -100,8 +100,9 @@ pub(super) fn next_wave(
 }
 
 /// The request a stream's entries go to: the first that takes all of them,
-/// else a new one while the wave has room, else the one that takes the most
-/// of them (at least the first); `None` when none takes any.
+/// else a new one while the wave has room, else the one with the most room
+/// that takes the first of them; `None` when none does (the stream waits
+/// for the next wave).
 fn place(wave: &mut Vec<Filling>, sizes: &[usize]) -> Option<usize> {
     if let Some(at) = wave.iter().position(|filling| filling.takes_all(sizes)) {
         return Some(at);
