@@ -88,15 +88,28 @@ fn the_function_is_the_projector_binary_on_al2023_arm64() {
 /// not the code.
 const RUNTIME_VARIABLES: [&str; 1] = ["GLIBC_TUNABLES"];
 
-/// glibc ignores a tunable it does not know, silently: the name must be
-/// spelled right, and the count within what glibc takes.
+/// glibc ignores a tunable it does not know, silently: each name must be
+/// spelled right, and each value within what glibc takes.
 fn assert_tunables(value: &Value) {
     let value = value.as_str().unwrap_or_default();
-    let count = value
-        .strip_prefix("glibc.malloc.tcache_count=")
-        .and_then(|count| count.parse::<u32>().ok());
-    assert!(
-        count.is_some_and(|count| (8..=65_535).contains(&count)),
+    let mut names = Vec::new();
+    for tunable in value.split(':') {
+        let (name, setting) = tunable.split_once('=').unwrap_or((tunable, ""));
+        let setting = setting.parse::<u32>().ok();
+        let within = match name {
+            "glibc.malloc.tcache_count" => {
+                setting.is_some_and(|count| (8..=65_535).contains(&count))
+            }
+            // Up to 80 * sizeof(size_t) / 4 bytes; 0 turns fast bins off.
+            "glibc.malloc.mxfast" => setting.is_some_and(|bytes| bytes <= 160),
+            _ => false,
+        };
+        assert!(within, "GLIBC_TUNABLES: {tunable} in {value}");
+        names.push(name);
+    }
+    assert_eq!(
+        names,
+        ["glibc.malloc.tcache_count", "glibc.malloc.mxfast"],
         "GLIBC_TUNABLES: {value}"
     );
 }
