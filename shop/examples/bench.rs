@@ -1220,6 +1220,28 @@ impl Measure {
 /// Messages of the mix DynamoDB Local answers before the cold starts.
 const WARM_MESSAGES: usize = 10_000;
 
+/// DynamoDB Local is a JVM: fresh, it compiles its own code while it
+/// serves, on the same cores as the functions measured. The mix first, on a
+/// table of its own, so that its compilers are done before the first start
+/// (DynamoDB on AWS is always warm).
+async fn warm_service(endpoint: &str) {
+    let began = Instant::now();
+    let warmed = measure(
+        endpoint,
+        endpoint,
+        "variant-warm",
+        &realistic_mix(WARM_MESSAGES, 7),
+        false,
+    )
+    .await;
+    println!(
+        "   DynamoDB Local warmed first: {} messages of the mix ({} requests) on a table of its own, {:.1} s",
+        warmed.messages,
+        warmed.requests,
+        began.elapsed().as_secs_f64()
+    );
+}
+
 /// The cold starts of several builds (`--variant NAME=DIR`), side by side in
 /// one run: DynamoDB Local warmed first, then each round starts every build
 /// once per measure, the build that goes first rotating, so that a slower
@@ -1274,25 +1296,7 @@ async fn print_variants(args: &Args, endpoint: &str, stand_in: Option<&sqs_stand
             "   the proxies listen in plain TCP: the rows \"through TLS\" take the same hop without TLS"
         );
     }
-    // DynamoDB Local is a JVM: fresh, it compiles its own code while it
-    // serves, on the same cores as the functions measured. The mix first,
-    // on a table of its own, so that its compilers are done before the
-    // first start (DynamoDB on AWS is always warm).
-    let began = Instant::now();
-    let warmed = measure(
-        endpoint,
-        endpoint,
-        "variant-warm",
-        &realistic_mix(WARM_MESSAGES, 7),
-        false,
-    )
-    .await;
-    println!(
-        "   DynamoDB Local warmed first: {} messages of the mix ({} requests) on a table of its own, {:.1} s",
-        warmed.messages,
-        warmed.requests,
-        began.elapsed().as_secs_f64()
-    );
+    warm_service(endpoint).await;
     type Figures = (Vec<Duration>, Vec<usize>, Vec<Duration>, Vec<Duration>);
     let mut figures: HashMap<(usize, usize), Figures> = HashMap::new();
     // Round 0 is not kept: it warms the proxies and the page cache.
