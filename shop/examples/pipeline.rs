@@ -933,13 +933,7 @@ async fn warm_up(args: &Args) {
         args.drain_hot / 3,
     )
     .await;
-    let case = Case {
-        streams: 0,
-        per_stream: 0,
-        producers: 0,
-        consumers: args.drain_consumers,
-        filled: Some(&filled),
-    };
+    let case = Case::drain(args, &filled);
     for &mode in &args.pipelines {
         run(args, mode, &format!("pipeline-warm-{}", mode.tag()), &case).await;
     }
@@ -959,6 +953,19 @@ struct Case<'a> {
     producers: usize,
     consumers: usize,
     filled: Option<&'a Filled>,
+}
+
+impl<'a> Case<'a> {
+    /// `filled` drained by the drain workload's consumers, no producer.
+    fn drain(args: &Args, filled: &'a Filled) -> Self {
+        Case {
+            streams: 0,
+            per_stream: 0,
+            producers: 0,
+            consumers: args.drain_consumers,
+            filled: Some(filled),
+        }
+    }
 }
 
 /// One run of `case` through the pipeline `mode`.
@@ -1338,13 +1345,7 @@ async fn main() {
                 );
                 (
                     format!("drain ({} events, filled first)", filled.keys.len()),
-                    Case {
-                        streams: 0,
-                        per_stream: 0,
-                        producers: 0,
-                        consumers: args.drain_consumers,
-                        filled: Some(&filled),
-                    },
+                    Case::drain(&args, &filled),
                 )
             }
         };
