@@ -217,3 +217,151 @@ async fn every_stream_is_rebuilt_when_the_store_spans_several_scan_pages() {
         "{stdout}"
     );
 }
+
+/// A rebuild into the live table, once the counters' dedup records may
+/// have expired (`DEDUP_TTL_SECONDS` of a day: every table is older than
+/// the window less a day), adds nothing twice: a counter the table holds is
+/// refused, named, and the rest is rebuilt. Into a young table it applies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebuild_into_an_old_table_refuses_to_add_to_a_counter_it_holds() {
+    // GIVEN the live table, projected from the store: SKU-A at 10, and an
+    // order; then SKU-B (4) and order-2 appended but not projected (a hole).
+    let local = dynamodb_local();
+    let client = connect(Some(&local.endpoint)).await;
+    let suffix = std::process::id();
+    let (events_table, live_table) = (
+        format!("rebuild-old-events-{suffix}"),
+        format!("rebuild-old-live-{suffix}"),
+    );
+    ensure_events_table(&client, &events_table)
+        .await
+        .expect("events");
+    create_table(&client, &live_table).await.expect("live");
+    let store = EventStore::new(client.clone(), events_table.clone(), shop::domain());
+    let stock = |sku: &str, delta: i64| {
+        Append::one(
+            sku,
+            NewEvent::new("InventoryAdjusted", json!({"sku": sku, "delta": delta})),
+        )
+    };
+    let order = |id: &str| {
+        Append::one(
+            id,
+            NewEvent::new(
+                "OrderCreated",
+                json!({"customerName": "Ada", "email": "ada@example.com", "totalCents": 100}),
+            ),
+        )
+    };
+    for delta in [5, -2, 7] {
+        store.append(stock("SKU-A", delta)).await.expect("stock");
+    }
+    store.append(order("order-1")).await.expect("order");
+    let runner = Runner::new(
+        shop::domain(),
+        DynamoStore::new(client.clone(), live_table.clone()),
+        RunnerConfig::default(),
+    );
+    for stream in ["SKU-A", "order-1"] {
+        let mut batch = SqsEvent::default();
+        for event in store.read(stream, 0, 100).await.expect("read") {
+            let mut message = SqsMessage::default();
+            message.message_id = Some(format!("{stream}:{}", event.sequence));
+            message.body = Some(event.body.clone());
+            message
+                .attributes
+                .insert("MessageGroupId".into(), stream.to_owned());
+            batch.records.push(message);
+        }
+        let invocation = Invocation {
+            deadline: None,
+            now: sequence_guard::lambda::epoch_seconds(),
+        };
+        let report = runner.run(&batch, invocation).await.expect("run");
+        assert!(report.response().batch_item_failures.is_empty());
+    }
+    let stock_of = |items: &std::collections::BTreeMap<(String, String), String>, sku: &str| {
+        items
+            .get(&(format!("SKU#{sku}"), "STOCK".to_owned()))
+            .cloned()
+    };
+    let ten = r#"onHand=N("10")"#;
+
+    // With the default window (35 days) the table is young: every dedup
+    // record it ever had is still there, and a rebuild into it applies,
+    // the records absorbing what it holds.
+    let (code, stdout, stderr) = rebuild(
+        &local.endpoint,
+        &["--events-table", &events_table, "--table", &live_table],
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(!stderr.contains("refused"), "{stderr}");
+    let young = projection(&local.endpoint, &live_table).await;
+    assert!(stock_of(&young, "SKU-A").is_some_and(|item| item.contains(ten)));
+
+    store.append(stock("SKU-B", 4)).await.expect("stock");
+    store.append(order("order-2")).await.expect("order");
+
+    // WHEN the dedup records have expired (deleted, as TTL does), and the
+    // store is rebuilt into the live table, with a window of a day.
+    let mut start = None;
+    loop {
+        let page = client
+            .scan()
+            .table_name(&live_table)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .expect("scan");
+        for item in page.items.unwrap_or_default() {
+            let pk = item.get("pk").and_then(|pk| pk.as_s().ok()).cloned();
+            if pk.as_deref().is_some_and(|pk| pk.starts_with("MESSAGE#")) {
+                client
+                    .delete_item()
+                    .table_name(&live_table)
+                    .key("pk", item["pk"].clone())
+                    .key("sk", item["sk"].clone())
+                    .send()
+                    .await
+                    .expect("expire");
+            }
+        }
+        start = page.last_evaluated_key;
+        if start.is_none() {
+            break;
+        }
+    }
+    let before = projection(&local.endpoint, &live_table).await;
+    assert!(stock_of(&before, "SKU-A").is_some_and(|item| item.contains(ten)));
+    let output = Command::new(env!("CARGO_BIN_EXE_rebuild"))
+        .args(["--endpoint-url", &local.endpoint])
+        .args(["--events-table", &events_table, "--table", &live_table])
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_REGION", "us-east-1")
+        .env("DEDUP_TTL_SECONDS", "86400")
+        .output()
+        .expect("rebuild");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+
+    // THEN SKU-A is not added again: its stream is refused, named with why,
+    // and the rebuild exits 1 after the rest: the hole is mended (order-2,
+    // and SKU-B, a counter the table held no item of).
+    assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("stream SKU-A refused from sequence 1")
+            && stderr.contains("SKU#SKU-A/STOCK")
+            && stderr.contains("older than the dedup window")
+            && stderr.contains("verify --stream SKU-A"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("stream SKU-B refused"), "{stderr}");
+    assert!(stdout.contains("1 streams refused"), "{stdout}");
+    let after = projection(&local.endpoint, &live_table).await;
+    assert_eq!(stock_of(&after, "SKU-A"), stock_of(&before, "SKU-A"));
+    assert!(stock_of(&after, "SKU-B").is_some_and(|item| item.contains(r#"onHand=N("4")"#)));
+    assert!(after.contains_key(&("ORDER#order-2".to_owned(), "STATE".to_owned())));
+}

@@ -9,15 +9,30 @@
 //! Without `--table`, into an embedded table, printed at the end. Run against a
 //! fresh table while the live one keeps serving, a changed projection can be
 //! rebuilt and then swapped in; run again, it changes nothing (every event is
-//! a duplicate). Exit status: 0 when every event was applied (or a duplicate);
-//! 1 when a table cannot be used or an event was not done (its reason is
-//! printed); 2 for bad arguments or variables.
+//! a duplicate).
+//!
+//! A counter's events (deduplicated effects) are absorbed by their dedup
+//! records, which expire `DEDUP_TTL_SECONDS` after they were written (read
+//! from the environment: give the consumer's). Into a table younger than
+//! that window less a day (a fresh one, the embedded one) every addition is
+//! applied, as the records it has absorb what it holds. Into an older table
+//! (the live one, say), an addition is applied only to a counter the table
+//! holds no item of; a stream that would add to a counter the table holds is
+//! refused from that event on, named with why on stderr, and the rest goes
+//! on: mend that counter with a corrective event of the difference `verify`
+//! shows (expected, found).
+//!
+//! Exit status: 0 when every event was applied (or a duplicate); 1 when a
+//! table cannot be used, an event was not done (its reason is printed) or a
+//! stream was refused (named); 2 for bad arguments or variables.
 //!
 //! With `--versions` it projects nothing: it counts the stored events of each
 //! type and version, one JSON line each (`{"type": "AccountOpened",
 //! "version": 1, "events": 3, "current": 2}`), then `{"streams": n,
 //! "events": n}`. An upcast from a version is needed as long as a line counts
 //! events of it; a version above `current` is one this build cannot read.
+
+mod additions;
 
 use std::collections::BTreeMap;
 use std::io::{self, IsTerminal, Write};
@@ -34,6 +49,7 @@ use crate::runner::{Invocation, Runner};
 use crate::store::Store;
 use crate::store::dynamodb::{DynamoStore, check_table, connect, ready_table};
 use crate::store::memory::MemoryStore;
+pub(super) use additions::Additions;
 
 /// Projects the event store into a table, stream by stream, in order,
 /// through the projector's runner.
@@ -67,6 +83,9 @@ pub(super) struct Rebuilt {
     pub(super) events: u64,
     /// Events the runner did not complete (each named on stderr).
     pub(super) not_done: u64,
+    /// Streams stopped at an addition that might be applied twice (each
+    /// named on stderr).
+    pub(super) refused: u64,
 }
 
 /// The `rebuild` binary of a domain: `fn main() -> ExitCode { cli::rebuild(my_domain()) }`.
@@ -103,12 +122,24 @@ pub async fn rebuild(domain: Domain) -> ExitCode {
                 eprintln!("{name}: {err}");
                 return ExitCode::FAILURE;
             }
+            let additions =
+                match Additions::for_table(&client, table, config.dedup_ttl_seconds).await {
+                    Ok(additions) => additions,
+                    Err(err) => {
+                        eprintln!("{name}: {err}");
+                        return ExitCode::FAILURE;
+                    }
+                };
+            if let Some(caution) = additions.caution() {
+                eprintln!("{name}: {caution}");
+            }
             let runner = Runner::new(domain, DynamoStore::new(client, table.clone()), config);
-            project(&name, &events, &runner, &[]).await
+            project(&name, &events, &runner, &[], &additions).await
         }
         None => {
+            // A fresh embedded table: every dedup record it has is there.
             let runner = Runner::new(domain, MemoryStore::new(), config);
-            let done = project(&name, &events, &runner, &[]).await;
+            let done = project(&name, &events, &runner, &[], &Additions::Apply).await;
             if done.is_ok() {
                 let mut out = io::stdout().lock();
                 if let Err(err) =
@@ -122,14 +153,18 @@ pub async fn rebuild(domain: Domain) -> ExitCode {
     };
     match done {
         Ok(rebuilt) => {
+            let refused = match rebuilt.refused {
+                0 => String::new(),
+                refused => format!("; {refused} streams refused (named above)"),
+            };
             println!(
-                "rebuilt {} streams, {} events; {} not done; {} requests to the event store",
+                "rebuilt {} streams, {} events; {} not done{refused}; {} requests to the event store",
                 rebuilt.streams,
                 rebuilt.events,
                 rebuilt.not_done,
                 events.requests()
             );
-            if rebuilt.not_done == 0 {
+            if rebuilt.not_done == 0 && rebuilt.refused == 0 {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
@@ -227,12 +262,15 @@ async fn count_versions(
 
 /// Every stream of the store (or only those of `only`, when it names any),
 /// in order, through the runner: batches of up to ten of a stream's events,
-/// as SQS would deliver them. `verify` folds the same way, into memory.
+/// as SQS would deliver them; a stream whose additions may not be applied
+/// (`additions`) stops before the first, named. `verify` folds the same
+/// way, into memory.
 pub(super) async fn project<S: Store>(
     name: &str,
     events: &EventStore,
     runner: &Runner<S>,
     only: &[String],
+    additions: &Additions,
 ) -> Result<Rebuilt, crate::store::StoreError> {
     let progress = io::stderr().is_terminal();
     let mut rebuilt = Rebuilt::default();
@@ -241,7 +279,8 @@ pub(super) async fn project<S: Store>(
         loop {
             let (streams, next) = events.streams(page.take()).await?;
             for stream in streams {
-                project_stream(name, events, runner, &stream, &mut rebuilt, progress).await?;
+                let target = Target { runner, additions };
+                project_stream(name, events, &target, &stream, &mut rebuilt, progress).await?;
             }
             match next {
                 Some(next) => page = Some(next),
@@ -250,7 +289,8 @@ pub(super) async fn project<S: Store>(
         }
     } else {
         for stream in only {
-            project_stream(name, events, runner, stream, &mut rebuilt, progress).await?;
+            let target = Target { runner, additions };
+            project_stream(name, events, &target, stream, &mut rebuilt, progress).await?;
         }
     }
     if progress {
@@ -259,21 +299,38 @@ pub(super) async fn project<S: Store>(
     Ok(rebuilt)
 }
 
-/// One stream's events, in order, through the runner, a page at a time.
+/// Where a rebuild projects: the runner, and what it may do with additions.
+struct Target<'a, S> {
+    runner: &'a Runner<S>,
+    additions: &'a Additions,
+}
+
+/// One stream's events, in order, through the runner, a page at a time,
+/// up to an addition that may not be applied.
 async fn project_stream<S: Store>(
     name: &str,
     events: &EventStore,
-    runner: &Runner<S>,
+    target: &Target<'_, S>,
     stream: &str,
     rebuilt: &mut Rebuilt,
     progress: bool,
 ) -> Result<(), crate::store::StoreError> {
+    let runner = target.runner;
     rebuilt.streams += 1;
     let mut after = 0;
+    let mut counters = BTreeMap::new();
     loop {
         let stored = events.read(stream, after, 100).await?;
         let Some(last) = stored.last() else { break };
         after = last.sequence;
+        let refused = target
+            .additions
+            .first_refused(runner.domain(), &stored, &mut counters)
+            .await?;
+        let stored = match &refused {
+            Some((index, _)) => &stored[..*index],
+            None => &stored[..],
+        };
         for chunk in stored.chunks(10) {
             let mut batch = SqsEvent::default();
             for event in chunk {
@@ -311,6 +368,14 @@ async fn project_stream<S: Store>(
                     message.reason.as_deref().unwrap_or("")
                 );
             }
+        }
+        if let Some((_, refusal)) = refused {
+            rebuilt.refused += 1;
+            eprintln!(
+                "{name}: stream {stream} refused from sequence {}: its events add to the counter {}, which the table already holds, and the table is older than the dedup window: an event it applied before may have lost its dedup record and would be added twice. Not applied; mend the counter with a corrective event of the difference `verify --stream {stream}` shows (expected, found)",
+                refusal.sequence, refusal.counter
+            );
+            break;
         }
         if progress {
             eprint!(

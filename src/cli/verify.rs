@@ -10,18 +10,29 @@
 //!
 //! ```text
 //! {"pk":"ORDER#order-7","sk":"STATE","expectedSequence":5,"foundSequence":3,"attributes":["lastEventId","sequence","totalCents"]}
-//! {"checked":9,"differ":1}
+//! {"pk":"SKU#SKU-B","sk":"STOCK","expected":10,"found":5,"attributes":["onHand"]}
+//! {"checked":9,"differ":2}
 //! ```
 //!
-//! A sequence is `null` where that side has no item, and for a counter;
-//! `attributes` names (never shows) the attributes whose values differ or
-//! that one side only has. The engine's `pk`, `sk`, `parked` and
-//! `parkedSince` are not compared; an item that holds only parked events is
-//! no item. Without `--stream`, every stream of the event store is folded
-//! and the table is read whole (one `Scan`), so an entity or counter that
-//! no stream explains is reported too (`expectedSequence` null). With
-//! `--stream`, only those streams, and in the table only their items (an
-//! entity of each kind and each counter under the stream's id).
+//! An entity's line names its sequences, a counter's its values (the
+//! counter's attribute only: a number is not personal data), to choose
+//! what to mend; each is `null` where that side has no item. `attributes`
+//! names (never shows) the attributes whose values differ or that one side
+//! only has. The engine's `pk`, `sk`, `parked` and `parkedSince` are not
+//! compared; an item that holds only parked events is no item. Without
+//! `--stream`, every stream of the event store is folded and the table is
+//! read whole (one `Scan`), so an entity or counter that no stream explains
+//! is reported too (`expectedSequence` null). With `--stream`, only those
+//! streams, and in the table only their items (an entity of each kind and
+//! each counter under the stream's id).
+//!
+//! A projection that holds events the store has not is not a hole: a line
+//! whose entity is beyond the fold's sequence, or whose item no stored
+//! event explains, carries `"ahead": true`; one whose entity's
+//! `lastEventId` is not the stored event's at its sequence carries
+//! `"diverged": true` (the store is not the projection's history). The
+//! summary counts them (`"ahead": n`, `"diverged": n`, when any), and
+//! stderr names their streams.
 //!
 //! Exit status: 0 when all agree; 1 when any differs, or a table cannot be
 //! read; 2 for bad arguments or a missing variable. The caller needs
@@ -30,6 +41,7 @@
 //! `dynamodb:GetItem`, with `--stream`) on the projection.
 
 mod compare;
+mod history;
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -40,7 +52,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use clap::Parser;
 use clap::builder::NonEmptyStringValueParser;
 
-use super::rebuild::project;
+use super::rebuild::{Additions, project};
 use super::{arguments, events_table};
 use crate::domain::Domain;
 use crate::producer::EventStore;
@@ -133,8 +145,12 @@ pub async fn verify(domain: Domain) -> ExitCode {
         }
     };
 
-    // Compare and report.
-    let (checked, differences) = compare::compare(&expected, &found);
+    // Compare, check the history of what the table holds, and report.
+    let (checked, mut differences) = compare::compare(&expected, &found);
+    if let Err(err) = history::mark_diverged(&events, &domain, &mut differences).await {
+        eprintln!("{name}: cannot read the event store {events_table}: {err}");
+        return ExitCode::FAILURE;
+    }
     match report(&mut io::stdout().lock(), checked, &differences) {
         Ok(()) => {}
         Err(err) if err.kind() == io::ErrorKind::BrokenPipe => {}
@@ -143,10 +159,32 @@ pub async fn verify(domain: Domain) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    explain(&name, &domain, &differences);
     if differences.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// On stderr, the streams on which the table holds what the store has not:
+/// not a hole that `resend` mends.
+fn explain(name: &str, domain: &Domain, differences: &[compare::Difference]) {
+    let ahead = history::streams(domain, differences, |difference| difference.ahead);
+    if !ahead.is_empty() {
+        eprintln!(
+            "{name}: the projection is ahead of the event store on {} stream(s): {}: it holds events the store has not (fed directly, or the store restarted the stream at 1); see \"Switching the producer on over a projection fed directly\" in docs/event-store.md",
+            ahead.len(),
+            history::named(&ahead)
+        );
+    }
+    let diverged = history::streams(domain, differences, |difference| difference.diverged);
+    if !diverged.is_empty() {
+        eprintln!(
+            "{name}: the projection's last event is not the store's at its sequence on {} stream(s): {}: the store is not the projection's history; see \"Switching the producer on over a projection fed directly\" in docs/event-store.md",
+            diverged.len(),
+            history::named(&diverged)
+        );
     }
 }
 
@@ -161,7 +199,8 @@ async fn fold(
     streams: &[String],
 ) -> Result<BTreeMap<ItemKey, Side>, ExitCode> {
     let runner = Runner::new(domain.clone(), MemoryStore::new(), config);
-    let folded = match project(name, events, &runner, streams).await {
+    // In memory, from nothing: every addition is the fold's first.
+    let folded = match project(name, events, &runner, streams, &Additions::Apply).await {
         Ok(folded) => folded,
         Err(err) => {
             eprintln!(
@@ -202,7 +241,8 @@ async fn read(
     get(client, table, domain, keys).await
 }
 
-/// One line per difference, then the summary.
+/// One line per difference, then the summary (with the number of items
+/// ahead of the store, and diverged from it, when there are any).
 fn report(
     out: &mut impl Write,
     checked: u64,
@@ -211,11 +251,15 @@ fn report(
     for difference in differences {
         writeln!(out, "{}", serde_json::to_string(difference)?)?;
     }
-    writeln!(
-        out,
-        "{}",
-        serde_json::json!({"checked": checked, "differ": differences.len()})
-    )
+    let mut summary = serde_json::json!({"checked": checked, "differ": differences.len()});
+    let ahead = differences.iter().filter(|d| d.ahead).count();
+    let diverged = differences.iter().filter(|d| d.diverged).count();
+    for (field, count) in [("ahead", ahead), ("diverged", diverged)] {
+        if count > 0 {
+            summary[field] = count.into();
+        }
+    }
+    writeln!(out, "{summary}")
 }
 
 /// Every entity and counter item of the table (one strongly consistent

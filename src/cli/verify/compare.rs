@@ -24,14 +24,51 @@ pub(super) const STATE: &str = "STATE";
 /// An item's key: `(pk, sk)`.
 pub(super) type ItemKey = (String, String);
 
-/// What one side holds for an item: its attributes, the ignored ones aside.
+/// What one side holds for an item: its number, and its attributes, the
+/// ignored ones aside.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Side {
-    /// The entity's `sequence`; `None` for a counter (and for an item whose
-    /// `sequence` is not a number).
-    pub(super) sequence: Option<u64>,
+    /// The entity's `sequence`, or the counter's value.
+    pub(super) number: Number,
     /// The attributes compared.
     pub(super) attributes: Item,
+}
+
+/// An item's number: what a line of `verify` shows of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Number {
+    /// An entity's `sequence` (`None` when it is not a number).
+    Sequence(Option<u64>),
+    /// A counter's value (`None` when it is not an integer).
+    Value(Option<i64>),
+}
+
+impl Side {
+    fn sequence(&self) -> Option<u64> {
+        match self.number {
+            Number::Sequence(sequence) => sequence,
+            Number::Value(_) => None,
+        }
+    }
+
+    fn value(&self) -> Option<i64> {
+        match self.number {
+            Number::Value(value) => value,
+            Number::Sequence(_) => None,
+        }
+    }
+
+    fn is_counter(&self) -> bool {
+        matches!(self.number, Number::Value(_))
+    }
+
+    /// The entity's `lastEventId`, when it has one.
+    fn last_event_id(&self) -> Option<&str> {
+        match self.attributes.get("lastEventId") {
+            Some(AttributeValue::S(id)) if !self.is_counter() => Some(id),
+            _ => None,
+        }
+    }
 }
 
 /// One item on which the fold and the table disagree: the line `verify`
@@ -41,12 +78,60 @@ pub(super) struct Side {
 pub(super) struct Difference {
     pub(super) pk: String,
     pub(super) sk: String,
-    /// The fold's sequence; `null` where the fold has no item, and for a counter.
-    pub(super) expected_sequence: Option<u64>,
-    /// The table's sequence; `null` where the table has no item, and for a counter.
-    pub(super) found_sequence: Option<u64>,
+    /// The sequences of an entity, or the values of a counter.
+    #[serde(flatten)]
+    pub(super) numbers: Numbers,
     /// The attributes that differ, or that one side only has, by name, sorted.
     pub(super) attributes: Vec<String>,
+    /// The table holds events the store has not: an entity whose sequence is
+    /// beyond the fold's, or an item that no stored event explains.
+    #[serde(skip_serializing_if = "is_false")]
+    pub(super) ahead: bool,
+    /// The table's entity does not hold the store's history: its
+    /// `lastEventId` is not the stored event's at its sequence.
+    #[serde(skip_serializing_if = "is_false")]
+    pub(super) diverged: bool,
+    /// The table's `lastEventId` (never printed): for the check against the
+    /// store's event at the found sequence.
+    #[serde(skip)]
+    pub(super) found_event_id: Option<String>,
+}
+
+/// What a line shows of the item's number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub(super) enum Numbers {
+    /// An entity: the fold's sequence and the table's; `null` where that
+    /// side has no item.
+    #[serde(rename_all = "camelCase")]
+    Sequences {
+        expected_sequence: Option<u64>,
+        found_sequence: Option<u64>,
+    },
+    /// A counter: the fold's value and the table's (the counter's
+    /// attribute only: a number, never personal data); `null` where that
+    /// side has no item.
+    Values {
+        expected: Option<i64>,
+        found: Option<i64>,
+    },
+}
+
+fn is_false(flag: &bool) -> bool {
+    !*flag
+}
+
+impl Difference {
+    /// An entity's sequences: the fold's and the table's.
+    pub(super) fn sequences(&self) -> Option<(Option<u64>, Option<u64>)> {
+        match self.numbers {
+            Numbers::Sequences {
+                expected_sequence,
+                found_sequence,
+            } => Some((expected_sequence, found_sequence)),
+            Numbers::Values { .. } => None,
+        }
+    }
 }
 
 /// What the fold in `store` says the projection holds: every entity and
@@ -60,7 +145,7 @@ pub(super) fn expected(store: &MemoryStore) -> Result<BTreeMap<ItemKey, Side>, S
         })?;
         attributes.retain(|name, _| !IGNORED.contains(&name.as_str()));
         let side = Side {
-            sequence: Some(entity.sequence()),
+            number: Number::Sequence(Some(entity.sequence())),
             attributes,
         };
         items.insert((key.pk(), STATE.to_owned()), side);
@@ -71,7 +156,7 @@ pub(super) fn expected(store: &MemoryStore) -> Result<BTreeMap<ItemKey, Side>, S
             AttributeValue::N(value.to_string()),
         )]);
         let side = Side {
-            sequence: None,
+            number: Number::Value(Some(value)),
             attributes,
         };
         items.insert((counter.pk(&id), counter.sort_key.to_owned()), side);
@@ -105,30 +190,38 @@ pub(super) fn found(domain: &Domain, mut item: Item) -> Option<(ItemKey, Side)> 
     };
     let (pk, sk) = (text("pk")?, text("sk")?);
     let entity = sk == STATE && domain.key_of_pk(&pk).is_some();
-    let counter = domain.counters().iter().any(|counter| {
+    let counter = domain.counters().iter().find(|counter| {
         counter.sort_key == sk
             && pk
                 .strip_prefix(counter.kind)
                 .is_some_and(|id| id.starts_with('#'))
     });
-    if !entity && !counter {
+    if !entity && counter.is_none() {
         return None;
     }
     item.retain(|name, _| !IGNORED.contains(&name.as_str()));
     if item.is_empty() {
         return None;
     }
-    let sequence = match item.get("sequence") {
-        Some(AttributeValue::N(number)) if entity => number.parse().ok(),
-        _ => None,
+    let number = match counter {
+        Some(counter) if !entity => Number::Value(integer(&item, counter.attribute)),
+        _ => Number::Sequence(integer(&item, "sequence")),
     };
     Some((
         (pk, sk),
         Side {
-            sequence,
+            number,
             attributes: item,
         },
     ))
+}
+
+/// An item's number attribute, when it holds an integer of that type.
+fn integer<T: std::str::FromStr>(item: &Item, name: &str) -> Option<T> {
+    match item.get(name) {
+        Some(AttributeValue::N(number)) => number.parse().ok(),
+        _ => None,
+    }
 }
 
 /// Every key of either side, in key order: how many were checked, and the
@@ -169,12 +262,45 @@ pub(super) fn difference(
     if attributes.is_empty() && expected.is_some() == found.is_some() {
         return None;
     }
+    let counter = [expected, found]
+        .into_iter()
+        .flatten()
+        .any(Side::is_counter);
+    let numbers = if counter {
+        Numbers::Values {
+            expected: expected.and_then(Side::value),
+            found: found.and_then(Side::value),
+        }
+    } else {
+        Numbers::Sequences {
+            expected_sequence: expected.and_then(Side::sequence),
+            found_sequence: found.and_then(Side::sequence),
+        }
+    };
+    // Ahead: the table holds what no stored event explains. Diverged: at
+    // the same sequence, the table's last event is not the store's.
+    let (ahead, diverged) = match (expected, found) {
+        (None, Some(_)) => (true, false),
+        (Some(want), Some(have)) if !counter => match (want.sequence(), have.sequence()) {
+            (Some(want_sequence), Some(have_sequence)) if have_sequence > want_sequence => {
+                (true, false)
+            }
+            (Some(want_sequence), Some(have_sequence)) if have_sequence == want_sequence => {
+                let (a, b) = (want.last_event_id(), have.last_event_id());
+                (false, a.is_some() && b.is_some() && a != b)
+            }
+            _ => (false, false),
+        },
+        _ => (false, false),
+    };
     Some(Difference {
         pk: key.0.clone(),
         sk: key.1.clone(),
-        expected_sequence: expected.and_then(|side| side.sequence),
-        found_sequence: found.and_then(|side| side.sequence),
+        numbers,
         attributes,
+        ahead,
+        diverged,
+        found_event_id: found.and_then(Side::last_event_id).map(str::to_owned),
     })
 }
 
@@ -381,14 +507,14 @@ mod tests {
         assert_eq!(
             lines,
             [
-                r#"{"pk":"BOOK#b-1","sk":"WORDS","expectedSequence":null,"foundSequence":null,"attributes":["count"]}"#,
-                r#"{"pk":"NOTE#ghost","sk":"STATE","expectedSequence":null,"foundSequence":7,"attributes":["sequence","text"]}"#,
+                r#"{"pk":"BOOK#b-1","sk":"WORDS","expected":40,"found":41,"attributes":["count"]}"#,
+                r#"{"pk":"NOTE#ghost","sk":"STATE","expectedSequence":null,"foundSequence":7,"attributes":["sequence","text"],"ahead":true}"#,
                 r#"{"pk":"NOTE#n-1","sk":"STATE","expectedSequence":2,"foundSequence":2,"attributes":["expiresAt","tag","text"]}"#,
                 r#"{"pk":"NOTE#n-2","sk":"STATE","expectedSequence":1,"foundSequence":null,"attributes":["lastEventId","sequence","text"]}"#,
             ]
         );
         for line in &lines {
-            for value in ["secret", "tampered", "extra", "41", "40"] {
+            for value in ["secret", "tampered", "extra"] {
                 assert!(!line.contains(value), "{line} shows {value}");
             }
         }
@@ -408,9 +534,14 @@ mod tests {
             [Difference {
                 pk: "NOTE#n-1".into(),
                 sk: "STATE".into(),
-                expected_sequence: Some(2),
-                found_sequence: Some(1),
+                numbers: Numbers::Sequences {
+                    expected_sequence: Some(2),
+                    found_sequence: Some(1),
+                },
                 attributes: vec!["lastEventId".into(), "sequence".into()],
+                ahead: false,
+                diverged: false,
+                found_event_id: Some("a1".into()),
             }]
         );
     }

@@ -1,0 +1,131 @@
+//! `verify` on DynamoDB Local, for counters: a counter's line names the
+//! values expected and found (its attribute only), so that the operator can
+//! choose what to mend; a counter the table holds and no stored event
+//! explains is ahead of the store.
+
+mod support;
+
+use sequence_guard::producer::{Append, EventStore, NewEvent, StoredEvent};
+use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
+use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table, ensure_events_table};
+use serde_json::{Value, json};
+use support::*;
+
+/// `verify` on DynamoDB Local with these tables, and no other variable of
+/// the caller's: its exit code, stdout as JSON lines, stderr.
+fn verify(events_table: &str, table: &str, args: &[&str]) -> (i32, Vec<Value>, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args(["--endpoint-url", &dynamodb_local().endpoint])
+        .args(args)
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_REGION", "us-east-1")
+        .env("EVENTS_TABLE", events_table)
+        .env("TABLE_NAME", table)
+        .output()
+        .expect("verify");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|err| panic!("{line}: {err}")))
+        .collect();
+    (
+        output.status.code().unwrap_or(-1),
+        lines,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+async fn append_stock(store: &EventStore, sku: &str, deltas: &[i64]) -> Vec<StoredEvent> {
+    for delta in deltas {
+        store
+            .append(Append::one(
+                sku,
+                NewEvent::new("InventoryAdjusted", json!({"sku": sku, "delta": delta})),
+            ))
+            .await
+            .expect("stock");
+    }
+    store.read(sku, 0, 100).await.expect("read")
+}
+
+/// One batch of bodies of one stream through the projector's runner; every
+/// message must complete.
+async fn project(runner: &Runner<DynamoStore>, stream: &str, bodies: &[&str]) {
+    let messages = bodies
+        .iter()
+        .enumerate()
+        .map(|(index, body)| message(&format!("{stream}:{index}"), stream, body))
+        .collect();
+    let invocation = Invocation {
+        deadline: None,
+        now: sequence_guard::lambda::epoch_seconds(),
+    };
+    let report = runner.run(&batch(messages), invocation).await.expect("run");
+    assert!(failed_ids(&report).is_empty(), "{report:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_counters_line_names_the_values_expected_and_found() {
+    // GIVEN skus in the store: SKU-B (5, -2, 7) of which the consumer got
+    // the first event only, SKU-C (3) it never got; and SKU-D, fed to the
+    // table directly, that the store has no event of.
+    let client = connect(Some(&dynamodb_local().endpoint)).await;
+    let suffix = std::process::id();
+    let (events_table, table) = (
+        format!("verify-counters-events-{suffix}"),
+        format!("verify-counters-{suffix}"),
+    );
+    ensure_events_table(&client, &events_table)
+        .await
+        .expect("events");
+    create_table(&client, &table).await.expect("table");
+    let store = EventStore::new(client.clone(), events_table.clone(), shop::domain());
+    let b = append_stock(&store, "SKU-B", &[5, -2, 7]).await;
+    append_stock(&store, "SKU-C", &[3]).await;
+    let runner = Runner::new(
+        shop::domain(),
+        DynamoStore::new(client, table.clone()),
+        RunnerConfig::default(),
+    );
+    project(&runner, "SKU-B", &[&b[0].body]).await;
+    project(
+        &runner,
+        "SKU-D",
+        &[&inventory_adjusted("direct-1", "SKU-D", 4)],
+    )
+    .await;
+
+    // WHEN verify compares.
+    let (code, lines, stderr) = verify(&events_table, &table, &[]);
+
+    // THEN each counter's line says its values: what to mend (SKU-B: 5
+    // short; SKU-C: 3, no item), and SKU-D is ahead of the store.
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        lines,
+        [
+            json!({"pk": "SKU#SKU-B", "sk": "STOCK", "expected": 10, "found": 5, "attributes": ["onHand"]}),
+            json!({"pk": "SKU#SKU-C", "sk": "STOCK", "expected": 3, "found": null, "attributes": ["onHand"]}),
+            json!({"pk": "SKU#SKU-D", "sk": "STOCK", "expected": null, "found": 4, "attributes": ["onHand"],
+                   "ahead": true}),
+            json!({"checked": 3, "differ": 3, "ahead": 1}),
+        ],
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("ahead of the event store on 1 stream(s): SKU-D"),
+        "{stderr}"
+    );
+
+    // AND with --stream, only that counter.
+    let (code, lines, stderr) = verify(&events_table, &table, &["--stream", "SKU-B"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        lines,
+        [
+            json!({"pk": "SKU#SKU-B", "sk": "STOCK", "expected": 10, "found": 5, "attributes": ["onHand"]}),
+            json!({"checked": 1, "differ": 1}),
+        ]
+    );
+}
