@@ -10,11 +10,18 @@
 //! that the deadline or an error cut short) is drained on the spot, wherever
 //! it stands in the index.
 //!
-//! The walk stops at the invocation's deadline (less its margin). What it
-//! drained stays drained; the next sweep walks the index again from its
-//! start, passing quickly over what is only waiting, so a drain behind a
-//! cut-short walk is finished by a later sweep. Memory holds one page and
-//! the [`LOGGED`] longest waiting, however large the index.
+//! The walk stops at the invocation's deadline (less its margin). Each
+//! sweep goes on where the last one stopped (the store keeps a
+//! [`SweepMark`]), and at the end of the index the next one starts again
+//! from the top: a **pass** is the sweeps from the index's start to its
+//! end, one sweep when the index is short. The mark carries what the pass
+//! has seen so far, so that its last sweep reports the whole index's
+//! count. What was drained stays drained. Memory holds one page and the
+//! [`LOGGED`] longest waiting, however large the index.
+//!
+//! Before it walks, a sweep brings one page of what an earlier release left
+//! in the index to the current layout ([`Store::upgrade_parked_index`]):
+//! the sweep is the only one that writes there; [`look`] reads only.
 
 use std::cmp::Reverse;
 
@@ -23,7 +30,7 @@ use tracing::{info, warn};
 use crate::domain::Domain;
 use crate::entity::{AnyEntity, EntityKey};
 use crate::runner::{CallError, Invocation, ParkingReport, Runner, RunnerConfig};
-use crate::store::{Loaded, ParkedEntity, Store, StoreError};
+use crate::store::{Loaded, ParkedEntity, Store, StoreError, SweepMark};
 
 /// How many of the longest waiting entities a sweep logs one by one.
 pub const LOGGED: usize = 100;
@@ -50,29 +57,50 @@ pub struct ParkedStream {
 /// What a sweep found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SweepReport {
-    /// Entities with events parked (of those the walk reached).
+    /// Entities with events parked in the pass this sweep belongs to: those
+    /// it saw and those the earlier sweeps of the pass saw. When
+    /// `complete`, the whole index's.
     pub entities: usize,
-    /// The longest waiting ones, at most [`LOGGED`], longest first.
+    /// Entities with events parked that this sweep saw itself.
+    pub seen: usize,
+    /// The longest waiting ones this sweep saw, at most [`LOGGED`],
+    /// longest first.
     pub longest: Vec<ParkedStream>,
-    /// `None` when nothing is parked.
+    /// The longest wait seen in the pass (as it was when seen); `None` when
+    /// the pass has seen nothing parked.
     pub oldest_parked_age_seconds: Option<u64>,
     /// What the sweep drained (entities whose drain had been cut short).
     pub drained: Vec<ParkingReport>,
-    /// Whether the walk reached the end of the index before the deadline.
+    /// Whether the walk reached the end of the index, ending its pass;
+    /// `false`: the deadline stopped it, and the next sweep goes on there.
     pub complete: bool,
 }
 
-/// The schedule's sweep: walks the whole index, drains what can be
-/// drained, and reports what stays parked.
+/// The schedule's sweep: upgrades a page of the index's earlier layout,
+/// walks the index from where the last sweep stopped until its end or the
+/// deadline, drains what can be drained, reports what stays parked, and
+/// keeps where it stopped for the next sweep.
 pub async fn sweep<S: Store>(
     runner: &Runner<S>,
     invocation: Invocation,
 ) -> Result<SweepReport, StoreError> {
-    walk(runner, &invocation, true).await
+    upgrade(runner, &invocation).await;
+    let mark = resume(runner, &invocation).await;
+    let (report, after) = walk(runner, &invocation, true, mark.after.clone()).await?;
+    let (report, next) = close(report, &mark, after);
+    if next != mark {
+        // Within the margin kept before the deadline: not cut by it.
+        if let Err(err) = runner.store().save_sweep_mark(&next).await {
+            warn!(error = %err, "cannot keep where the sweep stopped: the next one starts again from the same place");
+        }
+    }
+    Ok(log_report(report))
 }
 
 /// Looks at every entity with events parked, as of `now` (epoch seconds),
-/// and logs the longest waiting ones. Reads only.
+/// from the index's start to its end, and logs the longest waiting ones.
+/// Reads only: neither the sweep's mark nor the index's earlier layout is
+/// touched (entries of that layout are read as they are).
 pub async fn look<S: Store>(
     domain: &Domain,
     store: &S,
@@ -83,15 +111,77 @@ pub async fn look<S: Store>(
         deadline: None,
         now,
     };
-    walk(&runner, &invocation, false).await
+    let (report, _) = walk(&runner, &invocation, false, None).await?;
+    Ok(log_report(report))
 }
 
-/// Pages through the index; drains drainable entities when `drain`.
+/// One page of the index's earlier layout brought to the current one; a
+/// failure is logged, and the walk goes on.
+async fn upgrade<S: Store>(runner: &Runner<S>, invocation: &Invocation) {
+    let call = runner.store().upgrade_parked_index(PAGE);
+    match runner.timed("TransactWriteItems", invocation, call).await {
+        Ok(0) | Err(CallError::Deadline) => {}
+        Ok(read) => info!(
+            entries = read,
+            "entries of the earlier index layout brought to the current one"
+        ),
+        Err(CallError::Store(err)) => {
+            warn!(error = %err, "cannot bring the earlier index layout to the current one: the next sweep tries again")
+        }
+    }
+}
+
+/// Where the last sweep stopped; the index's start when no mark is kept
+/// or it cannot be read (logged).
+async fn resume<S: Store>(runner: &Runner<S>, invocation: &Invocation) -> SweepMark {
+    let read = runner.store().sweep_mark();
+    match runner.timed("BatchGetItem", invocation, read).await {
+        Ok(mark) => mark.unwrap_or_default(),
+        Err(CallError::Deadline) => SweepMark::default(),
+        Err(CallError::Store(err)) => {
+            warn!(error = %err, "cannot read where the last sweep stopped: this one starts at the index's start");
+            SweepMark::default()
+        }
+    }
+}
+
+/// The pass's figures in the report, and the mark for the next sweep:
+/// the pass so far and where this walk stopped (`after`), or a new pass
+/// from the start once the walk reached the end.
+fn close(
+    mut report: SweepReport,
+    mark: &SweepMark,
+    after: Option<String>,
+) -> (SweepReport, SweepMark) {
+    // A walk from the start begins a pass: the mark's figures were another's.
+    let (before, oldest) = match mark.after {
+        Some(_) => (mark.entities, mark.oldest_age_seconds),
+        None => (0, None),
+    };
+    let entities = before.saturating_add(report.seen as u64);
+    report.entities = usize::try_from(entities).unwrap_or(usize::MAX);
+    report.oldest_parked_age_seconds = report.oldest_parked_age_seconds.max(oldest);
+    let next = if report.complete {
+        SweepMark::default()
+    } else {
+        SweepMark {
+            after,
+            entities,
+            oldest_age_seconds: report.oldest_parked_age_seconds,
+        }
+    };
+    (report, next)
+}
+
+/// Pages through the index from the cursor `from` (the start when `None`)
+/// to its end or the deadline; drains drainable entities when `drain`. With
+/// the report, the cursor to go on after (`None` once at the end).
 async fn walk<S: Store>(
     runner: &Runner<S>,
     invocation: &Invocation,
     drain: bool,
-) -> Result<SweepReport, StoreError> {
+    from: Option<String>,
+) -> Result<(SweepReport, Option<String>), StoreError> {
     let mut walk = Walk {
         runner,
         invocation,
@@ -102,7 +192,7 @@ async fn walk<S: Store>(
         },
         longest: Vec::new(),
     };
-    let mut after: Option<String> = None;
+    let mut after = from;
     loop {
         let Some(page) = walk.read_page(after.as_deref()).await? else {
             walk.report.complete = false;
@@ -111,12 +201,12 @@ async fn walk<S: Store>(
         for stream in page.streams {
             walk.settle(stream).await;
         }
-        match page.next {
-            Some(next) => after = Some(next),
-            None => break,
+        after = page.next;
+        if after.is_none() {
+            break;
         }
     }
-    Ok(walk.finish())
+    Ok((walk.finish(), after))
 }
 
 /// One walk through the index: what it has found so far.
@@ -186,8 +276,13 @@ impl<S: Store> Walk<'_, S> {
     }
 
     /// Absorbs one entity: drains it when it can and should be drained,
-    /// then counts it if events stay parked on it.
+    /// then counts it if events stay parked on it (an entry whose entity
+    /// has nothing parked was drained since the index was read, or left by
+    /// an earlier release: not counted).
     async fn settle(&mut self, mut stream: ParkedStream) {
+        if stream.parked == 0 {
+            return;
+        }
         if self.drain && stream.drainable {
             match self.runner.drain(&stream.key, self.invocation).await {
                 Ok(parking) => {
@@ -204,6 +299,7 @@ impl<S: Store> Walk<'_, S> {
                 return; // drained empty: out of the index
             }
         }
+        self.report.seen += 1;
         self.report.entities += 1;
         self.report.oldest_parked_age_seconds = self
             .report
@@ -215,7 +311,7 @@ impl<S: Store> Walk<'_, S> {
         }
     }
 
-    /// Logs what the walk found and hands back its report.
+    /// Logs the longest waiting the walk found and hands back its report.
     fn finish(self) -> SweepReport {
         let mut report = self.report;
         let mut longest = self.longest;
@@ -232,25 +328,31 @@ impl<S: Store> Walk<'_, S> {
             );
         }
         report.longest = longest;
-        if !report.complete {
-            warn!(
-                entities = report.entities,
-                "the sweep reached the deadline before the end of the index: the next one goes on"
-            );
-        }
-        info!(
-            entities = report.entities,
-            oldest_parked_age_seconds = report.oldest_parked_age_seconds,
-            drained = report
-                .drained
-                .iter()
-                .map(|parking| parking.drained.len())
-                .sum::<usize>(),
-            complete = report.complete,
-            "parked events checked"
-        );
         report
     }
+}
+
+/// Logs what a sweep or a look found, and hands its report back.
+fn log_report(report: SweepReport) -> SweepReport {
+    if !report.complete {
+        warn!(
+            seen = report.seen,
+            "the sweep reached the deadline before the end of the index: the next one goes on there"
+        );
+    }
+    info!(
+        entities = report.entities,
+        seen = report.seen,
+        oldest_parked_age_seconds = report.oldest_parked_age_seconds,
+        drained = report
+            .drained
+            .iter()
+            .map(|parking| parking.drained.len())
+            .sum::<usize>(),
+        complete = report.complete,
+        "parked events checked"
+    );
+    report
 }
 
 /// One entry of the index as the walk sees it: where its entity stands

@@ -6,7 +6,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use super::{
     Added, Addition, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded,
     MAX_COMMIT_ITEMS, ParkedEntity, ParkedEvent, ParkedPage, Parking, Store, StoreError, Stored,
-    added, checks,
+    SweepMark, added, checks,
 };
 use crate::entity::{AnyEntity, EntityKey};
 use crate::handling::Counter;
@@ -23,6 +23,8 @@ struct Tables {
     counters: HashMap<(&'static Counter, String), i64>,
     /// (event id, handler name) of every deduplication record.
     handled: HashSet<(String, &'static str)>,
+    /// Where the last sweep stopped.
+    sweep_mark: Option<SweepMark>,
 }
 
 impl Tables {
@@ -282,6 +284,17 @@ impl Store for MemoryStore {
             },
             entities: index.into_iter().map(|(_, entry)| entry).collect(),
         })
+    }
+
+    async fn sweep_mark(&self) -> Result<Option<SweepMark>, StoreError> {
+        tokio::task::yield_now().await;
+        Ok(self.tables().sweep_mark.clone())
+    }
+
+    async fn save_sweep_mark(&self, mark: &SweepMark) -> Result<(), StoreError> {
+        tokio::task::yield_now().await;
+        self.tables().sweep_mark = Some(mark.clone());
+        Ok(())
     }
 
     async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {

@@ -196,6 +196,20 @@ pub struct ParkedPage {
     pub next: Option<String>,
 }
 
+/// Where the sweep stopped in the index of parked entities, and what the
+/// pass under way has seen so far (a pass: the sweeps from the index's
+/// start to its end). Kept by the store between sweeps, so that each sweep
+/// goes on where the last one stopped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SweepMark {
+    /// The cursor to go on after ([`ParkedPage::next`]); `None`: the start.
+    pub after: Option<String>,
+    /// Entities with events parked seen so far in this pass.
+    pub entities: u64,
+    /// The longest wait seen so far in this pass, in seconds (as seen).
+    pub oldest_age_seconds: Option<u64>,
+}
+
 /// One aggregate's entity item, parked events and conflicts: what an operator
 /// looks at when a stream is stuck.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -366,6 +380,35 @@ pub trait Store: Send + Sync {
         limit: usize,
     ) -> impl Future<Output = Result<ParkedPage, StoreError>> + Send;
 
+    /// Brings at most `limit` entries that an earlier release left in the
+    /// index of parked entities to the current layout, each only while its
+    /// entity is as read; answers how many it read (0: nothing left to
+    /// bring). The sweep's alone: the tools that look never write. A store
+    /// without an earlier layout answers 0.
+    fn upgrade_parked_index(
+        &self,
+        limit: usize,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send {
+        let _ = limit;
+        async { Ok(0) }
+    }
+
+    /// Where the last sweep stopped ([`Store::save_sweep_mark`]); `None`
+    /// when none was kept (a store that keeps none starts every sweep at
+    /// the index's start).
+    fn sweep_mark(&self) -> impl Future<Output = Result<Option<SweepMark>, StoreError>> + Send {
+        async { Ok(None) }
+    }
+
+    /// Keeps where this sweep stopped, for the next one.
+    fn save_sweep_mark(
+        &self,
+        mark: &SweepMark,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = mark;
+        async { Ok(()) }
+    }
+
     /// Everything the table holds on one entity, for operators and tests.
     fn inspect(
         &self,
@@ -427,6 +470,26 @@ macro_rules! delegate_store {
                 limit: usize,
             ) -> impl Future<Output = Result<ParkedPage, StoreError>> + Send {
                 S::parked_entities(self, after, limit)
+            }
+
+            fn upgrade_parked_index(
+                &self,
+                limit: usize,
+            ) -> impl Future<Output = Result<usize, StoreError>> + Send {
+                S::upgrade_parked_index(self, limit)
+            }
+
+            fn sweep_mark(
+                &self,
+            ) -> impl Future<Output = Result<Option<SweepMark>, StoreError>> + Send {
+                S::sweep_mark(self)
+            }
+
+            fn save_sweep_mark(
+                &self,
+                mark: &SweepMark,
+            ) -> impl Future<Output = Result<(), StoreError>> + Send {
+                S::save_sweep_mark(self, mark)
             }
 
             fn inspect(

@@ -9,6 +9,7 @@
 //! | conflict | the entity's pk   | `CONFLICT#<sequence, 20 digits>#<eventId>` |
 //!
 //! | parked-entity index | `PARKED#<0-f>` (a shard) | the entity's pk |
+//! | where the last sweep stopped | `SWEEP` | `CURSOR` |
 //!
 //! An entity item also holds `parked` (a number set: the sequences parked on
 //! it) and `parkedSince` while it has any; an item with only those is not
@@ -26,6 +27,7 @@
 //! | `expression.rs` | update and condition expressions; a commit's conditional update |
 //! | `errors.rs` | DynamoDB's errors as the store's (refusals for good apart) |
 //! | `parked_index.rs` | the index of parked entities, spread over 16 partitions |
+//! | `sweep_mark.rs` | where the last sweep stopped, for the next one |
 //! | `admin.rs` | the table itself: connect, create if missing, check |
 
 use std::collections::BTreeSet;
@@ -44,6 +46,7 @@ mod expression;
 mod items;
 mod parked_index;
 mod requests;
+mod sweep_mark;
 mod xray;
 
 pub use admin::{
@@ -54,7 +57,7 @@ use items::*;
 
 use super::{
     Added, Addition, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, ParkedPage,
-    Store, StoreError,
+    Store, StoreError, SweepMark,
 };
 use crate::entity::EntityKey;
 use crate::handling::Counter;
@@ -260,6 +263,18 @@ impl Store for DynamoStore {
         limit: usize,
     ) -> Result<ParkedPage, StoreError> {
         self.parked_page(after, limit).await
+    }
+
+    async fn upgrade_parked_index(&self, limit: usize) -> Result<usize, StoreError> {
+        self.upgrade_index(limit).await
+    }
+
+    async fn sweep_mark(&self) -> Result<Option<SweepMark>, StoreError> {
+        self.read_sweep_mark().await
+    }
+
+    async fn save_sweep_mark(&self, mark: &SweepMark) -> Result<(), StoreError> {
+        self.write_sweep_mark(mark).await
     }
 
     async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {

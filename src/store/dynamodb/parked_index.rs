@@ -7,8 +7,16 @@
 //! `pk`: a parking storm (a producer's streams reordered at once) writes one
 //! entry per park and per drain, and on one partition key it would reach a
 //! partition's 1,000 write units a second at a few hundred commits a second
-//! (the benchmark's parking storm). Entries written by an earlier release
-//! under the one partition `PARKED` are moved to their shard by the sweep.
+//! (the benchmark's parking storm).
+//!
+//! Entries written by an earlier release under the one partition `PARKED`
+//! are read as the index's first partition (those whose entity has an entry
+//! in its shard too are left to the shard), and moved to their shard by the
+//! sweep alone ([`DynamoStore::upgrade_index`]): reading the index never
+//! writes. During a rollout the earlier release may still write them, in the
+//! same transactions as the entity's item: each move and each removal is
+//! conditioned on the entity's item as read, so that it never takes an
+//! entity that is still parked out of the index.
 
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem};
 
@@ -21,16 +29,16 @@ use crate::store::{ParkedEntity, ParkedPage, StoreError};
 
 /// How many partitions the index is spread over.
 pub(super) const SHARDS: usize = 16;
-/// The one partition of the index before it was spread (read to move its
-/// entries, never written).
+/// The one partition of the index before it was spread (read, and its
+/// entries moved by the sweep; never written by this release).
 const LEGACY: &str = "PARKED";
 /// The most bytes DynamoDB takes in a sort key.
 const MAX_SORT_KEY_BYTES: usize = 1024;
 /// The entity's `pk` on an entry whose sort key is its digest.
 pub(super) const INDEXED_PK: &str = "entity";
 
-/// The partitions in the order the sweep reads them: the earlier release's
-/// first (its entries are moved as they are read), then the shards.
+/// The partitions in the order the index is read: the earlier release's
+/// first, then the shards.
 fn partitions() -> impl Iterator<Item = String> {
     std::iter::once(LEGACY.to_owned()).chain((0..SHARDS).map(|shard| format!("{LEGACY}#{shard:x}")))
 }
@@ -96,12 +104,12 @@ impl DynamoStore {
             let (items, next) = self
                 .query_page(&partition, start.take(), Some(limit))
                 .await?;
-            if partition == LEGACY {
-                // Read again in their shards, later in this walk.
-                self.move_legacy(items).await?;
+            let items = if partition == LEGACY {
+                self.unmoved(items).await?
             } else {
-                page.entities.extend(items.iter().filter_map(entry));
-            }
+                items
+            };
+            page.entities.extend(items.iter().filter_map(entry));
             if let Some(AttributeValue::S(sk)) = next.as_ref().and_then(|last| last.get("sk")) {
                 page.next = Some(cursor(&partition, sk));
                 break;
@@ -114,45 +122,99 @@ impl DynamoStore {
         Ok(page)
     }
 
-    /// Moves entries of the earlier release's one partition to their shard:
-    /// each with its entity's own `parkedSince`, in a transaction that holds
-    /// only while the entity still has events parked since then; an entry
-    /// whose entity has none left is deleted.
-    async fn move_legacy(&self, items: Vec<Item>) -> Result<(), StoreError> {
-        let pks: Vec<String> = items.iter().filter_map(entity_of).collect();
-        let keys = pks
+    /// The earlier release's entries whose entity has no entry in its shard
+    /// (one that has is read there): one BatchGetItem.
+    async fn unmoved(&self, items: Vec<Item>) -> Result<Vec<Item>, StoreError> {
+        if items.is_empty() {
+            return Ok(items);
+        }
+        let keys = items
             .iter()
-            .map(|pk| item_key(pk.clone(), STATE.to_owned()))
+            .filter_map(entity_of)
+            .map(|pk| entry_key(&pk).0)
             .collect();
-        let entities = self.batch_get(keys).await?;
-        for (legacy, pk) in items.iter().zip(&pks) {
-            let since = entities
-                .iter()
-                .find(|item| matches!(item.get("pk"), Some(AttributeValue::S(found)) if found == pk))
-                .filter(|item| matches!(item.get(PARKED), Some(AttributeValue::Ns(set)) if !set.is_empty()))
-                .and_then(|item| number(item, PARKED_SINCE));
-            let mut writes = vec![self.delete(legacy_key(legacy))?];
-            if let Some(since) = since {
-                // The entity as read: still parked since then.
-                let mut unchanged = Expression::default();
-                let name = unchanged.name(PARKED_SINCE);
-                let value = unchanged.value(AttributeValue::N(since.to_string()));
-                unchanged.sets.push(format!("{name} = {value}"));
-                unchanged.conditions.push(format!("{name} = {value}"));
-                writes.push(self.update(item_key(pk.clone(), STATE.to_owned()), &unchanged)?);
-                let (key, long_pk) = entry_key(pk);
-                let mut entry = Expression::default();
-                entry.set(PARKED_SINCE, AttributeValue::N(since.to_string()));
-                if let Some(long_pk) = long_pk {
-                    entry.set(INDEXED_PK, long_pk);
-                }
-                writes.push(self.update(key, &entry)?);
-            }
+        let moved: Vec<String> = self
+            .batch_get(keys)
+            .await?
+            .iter()
+            .filter_map(entity_of)
+            .collect();
+        Ok(items
+            .into_iter()
+            .filter(|item| entity_of(item).is_none_or(|pk| !moved.contains(&pk)))
+            .collect())
+    }
+
+    /// The sweep's upgrade of the index: reads at most `limit` entries of
+    /// the earlier release's one partition and their entities' items, and
+    /// settles each entry in a transaction of its own; answers how many it
+    /// read. A cancelled transaction (the entity changed meanwhile) leaves
+    /// its entry for a later sweep.
+    pub(super) async fn upgrade_index(&self, limit: usize) -> Result<usize, StoreError> {
+        let limit = i32::try_from(limit.max(1)).unwrap_or(i32::MAX);
+        let (items, _) = self.query_page(LEGACY, None, Some(limit)).await?;
+        let read = items.len();
+        let entries: Vec<(&Item, String)> = items
+            .iter()
+            .filter_map(|item| Some((item, entity_of(item)?)))
+            .collect();
+        let keys = entries
+            .iter()
+            .map(|(_, pk)| item_key(pk.clone(), STATE.to_owned()))
+            .collect();
+        let entities = if entries.is_empty() {
+            Vec::new()
+        } else {
+            self.batch_get(keys).await?
+        };
+        for (legacy, pk) in entries {
+            let entity = entities.iter().find(
+                |item| matches!(item.get("pk"), Some(AttributeValue::S(found)) if *found == pk),
+            );
+            let Some(writes) = self.settle_legacy(legacy, &pk, entity)? else {
+                continue;
+            };
             self.note("TransactWriteItems/Delete");
-            // Cancelled: the entity changed meanwhile; the next sweep moves it.
+            // Cancelled: the entity changed meanwhile; a later sweep settles it.
             let _cancelled = self.transact(writes).await?;
         }
-        Ok(())
+        Ok(read)
+    }
+
+    /// The writes that settle one entry of the earlier release, given its
+    /// entity's item as read: moved to its shard while the entity is still
+    /// parked since then; removed while the entity still has nothing
+    /// parked; left alone (`None`) when the entity has no item (damaged by
+    /// hand: no condition could keep a park of the earlier release).
+    fn settle_legacy(
+        &self,
+        legacy: &Item,
+        pk: &str,
+        entity: Option<&Item>,
+    ) -> Result<Option<Vec<TransactWriteItem>>, StoreError> {
+        let Some(entity) = entity else {
+            tracing::warn!(
+                entry = %pk,
+                "an entry of the earlier index names an entity without an item: left alone"
+            );
+            return Ok(None);
+        };
+        let since = Some(entity)
+            .filter(
+                |item| matches!(item.get(PARKED), Some(AttributeValue::Ns(set)) if !set.is_empty()),
+            )
+            .and_then(|item| number(item, PARKED_SINCE));
+        let delete = self.delete(legacy_key(legacy))?;
+        let entity_key = item_key(pk.to_owned(), STATE.to_owned());
+        let writes = match since {
+            Some(since) => vec![
+                delete,
+                self.update(entity_key, &still_parked_since(since))?,
+                self.update(entry_key(pk).0, &shard_entry(pk, since))?,
+            ],
+            None => vec![delete, self.update(entity_key, &still_unparked())?],
+        };
+        Ok(Some(writes))
     }
 
     /// A transaction's delete of the item at `key`.
@@ -164,6 +226,44 @@ impl DynamoStore {
             .map_err(|err| super::build_error("TransactWriteItems", err))?;
         Ok(TransactWriteItem::builder().delete(delete).build())
     }
+}
+
+/// The entity's item unchanged, on condition that it is still parked since
+/// `since` (a drain removes `parkedSince`; a park after it sets another).
+fn still_parked_since(since: u64) -> Expression {
+    let mut unchanged = Expression::default();
+    let name = unchanged.name(PARKED_SINCE);
+    let value = unchanged.value(AttributeValue::N(since.to_string()));
+    unchanged.sets.push(format!("{name} = {value}"));
+    unchanged.conditions.push(format!("{name} = {value}"));
+    unchanged
+}
+
+/// The entity's item unchanged (it holds no `parkedSince` without parked
+/// events), on condition that it exists and still has nothing parked: a
+/// park by the earlier release, which writes the entity's `parked` set and
+/// its entry in one transaction, cancels the removal of that entry.
+fn still_unparked() -> Expression {
+    let mut unchanged = Expression::default();
+    unchanged.remove(PARKED_SINCE);
+    let pk = unchanged.name("pk");
+    let parked = unchanged.name(PARKED);
+    unchanged.conditions.push(format!("attribute_exists({pk})"));
+    unchanged
+        .conditions
+        .push(format!("attribute_not_exists({parked})"));
+    unchanged
+}
+
+/// The entity's entry in its shard, parked since `since`.
+fn shard_entry(pk: &str, since: u64) -> Expression {
+    let (_, long_pk) = entry_key(pk);
+    let mut entry = Expression::default();
+    entry.set(PARKED_SINCE, AttributeValue::N(since.to_string()));
+    if let Some(long_pk) = long_pk {
+        entry.set(INDEXED_PK, long_pk);
+    }
+    entry
 }
 
 /// The key of an entry as read.
