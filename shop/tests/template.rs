@@ -1895,8 +1895,9 @@ fn every_subscription_redrives_what_sns_cannot_deliver_to_a_watched_fifo_queue()
     );
 }
 
-/// The status consumer's resources; each carries `WithStatusConsumer`.
-const STATUS: [&str; 15] = [
+/// The status consumer's resources; each carries `WithStatusConsumer`:
+/// the first consumer's, every one (one definition renders both).
+const STATUS: [&str; 25] = [
     "StatusDeadLetterQueue",
     "StatusQueue",
     "StatusQueuePolicy",
@@ -1911,7 +1912,17 @@ const STATUS: [&str; 15] = [
     "StatusUndeliveredAlarm",
     "StatusOldestMessageAlarm",
     "StatusFunctionErrorsAlarm",
+    "StatusFunctionThrottlesAlarm",
     "StatusGapsSustainedAlarm",
+    "StatusNotCreatedSustainedAlarm",
+    "StatusInvalidSustainedAlarm",
+    "StatusParkedTooLongAlarm",
+    "StatusParkingFullAlarm",
+    "StatusConflictAlarm",
+    "StatusRejectedAlarm",
+    "StatusHandlerErrorAlarm",
+    "StatusSweepIncompleteAlarm",
+    "StatusStuckStreamsQuery",
 ];
 
 /// The second consumer (docs/event-store.md, Many consumers): deployed on demand, only with
@@ -2114,43 +2125,60 @@ fn the_status_consumer_is_the_projector_again_on_its_own_queue_table_and_role() 
         TTL_ATTRIBUTE
     );
 
-    // Its alarms: the dead-letter queue and the function's errors, at least.
-    for (alarm, metric, dimension) in [
-        (
-            "StatusDeadLetterQueueAlarm",
-            "ApproximateNumberOfMessagesVisible",
-            "GetAtt StatusDeadLetterQueue.QueueName",
-        ),
-        (
-            "StatusOldestMessageAlarm",
-            "ApproximateAgeOfOldestMessage",
-            "GetAtt StatusQueue.QueueName",
-        ),
-        (
-            "StatusFunctionErrorsAlarm",
-            "Errors",
-            "Ref StatusProjectorFunction",
-        ),
-        (
-            "StatusGapsSustainedAlarm",
-            "Gap",
-            "Sub ${AWS::StackName}-status",
-        ),
-    ] {
-        let properties = &resource(&template, alarm)["Properties"];
-        assert_eq!(properties["MetricName"], metric, "{alarm}");
+    // Its alarms: every alarm the first consumer has, on the same metric,
+    // watching its own queue, function or Service dimension, notifying.
+    let own = |value: &str| {
+        value
+            .replace("Events", "Status")
+            .replace("ProjectorFunction", "StatusProjectorFunction")
+            .replace("Ref AWS::StackName", "Sub ${AWS::StackName}-status")
+    };
+    let alarms: Vec<&str> = resources
+        .iter()
+        .filter(|(_, item)| item["Type"] == "AWS::CloudWatch::Alarm")
+        .filter(|(_, item)| item["Condition"].is_null() || item["Condition"] == "WithProducer")
+        .filter_map(|(name, _)| name.as_str())
+        .filter(|name| !name.starts_with("Dispatch"))
+        .collect();
+    assert!(alarms.len() >= 14, "{alarms:?}");
+    for alarm in alarms {
+        let twin = if alarm.starts_with("Events") {
+            alarm.replacen("Events", "Status", 1)
+        } else {
+            format!("Status{alarm}")
+        };
+        let first = &resource(&template, alarm)["Properties"];
+        let properties = &resource(&template, &twin)["Properties"];
+        assert_eq!(properties["MetricName"], first["MetricName"], "{twin}");
+        assert_eq!(properties["Threshold"], first["Threshold"], "{twin}");
         assert_eq!(
             intrinsic(&properties["Dimensions"][0]["Value"]),
-            dimension,
-            "{alarm}"
+            own(&intrinsic(&first["Dimensions"][0]["Value"])),
+            "{twin} watches its own"
         );
         assert!(
             one_or_many(&properties["AlarmActions"])
                 .iter()
                 .any(|action| intrinsic(action) == "Ref AlarmTopic"),
-            "{alarm} notifies"
+            "{twin} notifies"
         );
     }
+    for metric in ["Gap", "NotCreated", "SweepIncomplete"] {
+        assert!(
+            resources
+                .iter()
+                .any(|(_, item)| item["Condition"] == "WithStatusConsumer"
+                    && item["Properties"]["MetricName"] == metric),
+            "the status consumer is alarmed for {metric}"
+        );
+    }
+    // Its log query reads its own log group.
+    assert_eq!(
+        intrinsic(
+            &resource(&template, "StatusStuckStreamsQuery")["Properties"]["LogGroupNames"][0]
+        ),
+        "Ref StatusProjectorLogGroup"
+    );
 
     // The dashboard: its lines with it, none without it.
     let emitted = sequence_guard::metrics::emitted();
@@ -2190,4 +2218,23 @@ fn the_status_consumer_is_the_projector_again_on_its_own_queue_table_and_role() 
             );
         }
     }
+}
+
+/// No deploy deletes a queue that holds messages: every queue, like every
+/// table, is kept when it leaves the template or is replaced.
+#[test]
+fn every_queue_and_table_is_retained() {
+    let template = template();
+    let resources = template["Resources"].as_mapping().expect("resources");
+    let mut kept = 0;
+    for (name, item) in resources {
+        if ["AWS::SQS::Queue", "AWS::DynamoDB::Table"]
+            .contains(&item["Type"].as_str().unwrap_or(""))
+        {
+            assert_eq!(item["DeletionPolicy"], "Retain", "{name:?}");
+            assert_eq!(item["UpdateReplacePolicy"], "Retain", "{name:?}");
+            kept += 1;
+        }
+    }
+    assert!(kept >= 10, "{kept}");
 }

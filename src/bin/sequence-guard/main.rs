@@ -14,6 +14,13 @@
 //! deployment files of an existing crate: sequence-guard's (the template,
 //! the scripts) again, the team's (`samconfig.toml`, the binaries) where
 //! missing; with `--check`, it writes nothing and exits 1 when any differs.
+//!
+//! `template.yaml` is sequence-guard's, made for the crate's consumers:
+//! the first, and each that `[package.metadata.sequence-guard]` declares
+//! in its `Cargo.toml` (`consumers = [{ name = "status", description =
+//! "..." }]`). A template changed by hand since `sync` made it (its header
+//! holds the hash of what it made), or without that header, is not
+//! overwritten: `sync` shows the difference and exits 1, unless `--force`.
 
 mod scaffold;
 
@@ -22,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use scaffold::{Dependency, File, Kept, Names};
+use scaffold::{ConsumerDeclaration, Dependency, File, Kept, Names, made_by_sync};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -70,6 +77,10 @@ enum Command {
         /// Write nothing; exit 1 when a file differs or is missing.
         #[arg(long)]
         check: bool,
+        /// Rewrite a template.yaml changed by hand (after moving what you
+        /// added to a stack of your own, or to a declared consumer).
+        #[arg(long, conflicts_with = "check")]
+        force: bool,
     },
 }
 
@@ -81,7 +92,7 @@ fn main() -> ExitCode {
             sequence_guard_path,
             sequence_guard_git,
         } => new(&name, path, sequence_guard_path, sequence_guard_git),
-        Command::Sync { path, check } => sync(&path, check),
+        Command::Sync { path, check, force } => sync(&path, check, force),
     }
 }
 
@@ -139,25 +150,37 @@ fn new(
     ExitCode::SUCCESS
 }
 
-fn sync(root: &Path, check: bool) -> ExitCode {
-    let names = match crate_names(root) {
-        Ok(names) => names,
+fn sync(root: &Path, check: bool, force: bool) -> ExitCode {
+    let (names, further) = match crate_names(root) {
+        Ok(found) => found,
         Err(message) => {
             eprintln!("sequence-guard: {message}");
             return ExitCode::from(2);
         }
     };
-    let files = match scaffold::deployment(&names) {
+    let files = match scaffold::deployment(&names, &further) {
         Ok(files) => files,
         Err(err) => return fail(&err),
     };
-    let mut differ = 0;
-    let mut out = std::io::stdout().lock();
+    // What differs, before anything is written: a template changed by
+    // hand stops the whole sync (unless forced), not half of it.
+    let mut differing = Vec::new();
     for file in &files {
         let path = root.join(&file.path);
         let state = match std::fs::read_to_string(&path) {
             Ok(found) if found == file.contents => continue,
             Ok(_) if file.kept == Kept::Theirs => continue,
+            Ok(found) if file.path == Path::new("template.yaml") && !made_by_sync(&found) => {
+                show_difference(&found, &file.contents);
+                if !check && !force {
+                    eprintln!(
+                        "sequence-guard: {} was changed by hand since sync made it (or an earlier release made it): sync would lose the lines marked `-` above, and a deploy would delete what they declare. Declare a consumer in [package.metadata.sequence-guard] of Cargo.toml, move other resources to a stack of your own, then run sync with --force. Nothing was written.",
+                        path.display()
+                    );
+                    return ExitCode::FAILURE;
+                }
+                "differs (changed by hand)"
+            }
             Ok(_) => "differs",
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => "missing",
             Err(err) => {
@@ -165,14 +188,17 @@ fn sync(root: &Path, check: bool) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        differ += 1;
+        differing.push((file, state));
+    }
+    let mut out = std::io::stdout().lock();
+    for (file, state) in &differing {
         let done = if check {
             state
         } else {
             if let Err(err) = write(root, file) {
                 return fail(&err);
             }
-            if state == "missing" {
+            if *state == "missing" {
                 "written"
             } else {
                 "rewritten"
@@ -181,9 +207,10 @@ fn sync(root: &Path, check: bool) -> ExitCode {
         // A closed pipe only loses the listing.
         let _ = writeln!(out, "{}: {done}", file.path.display());
     }
-    if check && differ > 0 {
+    if check && !differing.is_empty() {
         eprintln!(
-            "sequence-guard: {differ} of {}'s deployment files are missing or not this version's: run `sequence-guard sync --path {}`",
+            "sequence-guard: {} of {}'s deployment files are missing or not this version's: run `sequence-guard sync --path {}`",
+            differing.len(),
             names.package,
             root.display()
         );
@@ -192,8 +219,83 @@ fn sync(root: &Path, check: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The package and library of the crate at `root`, as cargo reads them.
-fn crate_names(root: &Path) -> Result<Names, String> {
+/// What a team changed in a file that sync makes: the lines only it has
+/// (`-`: sync would lose them) and the lines only sync's has (`+`), as
+/// many as each holds of them, the first [`SHOWN`] of each.
+fn show_difference(found: &str, made: &str) {
+    const SHOWN: usize = 40;
+    let mut count: std::collections::HashMap<&str, i64> = std::collections::HashMap::new();
+    for line in made.lines() {
+        *count.entry(line).or_default() += 1;
+    }
+    let mut lost = Vec::new();
+    for line in found.lines() {
+        let left = count.entry(line).or_default();
+        if *left > 0 {
+            *left -= 1;
+        } else {
+            lost.push(line);
+        }
+    }
+    let mut added = Vec::new();
+    for line in made.lines() {
+        if let Some(left) = count.get_mut(line)
+            && *left > 0
+        {
+            *left -= 1;
+            added.push(line);
+        }
+    }
+    let mut err = std::io::stderr().lock();
+    for (sign, lines) in [("-", &lost), ("+", &added)] {
+        for line in lines.iter().take(SHOWN) {
+            let _ = writeln!(err, "{sign} {line}");
+        }
+        if lines.len() > SHOWN {
+            let _ = writeln!(err, "{sign} ... and {} more", lines.len() - SHOWN);
+        }
+    }
+}
+
+/// A further consumer as `[package.metadata.sequence-guard]` declares it.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Declared {
+    name: String,
+    description: String,
+    #[serde(default = "deployed_by_default")]
+    deployed: bool,
+}
+
+fn deployed_by_default() -> bool {
+    true
+}
+
+/// The further consumers `package` declares.
+fn declared_consumers(package: &serde_json::Value) -> Result<Vec<ConsumerDeclaration>, String> {
+    let declared = &package["metadata"]["sequence-guard"]["consumers"];
+    if declared.is_null() {
+        return Ok(Vec::new());
+    }
+    let declared: Vec<Declared> = serde_json::from_value(declared.clone()).map_err(|err| {
+        format!("[package.metadata.sequence-guard] consumers in Cargo.toml: {err}")
+    })?;
+    let mut consumers: Vec<ConsumerDeclaration> = Vec::with_capacity(declared.len());
+    for consumer in declared {
+        let consumer =
+            ConsumerDeclaration::new(&consumer.name, &consumer.description, consumer.deployed)
+                .map_err(|err| err.to_string())?;
+        if consumers.iter().any(|seen| seen.name == consumer.name) {
+            return Err(scaffold::Error::RepeatedConsumer(consumer.name).to_string());
+        }
+        consumers.push(consumer);
+    }
+    Ok(consumers)
+}
+
+/// The package and library of the crate at `root`, as cargo reads them,
+/// and the further consumers it declares.
+fn crate_names(root: &Path) -> Result<(Names, Vec<ConsumerDeclaration>), String> {
     let manifest = root.join("Cargo.toml");
     let manifest = manifest
         .canonicalize()
@@ -236,7 +338,8 @@ fn crate_names(root: &Path) -> Result<Names, String> {
         })
         .and_then(|target| target["name"].as_str())
         .ok_or_else(|| format!("{name}: no library (the binaries call its `domain()`)"))?;
-    Names::of_crate(name, library).map_err(|err| err.to_string())
+    let names = Names::of_crate(name, library).map_err(|err| err.to_string())?;
+    Ok((names, declared_consumers(package)?))
 }
 
 fn write(root: &Path, file: &File) -> Result<(), scaffold::Error> {

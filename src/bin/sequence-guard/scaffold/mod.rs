@@ -1,25 +1,28 @@
 //! The files of a domain's crate: what `new` writes, and what `sync` keeps.
 //!
 //! Deployment files are derived from sequence-guard's own, included at
-//! compile time: `template.yaml` and `samconfig.toml` with the names of the
-//! crate's binaries and stack substituted (each substitution must match
-//! exactly as often as expected, or generation fails: a change to our
-//! template that a substitution no longer fits is found by the tests, not
-//! by a team), `scripts/python-tools.sh` and its pinned requirements as they
-//! are. The domain to start from, its samples, its `Cargo.toml` and its
+//! compile time: `template.yaml` rendered from `templates/stack/` for the
+//! crate's binaries, stack and further consumers (one definition of a
+//! consumer, rendered for each: [`stack`]), `samconfig.toml` with the
+//! stack's name (each substitution must match exactly as often as
+//! expected, or generation fails: a change to our files that a
+//! substitution no longer fits is found by the tests, not by a team),
+//! `scripts/python-tools.sh` and its pinned requirements as they are. The domain to start from, its samples, its `Cargo.toml` and its
 //! build script are the files of `templates/crate/`.
 
 use std::path::PathBuf;
 
 mod dependency;
 mod names;
-mod second_consumer;
+pub mod stack;
 mod template;
 #[cfg(test)]
 mod tests;
 
 pub use dependency::Dependency;
 pub use names::{MAX_NAME, Names};
+pub use stack::{ConsumerDeclaration, MAX_CONSUMER_NAME};
+pub use template::made_by_sync;
 use template::{samconfig, template};
 
 /// Every binary of a domain, a one-line `main` each (`sequence_guard::cli`).
@@ -33,6 +36,10 @@ pub const TOOLS: [&str; 8] = [
     "verify",
     "resend",
 ];
+
+/// The binaries of each further consumer: `<crate>-<consumer>-<tool>`, on
+/// `<crate>::<consumer>::domain()`.
+pub const CONSUMER_TOOLS: [&str; 5] = ["projector", "replay", "rebuild", "verify", "inspect"];
 
 const PYTHON_TOOLS: &str = include_str!("../../../../scripts/python-tools.sh");
 const REQUIREMENTS: &str = include_str!("../../../../scripts/requirements-tools.txt");
@@ -78,6 +85,18 @@ pub enum Error {
         found: usize,
         expected: usize,
     },
+    #[error(
+        "`{0}` cannot name a consumer: use 1 to {MAX_CONSUMER_NAME} lower-case letters, digits and single `-`, starting with a letter (it names its binaries, queues and alarms)"
+    )]
+    BadConsumer(String),
+    #[error(
+        "`{0}` cannot name a further consumer: the first consumer's or the producer's resources have it"
+    )]
+    ReservedConsumer(String),
+    #[error("consumer `{0}`: its description must be one line of text, without `\"` or `\\`")]
+    BadConsumerDescription(String),
+    #[error("consumer `{0}` is declared twice")]
+    RepeatedConsumer(String),
     #[error(
         "sequence-guard's template.yaml builds `{0}`, which is not one of a domain's binaries ({TOOLS:?}): the generator needs a substitution for it"
     )]
@@ -151,16 +170,17 @@ pub fn new_crate(names: &Names, dependency: &Dependency) -> Result<Vec<File>, Er
     for (path, sample) in SAMPLES {
         files.push(File::new(path, fill(sample), Kept::Theirs));
     }
-    files.extend(deployment(names)?);
+    files.extend(deployment(names, &[])?);
     Ok(files)
 }
 
 /// What deploys a domain, for any crate: the SAM template and its
 /// `samconfig.toml`, the build script and the pinned tools, the build's
-/// `.cargo/config.toml`, and a binary per tool.
-pub fn deployment(names: &Names) -> Result<Vec<File>, Error> {
+/// `.cargo/config.toml`, a binary per tool, and a binary per tool of each
+/// further consumer.
+pub fn deployment(names: &Names, further: &[ConsumerDeclaration]) -> Result<Vec<File>, Error> {
     let mut files = vec![
-        File::new("template.yaml", template(names)?, Kept::Ours),
+        File::new("template.yaml", template(names, further)?, Kept::Ours),
         File::new("samconfig.toml", samconfig(names)?, Kept::Theirs),
         File::new(
             "scripts/build-lambda",
@@ -189,6 +209,21 @@ pub fn deployment(names: &Names) -> Result<Vec<File>, Error> {
             fill(&BIN.replace("{{tool}}", tool), names),
             Kept::Theirs,
         ));
+    }
+    for consumer in further {
+        let domain = format!("{{{{crate}}}}::{}::domain()", consumer.module());
+        for tool in CONSUMER_TOOLS {
+            let binary = names.binary(&format!("{}-{tool}", consumer.name));
+            let text = BIN
+                .replace("{{name}}-{{tool}}", &binary)
+                .replace("{{tool}}", tool)
+                .replace("{{crate}}::domain()", &domain);
+            files.push(File::new(
+                format!("src/bin/{binary}.rs"),
+                fill(&text, names),
+                Kept::Theirs,
+            ));
+        }
     }
     Ok(files)
 }

@@ -1,11 +1,23 @@
-//! Our `template.yaml` and `samconfig.toml` on a crate's names: each
-//! substitution found exactly as often as expected, or generation fails.
+//! Our `template.yaml` and `samconfig.toml` on a crate's names: the stack
+//! rendered for its consumers ([`stack`](super::stack)), each substitution
+//! found exactly as often as expected, or generation fails; and the header
+//! that tells `sync` whether a team edited the file it made.
 
-use super::second_consumer::without_second_consumer;
+use sha2::{Digest, Sha256};
+
+use super::stack::{self, ConsumerDeclaration};
 use super::{Error, Names, TOOLS};
 
-const TEMPLATE: &str = include_str!("../../../../template.yaml");
 const SAMCONFIG: &str = include_str!("../../../../samconfig.toml");
+
+/// The first line of every template `sync` makes; the next names the hash
+/// of what follows them.
+const HEADER: &str = "# Made by `sequence-guard sync` from sequence-guard's templates and this crate's\n\
+# [package.metadata.sequence-guard] consumers: a change made here by hand is refused\n\
+# by the next sync. Declare a consumer there; keep other resources in a stack of your own.\n";
+
+/// The line after [`HEADER`] that holds the hash of the rest.
+const HASH: &str = "# sha256 of what follows: ";
 
 /// One substitution in one of our files: `pattern` found exactly `times`
 /// ([`ANY`]: at least once).
@@ -27,39 +39,17 @@ pub(super) fn once(pattern: &'static str, replacement: String) -> Substitution {
     }
 }
 
-/// Our `template.yaml`, on the crate's binaries. Everything else (the
-/// stack's resource names come from `${AWS::StackName}`) stays as it is;
-/// each substitution stays within its line.
-pub fn template(names: &Names) -> Result<String, Error> {
+/// Our `template.yaml`, made for the crate: its binaries, its further
+/// consumers, its description; under the header that `sync` reads back.
+pub fn template(names: &Names, further: &[ConsumerDeclaration]) -> Result<String, Error> {
     let package = &names.package;
     let template = substitute(
         "template.yaml",
-        &without_second_consumer(TEMPLATE)?,
+        &stack::render(names, further)?,
         &[
-            once(
-                "        Binary: projector\n",
-                format!("        Binary: {}\n", names.binary("projector")),
-            ),
-            once(
-                "        Binary: dispatcher\n",
-                format!("        Binary: {}\n", names.binary("dispatcher")),
-            ),
             once(
                 "  sequence-guard: projects ordered domain events",
                 format!("  {package}, on sequence-guard: projects ordered domain events"),
-            ),
-            // What names the shop's stock, said of any domain's counters.
-            once(
-                "(MessageGroupId = aggregateId or sku)",
-                "(MessageGroupId = aggregateId, or a counter's id)".to_owned(),
-            ),
-            once(
-                "or a stock level leaving the 64-bit range",
-                "or a counter leaving the 64-bit range".to_owned(),
-            ),
-            once(
-                "                # stock; parking and draining)",
-                "                # counter; parking and draining)".to_owned(),
             ),
             // The runbooks are sequence-guard's, not the crate's README.
             Substitution {
@@ -67,20 +57,59 @@ pub fn template(names: &Names) -> Result<String, Error> {
                 replacement: "See the runbook in sequence-guard's docs/operate.md.".to_owned(),
                 times: ANY,
             },
+            Substitution {
+                pattern: "see the runbook in docs/operate.md.",
+                replacement: "see the runbook in sequence-guard's docs/operate.md.".to_owned(),
+                times: ANY,
+            },
         ],
     )?;
-    builds_only(names, &template)?;
-    Ok(template)
+    builds_only(names, further, &template)?;
+    Ok(with_header(&template))
+}
+
+/// `body` under the header, with its hash.
+fn with_header(body: &str) -> String {
+    format!("{HEADER}{HASH}{}\n{body}", digest(body))
+}
+
+/// The hex SHA-256 of `text`.
+fn digest(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// Whether `found` (a crate's `template.yaml`) is as a `sync` made it: its
+/// header's hash is that of the rest. A file without the header (an
+/// earlier release's, or written by hand) is not.
+pub fn made_by_sync(found: &str) -> bool {
+    let Some(rest) = found.strip_prefix(HEADER) else {
+        return false;
+    };
+    let Some((line, body)) = rest.split_once('\n') else {
+        return false;
+    };
+    line.strip_prefix(HASH) == Some(digest(body).as_str())
 }
 
 /// Every `Binary:` the template builds must be one of the crate's.
-pub(super) fn builds_only(names: &Names, template: &str) -> Result<(), Error> {
+pub(super) fn builds_only(
+    names: &Names,
+    further: &[ConsumerDeclaration],
+    template: &str,
+) -> Result<(), Error> {
     let built = template
         .lines()
         .filter_map(|line| line.trim_start().strip_prefix("Binary:"))
         .map(str::trim);
     for binary in built {
-        if !TOOLS.iter().any(|tool| names.binary(tool) == binary) {
+        let ours = TOOLS.iter().any(|tool| names.binary(tool) == binary);
+        let theirs = further
+            .iter()
+            .any(|consumer| names.binary(&format!("{}-projector", consumer.name)) == binary);
+        if !ours && !theirs {
             return Err(Error::UnknownBinary(binary.to_owned()));
         }
     }

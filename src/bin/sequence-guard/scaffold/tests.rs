@@ -4,8 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use super::dependency::relative;
-use super::template::{builds_only, once, samconfig, substitute, template};
-use super::{Dependency, Error, MAX_NAME, Names, new_crate};
+use super::stack::{ConsumerDeclaration, render_with};
+use super::template::{builds_only, made_by_sync, once, samconfig, substitute, template};
+use super::{Dependency, Error, MAX_NAME, Names, deployment, new_crate};
 
 #[test]
 fn a_name_must_do_for_a_crate_and_a_stack() {
@@ -44,7 +45,7 @@ fn the_names_derive_from_the_crate() {
 #[test]
 fn our_files_fit_every_substitution() {
     let names = Names::new("parcels").expect("a good name");
-    let template = template(&names).expect("the template");
+    let template = template(&names, &[]).expect("the template");
     assert!(template.contains("        Binary: parcels-projector\n"));
     assert!(template.contains("        Binary: parcels-dispatcher\n"));
     assert!(!template.contains("Status"), "without the second consumer");
@@ -70,12 +71,12 @@ fn a_substitution_that_no_longer_fits_is_an_error() {
 fn a_binary_the_crate_lacks_is_an_error() {
     let names = Names::new("parcels").expect("a good name");
     let template = "        Binary: parcels-projector\n        Binary: status-projector\n";
-    let err = builds_only(&names, template).expect_err("unknown");
+    let err = builds_only(&names, &[], template).expect_err("unknown");
     assert!(
         matches!(err, Error::UnknownBinary(ref b) if b == "status-projector"),
         "{err}"
     );
-    assert!(builds_only(&names, "        Binary: parcels-dispatcher\n").is_ok());
+    assert!(builds_only(&names, &[], "        Binary: parcels-dispatcher\n").is_ok());
 }
 
 #[test]
@@ -125,4 +126,132 @@ fn relative_paths() {
     );
     assert_eq!(rel("/w", "/w"), Some(PathBuf::from(".")));
     assert_eq!(rel("/tmp/x", "/w/main"), None);
+}
+
+/// The worked example's further consumer, as our template.yaml has it.
+fn status() -> ConsumerDeclaration {
+    ConsumerDeclaration::new(
+        "status",
+        "Projects each order's status (no personal data) from its FIFO queue, subscribed to the events topic, into the status table.",
+        false,
+    )
+    .expect("a good declaration")
+}
+
+#[test]
+fn our_template_is_the_stack_rendered_for_the_shop() {
+    // GIVEN the stack rendered for the shop: the first consumer and `status`
+    let rendered = render_with(&|tool| tool.to_owned(), &[status()]).expect("the stack");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/template.yaml");
+    // (SEQUENCE_GUARD_BLESS=1 writes it, after a change of templates/stack/)
+    if std::env::var_os("SEQUENCE_GUARD_BLESS").is_some() {
+        std::fs::write(path, &rendered).expect("template.yaml written");
+    }
+    // THEN template.yaml is exactly that: nobody edits it by hand
+    let ours = std::fs::read_to_string(path).expect("template.yaml");
+    assert!(
+        ours == rendered,
+        "template.yaml is not templates/stack/ rendered: run `SEQUENCE_GUARD_BLESS=1 cargo test --bin sequence-guard our_template`"
+    );
+}
+
+#[test]
+fn every_consumer_has_what_the_first_has() {
+    // GIVEN a crate with two further consumers
+    let names = Names::new("parcels").expect("a good name");
+    let further = [
+        ConsumerDeclaration::new("audit", "Each parcel's audit trail.", true).expect("audit"),
+        ConsumerDeclaration::new("late-mail", "Parcels that are late.", false).expect("late"),
+    ];
+    let text = template(&names, &further).expect("the template");
+    let yaml: serde_yaml::Value = serde_yaml::from_str(&text).expect("YAML");
+    let resources = yaml["Resources"].as_mapping().expect("resources");
+    let ids: Vec<&str> = resources.keys().filter_map(|k| k.as_str()).collect();
+    // THEN each has the first consumer's resources, under its own prefix
+    let first: Vec<&str> = ids
+        .iter()
+        .copied()
+        .filter(|id| resources[*id]["Condition"].is_null() || *id == "EventsQueuePolicy")
+        .filter(|id| {
+            ![
+                "AlarmTopicKey",
+                "AlarmTopicKeyAlias",
+                "AlarmTopic",
+                "AlarmTopicPolicy",
+                "Dashboard",
+            ]
+            .contains(id)
+        })
+        .collect();
+    for prefix in ["Audit", "LateMail"] {
+        for id in &first {
+            let theirs = match *id {
+                "ProjectionTable" => format!("{prefix}Table"),
+                id if id.starts_with("Events") => id.replacen("Events", prefix, 1),
+                id => format!("{prefix}{id}"),
+            };
+            assert!(
+                ids.contains(&theirs.as_str()),
+                "{prefix}: no {theirs} (the first has {id})"
+            );
+            assert_eq!(
+                resources[theirs.as_str()]["Condition"].as_str(),
+                Some(format!("With{prefix}Consumer").as_str()),
+                "{theirs}"
+            );
+        }
+        // its own sweep, its own binaries, its own row on the dashboard
+        let function = &resources[format!("{prefix}ProjectorFunction").as_str()];
+        assert!(!function["Properties"]["Events"]["ParkedSweep"].is_null());
+        assert!(text.contains(&format!("${{{prefix}ProjectorWidgets}}")));
+    }
+    assert!(text.contains("        Binary: parcels-late-mail-projector\n"));
+    let files = deployment(&names, &further).expect("the files");
+    for tool in ["projector", "replay", "rebuild", "verify", "inspect"] {
+        let bin = files
+            .iter()
+            .find(|file| file.path == Path::new(&format!("src/bin/parcels-late-mail-{tool}.rs")))
+            .unwrap_or_else(|| panic!("no late-mail {tool}"));
+        assert!(bin.contents.contains(&format!(
+            "sequence_guard::cli::{tool}(parcels::late_mail::domain())"
+        )));
+    }
+}
+
+#[test]
+fn a_consumer_name_must_do_for_its_resources() {
+    for bad in ["", "Status", "9s", "a_b", "a-", "a--b", "thirteen-char"] {
+        assert!(
+            matches!(
+                ConsumerDeclaration::new(bad, "d", true),
+                Err(Error::BadConsumer(_))
+            ),
+            "{bad}"
+        );
+    }
+    assert!(matches!(
+        ConsumerDeclaration::new("events", "d", true),
+        Err(Error::ReservedConsumer(_))
+    ));
+    assert!(matches!(
+        ConsumerDeclaration::new("audit", "a \"quoted\" text", true),
+        Err(Error::BadConsumerDescription(_))
+    ));
+}
+
+#[test]
+fn sync_knows_the_template_it_made() {
+    let names = Names::new("parcels").expect("a good name");
+    let made = template(&names, &[]).expect("the template");
+    assert!(made_by_sync(&made));
+    let edited = made.replace(
+        "Resources:\n",
+        "Resources:\n  TheirQueue:\n    Type: AWS::SQS::Queue\n",
+    );
+    assert!(!made_by_sync(&edited), "an edit by hand is seen");
+    let without_header: String = made.lines().skip(4).map(|l| format!("{l}\n")).collect();
+    assert!(
+        !made_by_sync(&without_header),
+        "an earlier release's template"
+    );
 }
