@@ -4,9 +4,13 @@
 //! newer), or a deduplicated effect (a counter's `ADD`, once per event).
 //!
 //! The runner checks every answer of a sequenced or snapshot handler against
-//! the entity: `Applied` must leave it at the event's sequence, any other
-//! answer must leave it unchanged. A handler that breaks this gets a
-//! [`HandlerFault`] for that message, never a write.
+//! the entity, on every path (a message, a parked event drained, `replay`,
+//! `rebuild`, the [`crate::testkit`]): `Applied` only on the entity's next
+//! sequence (or creating it), leaving it at the event's sequence and id;
+//! `Duplicate` never on its next sequence; `Gap` only when events are
+//! missing; `NotCreated` only with no entity; any answer but `Applied`
+//! leaves it unchanged. A handler that breaks this (one that forgot the
+//! guard) gets a [`HandlerFault`] for that message, never a write.
 
 use std::any::{Any, type_name};
 use std::fmt;
@@ -136,6 +140,7 @@ impl Handling {
         Handling(How::Sequenced(Box::new(Call {
             event: unbound(data),
             handler,
+            reads_data: true,
             style: PhantomData::<fn() -> (T, Guarded)>,
         })))
     }
@@ -153,6 +158,7 @@ impl Handling {
         Handling(How::Snapshot(Box::new(Call {
             event: unbound(data),
             handler,
+            reads_data: true,
             style: PhantomData::<fn() -> (T, Complete)>,
         })))
     }
@@ -163,15 +169,21 @@ impl Handling {
     /// `lastEventId` to the event's ([`Entity::advance`]), so that the guard
     /// stays exact. The entity missing, a duplicate and a gap are decided as
     /// for any update (a gap is parked). Its `data` is not read: declare the
-    /// variant's payload `serde::de::IgnoredAny`.
+    /// variant's payload `serde::de::IgnoredAny`; nor is its `version`.
     pub fn pass<T: Entity>() -> Handling {
-        Handling::sequenced((), pass::<T>)
+        Handling(How::Sequenced(Box::new(Call {
+            event: unbound(()),
+            handler: pass::<T>,
+            reads_data: false,
+            style: PhantomData::<fn() -> (T, Guarded)>,
+        })))
     }
 
     /// A type of a stream this consumer does not project at all (a product
     /// event for an order view): done, nothing read, nothing written. Its
     /// `data` is not read: declare the variant's payload
-    /// `serde::de::IgnoredAny`. The envelope is still checked.
+    /// `serde::de::IgnoredAny`; nor is its `version`. The rest of the
+    /// envelope is still checked.
     pub fn ignore() -> Handling {
         Handling(How::Ignored(Ignored::default()))
     }
@@ -191,6 +203,18 @@ impl Handling {
             id: id.into(),
             delta,
         }))
+    }
+}
+
+impl Handling {
+    /// Whether the event's `data` and `version` are read: not for a type
+    /// passed or ignored ([`Handling::pass`], [`Handling::ignore`]).
+    pub(crate) fn reads_data(&self) -> bool {
+        match &self.0 {
+            How::Sequenced(apply) => apply.reads_data(),
+            How::Snapshot(_) | How::Addition(_) => true,
+            How::Ignored(_) => false,
+        }
     }
 }
 
@@ -275,6 +299,9 @@ pub(crate) trait Meta {
     fn sequence(&self) -> u64;
     /// The handler's name (its path), for errors and logs.
     fn handler(&self) -> &'static str;
+    /// Whether the handler reads the event's `data` (and so its
+    /// `version`): not a pass's.
+    fn reads_data(&self) -> bool;
 }
 
 /// A sequenced or snapshot event, its data and its handler, with the types
@@ -292,6 +319,8 @@ pub(crate) trait Apply: Meta + Send + Sync {
 struct Call<T, D, F, S> {
     event: Sequenced<D>,
     handler: F,
+    /// `false` for a pass: its `data` and `version` are not read.
+    reads_data: bool,
     style: PhantomData<fn() -> (T, S)>,
 }
 
@@ -327,6 +356,10 @@ impl<T: Entity, D, F, S> Meta for Call<T, D, F, S> {
     fn handler(&self) -> &'static str {
         type_name::<F>()
     }
+
+    fn reads_data(&self) -> bool {
+        self.reads_data
+    }
 }
 
 /// The slot as a `T`; a fault when it holds another kind.
@@ -360,40 +393,8 @@ where
         let mut entity: Option<T> = typed(slot, self.handler())?;
         let decision = unwound(self.handler(), || (self.handler)(&mut entity, &self.event))?;
         let before = slot.as_ref().and_then(AnyEntity::get::<T>);
-        let problem = match decision {
-            Decision::Applied => match &entity {
-                Some(_)
-                    if before.is_some_and(|before| before.sequence() >= self.event.sequence) =>
-                {
-                    Some(format!(
-                        "answered applied to event {} on an entity already at sequence {}",
-                        self.event.sequence,
-                        before.map_or(0, Entity::sequence)
-                    ))
-                }
-                Some(after) if after.sequence() != self.event.sequence => Some(format!(
-                    "answered applied to event {} and left the entity at sequence {}",
-                    self.event.sequence,
-                    after.sequence()
-                )),
-                Some(after) if after.last_event_id() != self.event.event_id => Some(format!(
-                    "answered applied to event {} and left the entity's last event id at `{}`, not the event's",
-                    self.event.sequence,
-                    after.last_event_id()
-                )),
-                Some(_) => None,
-                None => Some(format!(
-                    "answered applied to event {} and left no entity",
-                    self.event.sequence
-                )),
-            },
-            other if entity.as_ref() != before => Some(format!(
-                "answered {} to event {} and changed the entity",
-                other.as_str(),
-                self.event.sequence
-            )),
-            _ => None,
-        };
+        let problem = misapplied(decision, before, entity.as_ref(), &self.event)
+            .or_else(|| misplaced(decision, before.map(Entity::sequence), self.event.sequence));
         if let Some(problem) = problem {
             return Err(HandlerFault {
                 handler: self.handler(),
@@ -415,6 +416,72 @@ where
             .then(|| entity.map(AnyEntity::new))
             .flatten();
         decision.ok()
+    }
+}
+
+/// What is wrong with a guarded handler's answer for the entity's sequence
+/// before it (`None`: no entity) and the event's, as the contract decides:
+/// `Applied` only on the entity's next sequence (or with no entity: a
+/// creation); `Duplicate` never on the entity's next sequence, nor with no
+/// entity; `Gap` only when events are missing between them; `NotCreated`
+/// only with no entity.
+fn misplaced(decision: Decision, before: Option<u64>, sequence: u64) -> Option<String> {
+    let answered = decision.as_str();
+    let next = sequence.saturating_sub(1);
+    match (decision, before) {
+        (Decision::Applied, Some(at)) if at >= sequence => Some(format!(
+            "answered applied to event {sequence} on an entity already at sequence {at}"
+        )),
+        (Decision::Applied, Some(at)) if at < next => Some(format!(
+            "answered applied to event {sequence} on an entity at sequence {at}: applied is right only on its next sequence, {} (does the handler check the entity's sequence?)",
+            at.saturating_add(1)
+        )),
+        (Decision::Duplicate, Some(at)) if at == next => Some(format!(
+            "answered duplicate to event {sequence} on an entity at sequence {at}: the event is its next, not a duplicate"
+        )),
+        (Decision::Duplicate, None) => Some(format!(
+            "answered duplicate to event {sequence} with no entity: nothing was applied that it could duplicate"
+        )),
+        (Decision::Gap, Some(at)) if at >= next => Some(format!(
+            "answered gap to event {sequence} on an entity at sequence {at}: no event is missing between them"
+        )),
+        (Decision::NotCreated, Some(at)) => Some(format!(
+            "answered {answered} to event {sequence}, and the entity exists (at sequence {at})"
+        )),
+        _ => None,
+    }
+}
+
+/// What is wrong with the entity as a guarded handler's answer left it:
+/// `Applied` leaves an entity at the event's sequence and id; any other
+/// answer leaves it as it was.
+fn misapplied<T: Entity, D>(
+    decision: Decision,
+    before: Option<&T>,
+    after: Option<&T>,
+    event: &Sequenced<D>,
+) -> Option<String> {
+    let sequence = event.sequence;
+    match (decision, after) {
+        (Decision::Applied, None) => Some(format!(
+            "answered applied to event {sequence} and left no entity"
+        )),
+        (Decision::Applied, Some(after)) if after.sequence() != sequence => Some(format!(
+            "answered applied to event {sequence} and left the entity at sequence {}",
+            after.sequence()
+        )),
+        (Decision::Applied, Some(after)) if after.last_event_id() != event.event_id => {
+            Some(format!(
+                "answered applied to event {sequence} and left the entity's last event id at `{}`, not the event's",
+                after.last_event_id()
+            ))
+        }
+        (Decision::Applied, Some(_)) => None,
+        (other, after) if after != before => Some(format!(
+            "answered {} to event {sequence} and changed the entity",
+            other.as_str()
+        )),
+        _ => None,
     }
 }
 
