@@ -157,7 +157,8 @@ impl Domain {
     /// The versions `E` declares, resolved; their mistakes among the
     /// problems [`Domain::check`] reports.
     fn versions_of<E: Events>(mut self) -> Self {
-        let (table, problems) = Table::new(&E::versions(), self.types);
+        let (mut table, problems) = Table::new(&E::versions(), self.types);
+        table.leave_unread(unread_types::<E>(self.types));
         self.versions = table;
         self.problems.extend(problems);
         self
@@ -345,6 +346,24 @@ fn payload<E: Events>(event_type: &Value, data: &Value) -> Result<Handling, Inva
         })
     })?;
     Ok(events.handling())
+}
+
+/// The types `E` passes or ignores ([`Handling::pass`], [`Handling::ignore`]):
+/// their `data` and `version` are not read. Found once, as the domain is
+/// registered, by reading each type with an empty `data`: only a payload
+/// that reads nothing (`IgnoredAny`) takes it and can be one of them.
+fn unread_types<E: Events>(types: &'static [&'static str]) -> Vec<&'static str> {
+    let empty = Value::Object(serde_json::Map::new());
+    types
+        .iter()
+        .copied()
+        .filter(|name| {
+            let event_type = Value::String((*name).to_owned());
+            // A registration that panics on an empty `data` reads it.
+            std::panic::catch_unwind(|| payload::<E>(&event_type, &empty))
+                .is_ok_and(|handling| handling.is_ok_and(|handling| !handling.reads_data()))
+        })
+        .collect()
 }
 
 /// What is wrong with the events enum's type names: none (not tagged as

@@ -76,8 +76,9 @@ fn check_type_and_data(envelope: &Map<String, Value>) -> Result<(), InvalidMessa
 
 /// `data` upcast from the body's `version` to the type's current one,
 /// moved out of the envelope (not copied) and checked again; `None` at the
-/// current version, and for a type the events enum does not have (named as
-/// such when `data` is read).
+/// current version, for a type the events enum does not have (named as
+/// such when `data` is read), and for a type the consumer passes or
+/// ignores (its `version` is not read).
 fn upcast(
     types: &[&str],
     versions: &Table,
@@ -87,6 +88,9 @@ fn upcast(
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or_default();
+    if versions.is_unread(type_name) {
+        return Ok(None);
+    }
     let plan = match versions.plan(type_name, versions::of_envelope(envelope)?) {
         Err(_) if !types.contains(&type_name) => None,
         plan => plan?,

@@ -15,6 +15,9 @@ use crate::versions::{MAX_VERSION, Upcast, Versions, problems};
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Table {
     types: Vec<Entry>,
+    /// The types this consumer passes or ignores: it reads neither their
+    /// `data` nor their `version`.
+    unread: Vec<&'static str>,
 }
 
 /// One type above version 1.
@@ -61,6 +64,16 @@ impl Table {
             });
         }
         (table, problems)
+    }
+
+    /// The types whose `version` is not read (passed or ignored).
+    pub(crate) fn leave_unread(&mut self, types: Vec<&'static str>) {
+        self.unread = types;
+    }
+
+    /// Whether `event_type` is one whose `version` is not read.
+    pub(crate) fn is_unread(&self, event_type: &str) -> bool {
+        self.unread.contains(&event_type)
     }
 
     /// The current version of `event_type`: 1 when it declares none.
