@@ -9,7 +9,7 @@ use sequence_guard::EntityKey;
 use sequence_guard::runner::{Invocation, Outcome, Runner, RunnerConfig};
 use sequence_guard::store::Addition;
 use sequence_guard::store::memory::MemoryStore;
-use sequence_guard::store::{Added, DedupKey, Loaded, Store};
+use sequence_guard::store::{Added, DedupKey, Existing, Loaded, Store};
 use sequence_guard::testing::Keyed;
 use sequence_guard::testing::{SaveExt, Saved};
 use shop::{Order, OrderStatus, Product, STOCK};
@@ -65,6 +65,13 @@ fn adjustment(event_id: &str, sku: &str, delta: i64) -> Addition {
         delta,
         handled_at: now(),
         expires_at: now() + 604_800,
+    }
+}
+
+fn existing(index: usize, stream: &str) -> Existing {
+    Existing {
+        index,
+        stream: Some(stream.to_owned()),
     }
 }
 
@@ -272,7 +279,7 @@ mod suite {
         );
         assert_eq!(
             adjust(&[adjustment("a", "SKU-1", 10)]).await,
-            Added::Duplicates(vec![0])
+            Added::Existing(vec![existing(0, "SKU-1")])
         );
         assert_eq!(
             store.counter(&shop::STOCK, "SKU-1").await.expect("read"),
@@ -287,9 +294,18 @@ mod suite {
             .load(&[], &[dedup("a"), dedup("b"), dedup("c")])
             .await
             .expect("load");
-        let mut handled: Vec<String> = loaded.handled.into_iter().map(|key| key.event_id).collect();
+        let mut handled: Vec<(String, Option<String>)> = loaded
+            .handled
+            .into_iter()
+            .map(|(key, stream)| (key.event_id, stream))
+            .collect();
         handled.sort();
-        assert_eq!(handled, ["a", "b"]);
+        let sku_1 = Some("SKU-1".to_owned());
+        assert_eq!(
+            handled,
+            [("a".to_owned(), sku_1.clone()), ("b".to_owned(), sku_1)],
+            "each record knows its stream"
+        );
     }
 
     /// Several adjustments, several skus, one atomic step; one known record
@@ -316,7 +332,7 @@ mod suite {
         ];
         assert_eq!(
             store.add(&mixed).await.expect("adjust"),
-            Added::Duplicates(vec![1, 2])
+            Added::Existing(vec![existing(1, "SKU-Y"), existing(2, "SKU-X")])
         );
         assert_eq!(
             store.counter(&shop::STOCK, "SKU-X").await.expect("read"),

@@ -1,12 +1,16 @@
 //! A stream's deduplicated effects (counter additions): one transaction with
 //! their deduplication records, duplicates left out, a step that would leave
-//! the 64-bit range refused at the addition that crosses it.
+//! the 64-bit range refused at the addition that crosses it, and an
+//! `eventId` that another stream's event was handled under recorded as a
+//! conflict on this stream.
 
 use super::verdict::{Verdict, skipped_one};
 use super::{Invocation, Outcome, Runner};
-use crate::envelope::Event;
+use crate::envelope::{Event, Record};
 use crate::handling::Counter;
-use crate::store::{Added, Addition, DedupKey, MAX_ADDITIONS, Store};
+use crate::store::{
+    Added, Addition, ConflictRecord, DedupKey, Existing, MAX_ADDITIONS, MAX_STORED_BODY, Store,
+};
 
 /// An addition and its position in the stream.
 type Positioned = (usize, Addition);
@@ -34,12 +38,14 @@ enum Left {
 }
 
 /// A chunk being written: the additions still to write, the ones behind a
-/// refused one, where in the verdicts the refused one is, and the attempts
-/// made.
+/// refused one, where in the verdicts the refused one is, the ones whose
+/// `eventId` another stream's event was handled under (with that stream),
+/// and the attempts made.
 struct Attempts<'a> {
     pending: Vec<&'a Positioned>,
     cut: Option<Vec<&'a Positioned>>,
     rejected: Option<usize>,
+    reused: Vec<(&'a Positioned, String)>,
     attempt: u32,
 }
 
@@ -51,12 +57,16 @@ impl<S: Store> Runner<S> {
     pub(super) async fn settle_additions(
         &self,
         additions: Vec<Positioned>,
+        stream: &[&Record],
         invocation: &Invocation,
     ) -> Vec<(usize, Verdict)> {
         let mut verdicts = Vec::with_capacity(additions.len());
         let mut chunks = additions.chunks(MAX_ADDITIONS);
         while let Some(chunk) = chunks.next() {
-            match self.settle_chunk(chunk, invocation, &mut verdicts).await {
+            let settled = self
+                .settle_chunk(chunk, stream, invocation, &mut verdicts)
+                .await;
+            match settled {
                 Chunk::Settled => {}
                 Chunk::Cut(cut) => {
                     // After a refused addition, the stream stops.
@@ -82,6 +92,7 @@ impl<S: Store> Runner<S> {
     async fn settle_chunk<'a>(
         &self,
         chunk: &'a [Positioned],
+        stream: &[&Record],
         invocation: &Invocation,
         verdicts: &mut Vec<(usize, Verdict)>,
     ) -> Chunk<'a> {
@@ -89,6 +100,7 @@ impl<S: Store> Runner<S> {
             pending: chunk.iter().collect(),
             cut: None,
             rejected: None,
+            reused: Vec::new(),
             attempt: 0,
         };
         let failure = loop {
@@ -112,7 +124,7 @@ impl<S: Store> Runner<S> {
                         attempts.pending.clear();
                         Left::Nothing
                     }
-                    Added::Duplicates(existing) => attempts.duplicates(&existing, verdicts),
+                    Added::Existing(existing) => attempts.existing(&existing, verdicts),
                     Added::OutOfRange { counter, id, value } => {
                         attempts.out_of_range(counter, &id, value, verdicts)
                     }
@@ -126,6 +138,12 @@ impl<S: Store> Runner<S> {
                 Left::Raced => {}
             }
         };
+        for (reused, recorded) in std::mem::take(&mut attempts.reused) {
+            let verdict = self
+                .record_reuse(reused, &recorded, stream, invocation)
+                .await;
+            verdicts.push((reused.0, verdict));
+        }
         match (failure, attempts.cut) {
             (Some(failure), cut) => {
                 let rest = attempts
@@ -138,20 +156,78 @@ impl<S: Store> Runner<S> {
             (None, None) => Chunk::Settled,
         }
     }
+
+    /// An addition whose `eventId` another stream's event (of `recorded`)
+    /// was handled under: not applied, recorded as a conflict on its own
+    /// stream, with its body.
+    async fn record_reuse(
+        &self,
+        (position, addition): &Positioned,
+        recorded: &str,
+        stream: &[&Record],
+        invocation: &Invocation,
+    ) -> Verdict {
+        let body = stream
+            .get(*position)
+            .map_or("", |record| record.body.as_str());
+        let what = format!(
+            "conflict: event {} was handled by {} for stream {recorded}; this event of stream {} is another",
+            addition.event_id, addition.handler, addition.id
+        );
+        if body.len() > MAX_STORED_BODY {
+            return Verdict::new(
+                Outcome::Invalid,
+                Some(format!(
+                    "{what}, and its body of {} bytes is too large to record",
+                    body.len()
+                )),
+            );
+        }
+        let conflict = ConflictRecord {
+            sequence: 0,
+            event_id: addition.event_id.clone(),
+            body: body.to_owned(),
+            seen_at: invocation.now,
+        };
+        let record = self.store.record_counter_conflicts(
+            addition.counter,
+            &addition.id,
+            std::slice::from_ref(&conflict),
+        );
+        match self.timed("UpdateItem", invocation, record).await {
+            Ok(()) => Verdict::new(
+                Outcome::Conflict,
+                Some(format!("{what}: recorded, not applied")),
+            ),
+            Err(err) => {
+                let (outcome, reason) = err.outcome();
+                Verdict::new(outcome, Some(reason))
+            }
+        }
+    }
 }
 
 impl<'a> Attempts<'a> {
-    /// Additions another invocation recorded meanwhile (positions in the
-    /// pending ones): duplicates.
-    fn duplicates(&mut self, existing: &[usize], verdicts: &mut Vec<(usize, Verdict)>) -> Left {
+    /// Additions whose records exist (positions in the pending ones): another
+    /// invocation recorded them meanwhile (duplicates), or another stream's
+    /// event under the same `eventId` (reused: recorded as conflicts).
+    fn existing(&mut self, existing: &[Existing], verdicts: &mut Vec<(usize, Verdict)>) -> Left {
         let mut index = 0;
-        self.pending.retain(|(position, _)| {
-            let duplicate = existing.contains(&index);
+        let reused = &mut self.reused;
+        self.pending.retain(|pending| {
+            let (position, addition) = pending;
+            let found = existing.iter().find(|existing| existing.index == index);
             index += 1;
-            if duplicate {
-                verdicts.push((*position, Verdict::new(Outcome::Duplicate, None)));
+            let Some(found) = found else {
+                return true;
+            };
+            match &found.stream {
+                Some(recorded) if !same_stream(Some(recorded), &addition.id) => {
+                    reused.push((*pending, recorded.clone()));
+                }
+                _ => verdicts.push((*position, Verdict::new(Outcome::Duplicate, None))),
             }
-            !duplicate
+            false
         });
         if self.pending.is_empty() {
             Left::Nothing
@@ -222,6 +298,12 @@ fn lost_race(attempts: u32) -> (Outcome, String) {
             "the transaction of additions lost the race {attempts} times: another invocation keeps recording these events"
         ),
     )
+}
+
+/// Whether a deduplication record written for `recorded` (`None`: by an
+/// earlier release, which did not say) guards an event of `stream`.
+pub(super) fn same_stream(recorded: Option<&str>, stream: &str) -> bool {
+    recorded.is_none_or(|recorded| recorded == stream)
 }
 
 /// The deduplication record an event is guarded by, if any.

@@ -2,7 +2,7 @@
 //! streams, the one load split into each stream's share, and the verdicts
 //! put back into batch order as the report's lines.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use aws_lambda_events::event::sqs::SqsEvent;
 
@@ -101,13 +101,17 @@ impl Share {
     }
 }
 
+/// The deduplication records a batch found: the stream each was written
+/// for (`None`: by an earlier release).
+pub(super) type Handled = HashMap<DedupKey, Option<String>>;
+
 /// The load split into each stream's share, and the deduplication records
 /// found (empty when the load failed: then every share is that failure).
 pub(super) fn shares(
     loaded: Result<Loaded, CallError>,
     wanted: Wanted,
     streams: &[Vec<usize>],
-) -> (Vec<Share>, HashSet<DedupKey>) {
+) -> (Vec<Share>, Handled) {
     let (mut loaded, failure) = match loaded {
         Ok(loaded) => (loaded, None),
         Err(err) => (Loaded::default(), Some(err)),

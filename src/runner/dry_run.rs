@@ -7,15 +7,15 @@ use std::collections::HashSet;
 
 use tracing::error;
 
-use super::additions::{addition, dedup_key};
-use super::batch::Share;
+use super::additions::{addition, dedup_key, same_stream};
+use super::batch::{Handled, Share};
 use super::deadline::CallError;
 use super::verdict::Verdict;
 use super::{Invocation, Outcome, Runner};
 use crate::entity::{AnyEntity, EntityKey};
 use crate::envelope::{Event, Record};
 use crate::handling::Decision;
-use crate::store::{Addition, DedupKey, Store, Stored};
+use crate::store::{Addition, Store, Stored};
 
 /// One entity's share of a stream: its messages (positions in the stream, in
 /// order), the entity's item as loaded, and the entity as the dry run of the
@@ -45,7 +45,7 @@ impl<S: Store> Runner<S> {
         &self,
         stream: &[&Record],
         mut share: Share,
-        handled: &HashSet<DedupKey>,
+        handled: &Handled,
         invocation: &Invocation,
     ) -> StreamPlan {
         let mut plan = StreamPlan {
@@ -69,7 +69,12 @@ impl<S: Store> Runner<S> {
                 continue;
             }
             if let Some(addition) = addition(event, invocation.now, self.config.dedup_ttl_seconds) {
-                let known = dedup_key(event).is_some_and(|key| handled.contains(&key));
+                // A record of another stream's event under this `eventId` is
+                // found again by the additions' write, which records the
+                // conflict.
+                let known = dedup_key(event)
+                    .and_then(|key| handled.get(&key))
+                    .is_some_and(|recorded| same_stream(recorded.as_deref(), event.stream()));
                 if known || !seen.insert(event.event_id()) {
                     plan.verdicts[position] = Some(Verdict::new(Outcome::Duplicate, None));
                 } else {

@@ -102,8 +102,10 @@ impl<S: Store> Runner<S> {
                 join_all(entities.into_iter().map(run_entity)).await
             }
         };
-        let settle_additions = |(index, additions)| async move {
-            (index, self.settle_additions(additions, invocation).await)
+        let settle_additions = |(index, additions): (usize, _)| async move {
+            let stream: &[&Record] = &records[index];
+            let settled = self.settle_additions(additions, stream, invocation).await;
+            (index, settled)
         };
         let (settled, added) = futures::join!(
             entity_runs,

@@ -1,10 +1,10 @@
 //! The in-memory store: the same conditional semantics as the DynamoDB one.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::{
-    Added, Addition, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded,
+    Added, Addition, Commit, Committed, ConflictRecord, DedupKey, Existing, Inspection, Loaded,
     MAX_COMMIT_ITEMS, ParkedEntity, ParkedEvent, ParkedPage, Parking, Store, StoreError, Stored,
     SweepMark, added, checks,
 };
@@ -21,8 +21,11 @@ struct Tables {
     conflicts: HashMap<EntityKey, BTreeMap<(u64, String), ConflictRecord>>,
     /// Counters by (counter, id).
     counters: HashMap<(&'static Counter, String), i64>,
-    /// (event id, handler name) of every deduplication record.
-    handled: HashSet<(String, &'static str)>,
+    /// (event id, handler name) of every deduplication record, and the
+    /// stream it was written for.
+    handled: HashMap<(String, &'static str), String>,
+    /// Conflicts recorded on counters' streams, by (counter, id).
+    counter_conflicts: HashMap<(&'static Counter, String), BTreeMap<String, ConflictRecord>>,
     /// Where the last sweep stopped.
     sweep_mark: Option<SweepMark>,
 }
@@ -115,8 +118,25 @@ impl MemoryStore {
     pub fn handled(&self, event_id: &str, handler: &str) -> bool {
         self.tables()
             .handled
-            .iter()
+            .keys()
             .any(|(handled, name)| handled == event_id && *name == handler)
+    }
+
+    /// Every conflict recorded on a counter's stream, ordered by counter,
+    /// id and event id: for tests.
+    pub fn counter_conflicts(&self) -> Vec<(&'static Counter, String, ConflictRecord)> {
+        let tables = self.tables();
+        let mut conflicts: Vec<(&'static Counter, String, ConflictRecord)> = tables
+            .counter_conflicts
+            .iter()
+            .flat_map(|((counter, id), records)| {
+                records
+                    .values()
+                    .map(|record| (*counter, id.clone(), record.clone()))
+            })
+            .collect();
+        conflicts.sort_by(|a, b| (a.0, &a.1, &a.2.event_id).cmp(&(b.0, &b.1, &b.2.event_id)));
+        conflicts
     }
 
     /// Every entity item with events parked on it or conflicts recorded,
@@ -166,12 +186,10 @@ impl Store for MemoryStore {
                 .collect(),
             handled: dedup
                 .iter()
-                .filter(|key| {
-                    tables
-                        .handled
-                        .contains(&(key.event_id.clone(), key.handler))
+                .filter_map(|key| {
+                    let stream = tables.handled.get(&(key.event_id.clone(), key.handler))?;
+                    Some((key.clone(), Some(stream.clone())))
                 })
-                .cloned()
                 .collect(),
             parking: keys
                 .iter()
@@ -305,18 +323,21 @@ impl Store for MemoryStore {
         tokio::task::yield_now().await;
         let mut tables = self.tables();
         // As a transaction: if any record exists, nothing changes.
-        let existing: Vec<usize> = additions
+        let existing: Vec<Existing> = additions
             .iter()
             .enumerate()
-            .filter(|(_, addition)| {
-                tables
+            .filter_map(|(index, addition)| {
+                let stream = tables
                     .handled
-                    .contains(&(addition.event_id.clone(), addition.handler))
+                    .get(&(addition.event_id.clone(), addition.handler))?;
+                Some(Existing {
+                    index,
+                    stream: Some(stream.clone()),
+                })
             })
-            .map(|(index, _)| index)
             .collect();
         if !existing.is_empty() {
-            return Ok(Added::Duplicates(existing));
+            return Ok(Added::Existing(existing));
         }
         // As DynamoDB's conditional ADD of each counter's sum: refused whole
         // when a counter would leave the 64-bit range.
@@ -344,9 +365,10 @@ impl Store for MemoryStore {
             }
         }
         for addition in additions {
-            tables
-                .handled
-                .insert((addition.event_id.clone(), addition.handler));
+            tables.handled.insert(
+                (addition.event_id.clone(), addition.handler),
+                addition.id.clone(),
+            );
         }
         for ((counter, id), value) in sums {
             tables.counters.insert((counter, id.to_owned()), value);
@@ -364,5 +386,25 @@ impl Store for MemoryStore {
             .counters
             .get(&(counter, id.to_owned()))
             .copied())
+    }
+
+    async fn record_counter_conflicts(
+        &self,
+        counter: &'static Counter,
+        id: &str,
+        conflicts: &[ConflictRecord],
+    ) -> Result<(), StoreError> {
+        tokio::task::yield_now().await;
+        let mut tables = self.tables();
+        let recorded = tables
+            .counter_conflicts
+            .entry((counter, id.to_owned()))
+            .or_default();
+        for conflict in conflicts {
+            recorded
+                .entry(conflict.event_id.clone())
+                .or_insert_with(|| conflict.clone());
+        }
+        Ok(())
     }
 }

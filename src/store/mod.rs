@@ -12,7 +12,7 @@ pub(crate) mod checks;
 pub mod dynamodb;
 pub mod memory;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 
 use crate::entity::{AnyEntity, EntityKey};
@@ -33,8 +33,10 @@ pub struct Loaded {
     /// A missing key is an entity that does not exist; an item that exists
     /// but cannot be read is an error for that key alone.
     pub entities: HashMap<EntityKey, Result<AnyEntity, StoreError>>,
-    /// The deduplication records, of those asked for, that exist.
-    pub handled: HashSet<DedupKey>,
+    /// The deduplication records, of those asked for, that exist, with the
+    /// stream each was written for (`None`: written by an earlier release,
+    /// which did not record it).
+    pub handled: HashMap<DedupKey, Option<String>>,
     /// The sequences parked on the entities asked for, for those that have
     /// any (an item may hold parked sequences before its entity exists).
     pub parking: HashMap<EntityKey, Parking>,
@@ -79,10 +81,14 @@ pub struct ParkedEvent {
 }
 
 /// A second, different event for a sequence already applied or parked
-/// (`sk` = `CONFLICT#<sequence>#<eventId>`). Recorded once; never overwrites.
+/// (`sk` = `CONFLICT#<sequence>#<eventId>`), or a deduplicated event whose
+/// `eventId` another stream's event was handled under (recorded on the
+/// counter's item's partition, at sequence 0). Recorded once; never
+/// overwrites.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConflictRecord {
-    /// The sequence both events claim.
+    /// The sequence both events claim (0 for a deduplicated event, which
+    /// has none).
     pub sequence: u64,
     /// The `eventId` of the second event (the one recorded here).
     pub event_id: String,
@@ -270,7 +276,7 @@ pub enum StoreError {
 
 /// What the store must do, atomically, for one deduplicated effect: add
 /// `delta` to the counter `id`, and write the deduplication record of
-/// (`event_id`, `handler`).
+/// (`event_id`, `handler`), which keeps `id` as the event's stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Addition {
     /// The event's `eventId`.
@@ -305,8 +311,8 @@ pub enum Added {
     /// Every counter moved, and every deduplication record was written.
     Applied,
     /// Nothing changed: the deduplication records of these additions
-    /// (positions in the slice given) existed already.
-    Duplicates(Vec<usize>),
+    /// existed already.
+    Existing(Vec<Existing>),
     /// Nothing changed: the additions to the counter `id` would take it
     /// (`value` now, `None` when never added to) outside the 64-bit range.
     OutOfRange {
@@ -317,6 +323,17 @@ pub enum Added {
         /// The counter's value now; `None` when nothing was ever added to it.
         value: Option<i64>,
     },
+}
+
+/// A deduplication record found where an addition would write its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Existing {
+    /// The addition's position in the slice given.
+    pub index: usize,
+    /// The stream the record was written for (`None`: by an earlier
+    /// release); another than the addition's `id` is another stream's
+    /// event under the same `eventId`.
+    pub stream: Option<String>,
 }
 
 /// The sum of `deltas` added to `value`, if it stays a 64-bit integer.
@@ -429,6 +446,23 @@ pub trait Store: Send + Sync {
         id: &str,
     ) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
 
+    /// Records a conflict on the counter `id`'s stream (`CONFLICT#` items
+    /// in the counter's item's partition), each only where none exists: a
+    /// deduplicated event whose `eventId` another stream's event was
+    /// handled under. A store that does not implement it refuses.
+    fn record_counter_conflicts(
+        &self,
+        counter: &'static Counter,
+        id: &str,
+        conflicts: &[ConflictRecord],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = (counter, id, conflicts);
+        std::future::ready(Err(StoreError::Rejected {
+            operation: "record_counter_conflicts",
+            message: "this store does not record conflicts on counters".to_owned(),
+        }))
+    }
+
     /// Requests sent to the table so far, for the invocation summary; a
     /// store that sends none answers 0.
     fn requests(&self) -> u64 {
@@ -512,6 +546,15 @@ macro_rules! delegate_store {
                 id: &str,
             ) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send {
                 S::counter(self, counter, id)
+            }
+
+            fn record_counter_conflicts(
+                &self,
+                counter: &'static Counter,
+                id: &str,
+                conflicts: &[ConflictRecord],
+            ) -> impl Future<Output = Result<(), StoreError>> + Send {
+                S::record_counter_conflicts(self, counter, id, conflicts)
             }
 
             fn requests(&self) -> u64 {

@@ -3,16 +3,20 @@
 //! cancelled one means, and a counter read.
 
 use aws_sdk_dynamodb::types::{
-    AttributeValue, CancellationReason, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
-    Update,
+    AttributeValue, CancellationReason, Put, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, Update,
 };
 use serde_dynamo::aws_sdk_dynamodb_1::to_item;
 
-use super::DynamoStore;
 use super::errors::{build_error, cancelled, request_error};
-use super::items::{DEDUP_PREFIX, DedupItem, HANDLER_PREFIX, counter_key, counter_of};
+use super::expression::Expression;
+use super::items::{
+    DEDUP_PREFIX, DedupItem, HANDLER_PREFIX, conflict_sk, counter_key, counter_of, dedup_stream,
+    item_key,
+};
+use super::{DynamoStore, Item};
 use crate::handling::Counter;
-use crate::store::{Added, Addition, StoreError};
+use crate::store::{Added, Addition, ConflictRecord, Existing, StoreError};
 
 /// The sum of the deltas of each counter, in the order first added to.
 pub(super) type Deltas<'a> = Vec<((&'static Counter, &'a str), i128)>;
@@ -46,14 +50,65 @@ impl DynamoStore {
                 sk: format!("{HANDLER_PREFIX}{}", addition.handler),
                 handled_at: addition.handled_at,
                 expires_at: addition.expires_at,
+                stream: addition.id.clone(),
             })
             .map_err(|err| build_error("serialize dedup record", err))?;
-            items.push(self.put_new(record)?);
+            items.push(self.record_put(record)?);
         }
         for ((counter, id), delta) in deltas {
             items.push(self.counter_update(counter, id, *delta)?);
         }
         Ok(items)
+    }
+
+    /// A deduplication record's put, on the condition that none exists; a
+    /// failed condition answers with the record found (`ALL_OLD`: the
+    /// stream it was written for).
+    fn record_put(&self, record: Item) -> Result<TransactWriteItem, StoreError> {
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(record))
+            .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(|err| build_error("TransactWriteItems", err))?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+
+    /// Conflicts on a counter's stream, each its `CONFLICT#` item in the
+    /// counter's item's partition, written only where none exists (one
+    /// `UpdateItem` each: they are rare).
+    pub(super) async fn write_counter_conflicts(
+        &self,
+        counter: &Counter,
+        id: &str,
+        conflicts: &[ConflictRecord],
+    ) -> Result<(), StoreError> {
+        for conflict in conflicts {
+            let mut expression = Expression::default();
+            expression.set_if_absent("body", AttributeValue::S(conflict.body.clone()));
+            expression.set_if_absent("seenAt", AttributeValue::N(conflict.seen_at.to_string()));
+            let key = item_key(
+                counter.pk(id),
+                conflict_sk(conflict.sequence, &conflict.event_id),
+            );
+            self.count("UpdateItem");
+            let started = self.subsegment_start();
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key))
+                .update_expression(expression.update())
+                .set_condition_expression(expression.condition())
+                .set_expression_attribute_names(Some(expression.names.clone()))
+                .set_expression_attribute_values(expression.values())
+                .send()
+                .await;
+            self.subsegment_end("UpdateItem", started, result.is_err());
+            result.map_err(|err| request_error("UpdateItem", &err))?;
+        }
+        Ok(())
     }
 
     /// The ADD of `delta` to one counter. DynamoDB's numbers go far past 64
@@ -124,15 +179,18 @@ pub(super) fn cancelled_additions(
     reasons: &[CancellationReason],
 ) -> Result<Added, StoreError> {
     let failed = |reason: &&CancellationReason| reason.code() == Some("ConditionalCheckFailed");
-    let existing: Vec<usize> = reasons
+    let existing: Vec<Existing> = reasons
         .iter()
         .take(additions.len())
         .enumerate()
         .filter(|(_, reason)| failed(reason))
-        .map(|(index, _)| index)
+        .map(|(index, reason)| Existing {
+            index,
+            stream: reason.item().and_then(dedup_stream),
+        })
         .collect();
     if !existing.is_empty() {
-        return Ok(Added::Duplicates(existing));
+        return Ok(Added::Existing(existing));
     }
     let out_of_range = reasons
         .iter()

@@ -18,6 +18,8 @@ pub(super) const HANDLER_PREFIX: &str = "HANDLER#";
 pub(super) const STATE: &str = "STATE";
 pub(super) const PENDING_PREFIX: &str = "PENDING#";
 pub(super) const CONFLICT_PREFIX: &str = "CONFLICT#";
+/// A deduplication record's attribute naming the stream of its event.
+pub(super) const DEDUP_STREAM: &str = "stream";
 /// The entity item's number set of parked sequences, and since when it has any.
 pub(super) const PARKED: &str = "parked";
 pub(super) const PARKED_SINCE: &str = "parkedSince";
@@ -112,6 +114,18 @@ pub(super) struct DedupItem {
     pub(super) sk: String,
     pub(super) handled_at: u64,
     pub(super) expires_at: u64,
+    /// The stream of the event handled (the counter's id): another stream's
+    /// event under the same `eventId` is a conflict, not a duplicate.
+    pub(super) stream: String,
+}
+
+/// The stream a deduplication record was written for; `None` for one
+/// written by an earlier release, which did not record it.
+pub(super) fn dedup_stream(item: &Item) -> Option<String> {
+    match item.get(DEDUP_STREAM) {
+        Some(AttributeValue::S(stream)) => Some(stream.clone()),
+        _ => None,
+    }
 }
 
 /// An entity's attributes, the keys and the parking attributes aside.

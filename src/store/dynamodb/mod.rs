@@ -56,8 +56,8 @@ use errors::*;
 use items::*;
 
 use super::{
-    Added, Addition, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, ParkedPage,
-    Store, StoreError, SweepMark,
+    Added, Addition, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded, ParkedEvent,
+    ParkedPage, Store, StoreError, SweepMark,
 };
 use crate::entity::EntityKey;
 use crate::handling::Counter;
@@ -193,7 +193,7 @@ impl Store for DynamoStore {
                     .iter()
                     .find(|key| key.event_id == event_id && Some(key.handler) == handler)
                 {
-                    loaded.handled.insert(asked.clone());
+                    loaded.handled.insert(asked.clone(), dedup_stream(&item));
                 }
                 continue;
             }
@@ -315,6 +315,15 @@ impl Store for DynamoStore {
         id: &str,
     ) -> Result<Option<i64>, StoreError> {
         self.read_counter(counter, id).await
+    }
+
+    async fn record_counter_conflicts(
+        &self,
+        counter: &'static Counter,
+        id: &str,
+        conflicts: &[ConflictRecord],
+    ) -> Result<(), StoreError> {
+        self.write_counter_conflicts(counter, id, conflicts).await
     }
 
     /// DynamoDB requests sent so far (each SDK call counts once, whatever
