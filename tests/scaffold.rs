@@ -308,15 +308,19 @@ fn the_generated_template_is_ours_on_the_crates_binaries() {
             "  sequence-guard: projects",
             "  parcels, on sequence-guard: projects",
         ),
-        ("aggregateId or sku", "aggregateId, or a counter's id"),
-        ("a stock level", "a counter"),
-        ("# stock;", "# counter;"),
         (
             "the runbook in docs/operate.md",
             "the runbook in sequence-guard's docs/operate.md",
         ),
-        ("${StatusWidgets}", ""),
+        ("${StatusProjectorWidgets}", ""),
     ];
+    // Under sync's header, which holds the hash of the rest.
+    assert!(theirs.starts_with("# Made by `sequence-guard sync`"));
+    let theirs: String = theirs
+        .lines()
+        .skip(4)
+        .map(|line| format!("{line}\n"))
+        .collect();
     let substituted = |line: &str| {
         substitutions
             .iter()
@@ -341,7 +345,7 @@ fn the_generated_template_is_ours_on_the_crates_binaries() {
         }
     }
     left_out.last_mut().expect("a block").extend(ours_lines);
-    assert!(changed >= 7, "{changed} lines substituted");
+    assert!(changed >= 5, "{changed} lines substituted");
     for block in left_out
         .iter()
         .filter(|b| b.iter().any(|l| !l.trim().is_empty()))
