@@ -13,6 +13,12 @@
 //!
 //! Its item: `STATUS#<aggregateId>` / `STATE`, with `sequence`,
 //! `lastEventId`, `status` and `cancelReason` (once cancelled).
+//!
+//! Its binaries (`src/bin/status-*.rs`, one line each) are the first
+//! consumer's, on this domain: `status-projector` (the Lambda function),
+//! `status-replay`, and the tools `status-rebuild`, `status-verify` and
+//! `status-inspect` (a consumer added to a live system catches up with its
+//! rebuild, docs/event-store.md).
 
 use sequence_guard::{Decision, Domain, Entity, Events, Handling, Sequenced};
 use serde::de::IgnoredAny;

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 pub mod fault_proxy;
 pub mod function;
+pub mod live;
 pub mod localstack;
 pub mod rng;
 pub mod runtime_api;
