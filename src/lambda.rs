@@ -87,6 +87,7 @@ async fn route<S: Store>(
         }
         return Ok(serde_json::json!({
             "parkedEntities": report.entities,
+            "seen": report.seen,
             "oldestParkedAgeSeconds": report.oldest_parked_age_seconds,
             "drained": report.drained.iter().map(|parking| parking.drained.len()).sum::<usize>(),
             "complete": report.complete,

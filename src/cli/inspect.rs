@@ -8,11 +8,14 @@
 //! The first shows one aggregate's entity: its sequence, the events parked
 //! on it (and the sequence it waits for) and the conflicts recorded for it;
 //! for a counter, its value. The second lists every entity with events
-//! parked, longest waiting first. Bodies are not printed (they may hold
-//! personal data); they are in the table's `PENDING#` and `CONFLICT#` items.
-//! Credentials and region come from the environment, as for the AWS CLI; the
-//! caller needs `dynamodb:DescribeTable`, `dynamodb:Query`,
-//! `dynamodb:GetItem` and `dynamodb:BatchGetItem` on the table.
+//! parked, longest waiting first, walking the whole index from its start
+//! (entries an earlier release left in the index's older layout included,
+//! as they are: the sweep alone moves them). Bodies are not printed (they
+//! may hold personal data); they are in the table's `PENDING#` and
+//! `CONFLICT#` items. It reads only: credentials and region come from the
+//! environment, as for the AWS CLI, and the caller needs no more than
+//! `dynamodb:DescribeTable`, `dynamodb:Query`, `dynamodb:GetItem` and
+//! `dynamodb:BatchGetItem` on the table.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
