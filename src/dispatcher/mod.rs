@@ -55,7 +55,9 @@ use crate::domain::Domain;
 use crate::metrics::Emf;
 
 pub use crate::sqs::{MAX_SQS_ID, sqs_body_char, valid_sqs_id, valid_trace_header};
-pub use record::{Corrupt, Outgoing, Read, deduplication_id, group_id, read};
+pub use record::{
+    Corrupt, Outgoing, Read, deduplication_id, group_id, read, resend_deduplication_id,
+};
 pub use send::{
     Dispatch, ENTRY_FAULTS, MAX_ENTRIES, MAX_IN_FLIGHT, MAX_REQUEST_BYTES, Queue, Refused,
     SendError, Settings, dispatch,

@@ -35,7 +35,8 @@ pub struct Corrupt {
     pub sequence_number: Option<String>,
     /// What is wrong with it.
     pub reason: String,
-    /// The record as it came, for the report.
+    /// The record as it came: the report reads its keys, type, version
+    /// and sequence from it, never its body.
     pub record: Value,
 }
 
@@ -247,6 +248,34 @@ pub fn deduplication_id(stream: &str, sequence: Option<u64>, event_id: &str) -> 
     }
 }
 
+/// What marks a resend's deduplication id ([`resend_deduplication_id`]).
+const RESENT: &str = "h-resend-";
+
+/// The `MessageDeduplicationId` of an event that `resend` sends again, in
+/// the run that started at `run` (epoch milliseconds):
+/// `h-resend-<run>-<the dispatcher's id>`, or, where that is longer than
+/// SQS takes, `h-resend-<run>=<digest of the dispatcher's id>`.
+///
+/// SQS and SNS drop, for five minutes, a message whose deduplication id
+/// they took: sent with the dispatcher's own id, an event that the
+/// dispatcher sent a minute ago (and that was lost after the topic or the
+/// queue took it) would vanish again. A resend's id is new to each run,
+/// so a resent event reaches every consumer whatever its age; it stays
+/// unique to its stream (the dispatcher's id is), and is never a
+/// dispatcher's id (those start with `h-` only as a hex digest). Within a
+/// run, an entry sent again keeps its id, so that a request retried after
+/// a lost answer is still deduplicated. No consumer keys on the
+/// deduplication id: the guard keys on the stream and sequence, or the
+/// `eventId`, and absorbs what it already applied.
+pub fn resend_deduplication_id(dispatcher_id: &str, run: u64) -> String {
+    let id = format!("{RESENT}{run}-{dispatcher_id}");
+    if valid_sqs_id(&id) {
+        id
+    } else {
+        format!("{RESENT}{run}={}", digest(dispatcher_id))
+    }
+}
+
 /// Whether an id is sent as it is: SQS takes it, and it cannot be taken for
 /// a digest.
 fn literal(id: &str) -> bool {
@@ -292,6 +321,40 @@ mod tests {
         assert!(group_id("order 42").starts_with("h-"));
         assert!(group_id("ordre-é").starts_with("h-"));
         assert!(deduplication_id("s", None, "id with space").starts_with("h-"));
+    }
+
+    #[test]
+    fn a_resend_id_is_new_to_its_run_and_never_a_dispatchers() {
+        let run = 1_764_000_000_000;
+        assert_eq!(
+            resend_deduplication_id("order-42:7", run),
+            "h-resend-1764000000000-order-42:7"
+        );
+        assert_ne!(
+            resend_deduplication_id("order-42:7", run),
+            resend_deduplication_id("order-42:7", run + 1),
+            "a new run, a new id"
+        );
+        let long = "c".repeat(120);
+        let sent = deduplication_id(&long, Some(9), "e");
+        let resent = resend_deduplication_id(&sent, run);
+        assert!(valid_sqs_id(&resent), "{resent}");
+        assert!(resent.starts_with("h-resend-1764000000000="), "{resent}");
+        assert_ne!(
+            resent,
+            resend_deduplication_id(&deduplication_id(&long, Some(10), "e"), run)
+        );
+        // Every dispatcher's id that reads like a resend's is digested.
+        let stream = format!("h-resend-{run}-order-42");
+        assert!(deduplication_id(&stream, Some(7), "e").starts_with("h-"));
+        assert_ne!(
+            deduplication_id(&stream, Some(7), "e"),
+            resend_deduplication_id("order-42:7", run)
+        );
+        assert_ne!(
+            deduplication_id("SKU-1", None, "h-resend-1764000000000-e-1"),
+            resend_deduplication_id("e-1", run)
+        );
     }
 
     /// SQS drops, for five minutes, a message whose deduplication id it has

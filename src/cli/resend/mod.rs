@@ -42,18 +42,22 @@ use clap::Parser;
 use clap::builder::NonEmptyStringValueParser;
 
 use super::{arguments, events_table};
+use crate::config::DEDUP_TTL_RANGE;
 use crate::dispatcher::{Destination, Target};
 use crate::domain::Domain;
 use crate::producer::EventStore;
+use crate::runner::RunnerConfig;
 use crate::store::dynamodb::{check_table, connect};
 
 mod resending;
 mod send;
 #[cfg(test)]
 mod tests;
+mod window;
 
 use resending::Resending;
 use send::{Sent, Stop, send_range};
+use window::{Window, look};
 
 /// The largest sequence (docs/behaviour.md, The message).
 const MAX_SEQUENCE: u64 = i64::MAX as u64;
@@ -98,6 +102,13 @@ struct Args {
     /// The DynamoDB endpoint, e.g. http://localhost:8000 for DynamoDB Local.
     #[arg(long, value_name = "URL")]
     endpoint_url: Option<String>,
+    /// How long the consumers keep a dedup record (default:
+    /// DEDUP_TTL_SECONDS, else the projector's default, 35 days; with
+    /// several consumers, the shortest): a counter's event older than
+    /// that, less a day, is not resent.
+    #[arg(long, value_name = "SECONDS", env = "DEDUP_TTL_SECONDS",
+          value_parser = clap::value_parser!(u64).range(DEDUP_TTL_RANGE))]
+    dedup_ttl_seconds: Option<u64>,
 }
 
 /// The line a resend prints.
@@ -145,15 +156,36 @@ pub async fn resend(domain: Domain) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let events = EventStore::new(client, events_table.clone(), domain.clone());
+    let stream = args.stream;
+    let window = Window {
+        ttl_seconds: args
+            .dedup_ttl_seconds
+            .unwrap_or(RunnerConfig::default().dedup_ttl_seconds),
+        now: crate::lambda::epoch_seconds(),
+    };
+    // The whole range is looked at before anything is sent.
+    match look(&events, &domain, &stream, &(from..=to), window).await {
+        Ok(None) => {}
+        Ok(Some(too_old)) => {
+            eprintln!("{name}: {}", too_old.explain(&stream, window));
+            return ExitCode::from(2);
+        }
+        Err(err) => {
+            eprintln!("{name}: cannot read the event store {events_table}: {err}");
+            return ExitCode::FAILURE;
+        }
+    }
     // Nothing is reported: a refused event stops the resend, named.
     let sdk = sdk().await;
-    let queue = Resending::new(Destination::new(
-        &target,
-        aws_sdk_sqs::Client::new(&sdk),
-        || aws_sdk_sns::Client::new(&sdk),
-        String::new(),
-    ));
-    let stream = args.stream;
+    let queue = Resending::new(
+        Destination::new(
+            &target,
+            aws_sdk_sqs::Client::new(&sdk),
+            || aws_sdk_sns::Client::new(&sdk),
+            String::new(),
+        ),
+        run_started(),
+    );
     let mut sent = Sent::default();
     let outcome = send_range(&events, &domain, &queue, &stream, from..=to, &mut sent).await;
     let summary = Summary {
@@ -212,6 +244,16 @@ fn target(queue_url: Option<String>, topic_arn: Option<String>) -> Result<Target
              the dispatcher sends to"
         )
     })
+}
+
+/// Now, in epoch milliseconds: what makes a run's deduplication ids its
+/// own.
+fn run_started() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
 }
 
 /// The SDK's configuration for the SQS and SNS clients: its environment

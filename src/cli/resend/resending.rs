@@ -1,21 +1,29 @@
 //! The dispatcher's queue as a resend uses it: sends as the dispatcher
-//! does, reports nothing, and keeps each record's last answer so that the
-//! event not taken is named with its cause.
+//! does, with a deduplication id of the run's own, reports nothing, and
+//! keeps each record's last answer so that the event not taken is named
+//! with its cause.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
 
-use crate::dispatcher::{Outgoing, Queue, Refused, SendError};
+use crate::dispatcher::{Outgoing, Queue, Refused, SendError, resend_deduplication_id};
 
-/// The dispatcher's queue, for a resend: sends as it does, and reports
-/// nothing (a resend has no failure queue). It keeps, for each record, the
-/// queue's last answer that did not take it, so that the event not taken is
-/// named with its cause; an entry refused for good, which the dispatcher
-/// would report, is kept with the reason its report gives, and not taken.
+/// The dispatcher's queue, for a resend: sends as it does (the group, the
+/// body and the order are the dispatcher's), each entry under the run's
+/// own deduplication id ([`resend_deduplication_id`]: the dispatcher's,
+/// marked with the run, so that SQS and SNS do not drop what they took in
+/// the last five minutes), and reports nothing (a resend has no failure
+/// queue). It keeps, for each record, the queue's last answer that did not
+/// take it, so that the event not taken is named with its cause; an entry
+/// refused for good, which the dispatcher would report, is kept with the
+/// reason its report gives, and not taken.
 pub(super) struct Resending<Q> {
     pub(super) queue: Q,
+    /// When the run started, in epoch milliseconds: what makes its
+    /// deduplication ids its own.
+    run: u64,
     /// By `SequenceNumber`: the last refusal, or the failed request's error.
     answers: Mutex<HashMap<String, String>>,
     /// By `SequenceNumber`: the reason of each refusal for good.
@@ -23,9 +31,10 @@ pub(super) struct Resending<Q> {
 }
 
 impl<Q: Queue> Resending<Q> {
-    pub(super) fn new(queue: Q) -> Self {
+    pub(super) fn new(queue: Q, run: u64) -> Self {
         Resending {
             queue,
+            run,
             answers: Mutex::default(),
             refused: Mutex::default(),
         }
@@ -52,7 +61,14 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl<Q: Queue> Queue for Resending<Q> {
     async fn send(&self, entries: &[Outgoing]) -> Result<Vec<Refused>, SendError> {
-        let answer = self.queue.send(entries).await;
+        let resent: Vec<Outgoing> = entries
+            .iter()
+            .map(|entry| Outgoing {
+                deduplication_id: resend_deduplication_id(&entry.deduplication_id, self.run),
+                ..entry.clone()
+            })
+            .collect();
+        let answer = self.queue.send(&resent).await;
         let mut answers = lock(&self.answers);
         match &answer {
             Ok(refused) => {

@@ -10,9 +10,13 @@ use super::send::{Sent, send_events, stream_record};
 use super::target;
 use crate::dispatcher::{
     Outgoing, Queue, Read, Refused, SendError, Target, deduplication_id, group_id, read,
+    resend_deduplication_id,
 };
 use crate::domain::Domain;
 use crate::producer::StoredEvent;
+
+/// The run's start, in epoch milliseconds.
+const RUN: u64 = 1_764_000_000_000;
 
 fn note(stream: &str, sequence: u64) -> StoredEvent {
     let event_type = if sequence == 1 {
@@ -125,7 +129,7 @@ fn the_record_reads_as_the_message_the_dispatcher_sent() {
 
 #[tokio::test]
 async fn events_go_in_order_ten_a_request() {
-    let queue = Resending::new(Fake::default());
+    let queue = Resending::new(Fake::default(), RUN);
     let events: Vec<StoredEvent> = (1..=23).map(|sequence| note("n-1", sequence)).collect();
     let mut sent = Sent::default();
     send_events(&domain(), &queue, "n-1", &events, &mut sent)
@@ -157,12 +161,46 @@ async fn events_go_in_order_ten_a_request() {
     assert_eq!(bodies, stored);
 }
 
+/// SQS and SNS drop a deduplication id they took in the last five
+/// minutes: a resend sends under ids of its run's own, everything else as
+/// the dispatcher sent it.
+#[tokio::test]
+async fn a_resend_sends_under_its_runs_own_deduplication_ids() {
+    let long = "n".repeat(200);
+    for (stream, events, sequenced) in [
+        ("n-1", vec![note("n-1", 1), note("n-1", 2)], true),
+        (long.as_str(), vec![note(&long, 1)], true),
+        ("b-1", vec![words("b-1", 1), words("b-1", 2)], false),
+    ] {
+        let queue = Resending::new(Fake::default(), RUN);
+        send_events(&domain(), &queue, stream, &events, &mut Sent::default())
+            .await
+            .expect("all taken");
+        let taken = queue.queue.taken();
+        assert_eq!(taken.len(), events.len());
+        for (entry, event) in taken.iter().zip(&events) {
+            let sequence = sequenced.then_some(event.sequence);
+            let dispatchers = deduplication_id(stream, sequence, &event.event_id);
+            assert_eq!(
+                entry.deduplication_id,
+                resend_deduplication_id(&dispatchers, RUN)
+            );
+            assert_ne!(entry.deduplication_id, dispatchers);
+            assert_eq!(entry.group_id, group_id(stream), "the dispatcher's group");
+            assert_eq!(entry.body, event.body, "byte for byte");
+        }
+    }
+}
+
 #[tokio::test]
 async fn an_event_the_queue_keeps_refusing_is_named_and_not_sent_past() {
-    let queue = Resending::new(Fake {
-        refuse: Some((":14", "ThrottlingException", false)),
-        ..Fake::default()
-    });
+    let queue = Resending::new(
+        Fake {
+            refuse: Some((":14", "ThrottlingException", false)),
+            ..Fake::default()
+        },
+        RUN,
+    );
     let events: Vec<StoredEvent> = (1..=20).map(|sequence| note("n-1", sequence)).collect();
     let mut sent = Sent::default();
     let first = send_events(&domain(), &queue, "n-1", &events, &mut sent)
@@ -190,17 +228,20 @@ async fn an_event_the_queue_keeps_refusing_is_named_and_not_sent_past() {
         "two requests, then three rounds of 14"
     );
     for again in &requests[2..] {
-        assert_eq!(ids(again), ["n-1:14"]);
+        assert_eq!(ids(again), [resend_deduplication_id("n-1:14", RUN)]);
     }
     assert_eq!(sent.events, 19);
 }
 
 #[tokio::test]
 async fn an_event_refused_for_good_is_named_with_the_reason() {
-    let queue = Resending::new(Fake {
-        refuse: Some((":2", "InvalidMessageContents", true)),
-        ..Fake::default()
-    });
+    let queue = Resending::new(
+        Fake {
+            refuse: Some((":2", "InvalidMessageContents", true)),
+            ..Fake::default()
+        },
+        RUN,
+    );
     let events: Vec<StoredEvent> = (1..=2).map(|sequence| note("n-1", sequence)).collect();
     let first = send_events(&domain(), &queue, "n-1", &events, &mut Sent::default())
         .await
@@ -220,7 +261,7 @@ async fn an_event_refused_for_good_is_named_with_the_reason() {
 
 #[tokio::test]
 async fn a_stored_body_the_domain_refuses_stops_the_resend_before_it() {
-    let queue = Resending::new(Fake::default());
+    let queue = Resending::new(Fake::default(), RUN);
     let mut events: Vec<StoredEvent> = (1..=4).map(|sequence| note("n-1", sequence)).collect();
     events[2].body = events[2].body.replace("NoteEdited", "NoteBurnt");
     let mut sent = Sent::default();
@@ -239,7 +280,13 @@ async fn a_stored_body_the_domain_refuses_stops_the_resend_before_it() {
         .into_iter()
         .map(|entry| entry.deduplication_id)
         .collect();
-    assert_eq!(taken, ["n-1:1", "n-1:2"]);
+    assert_eq!(
+        taken,
+        [
+            resend_deduplication_id("n-1:1", RUN),
+            resend_deduplication_id("n-1:2", RUN)
+        ]
+    );
 }
 
 #[test]

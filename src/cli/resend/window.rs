@@ -1,0 +1,267 @@
+//! What a resend may not send: an event whose effect only its dedup record
+//! keeps from being applied twice, once that record may have expired.
+//!
+//! A sequenced event resent is absorbed by the guard at any age: the entity
+//! knows its sequence. An event of a type the domain handles without one
+//! (`Handling::add`: a counter's) is absorbed only by its dedup record,
+//! which the consumer keeps `DEDUP_TTL_SECONDS` after it handled the event
+//! (never before it was appended). Resent later than that, it would be
+//! added again. So the whole range is looked at before anything is sent,
+//! and a range that holds such an event appended longer ago than the
+//! window less a day's margin (clocks, and the time a message may wait in
+//! a queue) is refused.
+
+use std::ops::RangeInclusive;
+
+use crate::domain::Domain;
+use crate::producer::{EventStore, StoredEvent};
+use crate::store::StoreError;
+
+/// What is taken off the dedup window, for clocks and for the time a resent
+/// message may wait in the queue before it is handled: a day.
+pub(super) const MARGIN_SECONDS: u64 = 86_400;
+
+/// Events read from the event store at a time.
+const PAGE: i32 = 100;
+
+/// The consumer's dedup window, and now (epoch seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Window {
+    /// `DEDUP_TTL_SECONDS`: how long the consumer keeps a dedup record.
+    pub(super) ttl_seconds: u64,
+    pub(super) now: u64,
+}
+
+impl Window {
+    /// Whether an event appended at `appended_at` may have lost its dedup
+    /// record by the time a resent copy is handled (an event without
+    /// `appendedAt`, read as 0, may have).
+    fn expired(&self, appended_at: u64) -> bool {
+        let safe = self.ttl_seconds.saturating_sub(MARGIN_SECONDS);
+        appended_at.saturating_add(safe) < self.now
+    }
+}
+
+/// The events of a range that a resend refuses to send: the first, how
+/// many, the last, and the first event after the last (from which on the
+/// range may be resent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct TooOld {
+    pub(super) sequence: u64,
+    pub(super) event_type: String,
+    pub(super) appended_at: u64,
+    pub(super) count: u64,
+    pub(super) last: u64,
+    pub(super) next: Option<u64>,
+}
+
+impl TooOld {
+    /// Why it is refused, and the way to mend the counter instead.
+    pub(super) fn explain(&self, stream: &str, window: Window) -> String {
+        let age = if self.appended_at == 0 {
+            "has no appendedAt".to_owned()
+        } else {
+            format!(
+                "was appended {} days ago",
+                window.now.saturating_sub(self.appended_at) / 86_400
+            )
+        };
+        let others = match self.count {
+            1 => String::new(),
+            count => format!(
+                " The range holds {count} such events, up to sequence {}.",
+                self.last
+            ),
+        };
+        let from = self.next.map_or_else(String::new, |next| {
+            format!(" The events from sequence {next} on may be resent (--from {next}).")
+        });
+        format!(
+            "stream {stream} sequence {}: a {} is deduplicated only by its dedup record, and it \
+             {age}, more than DEDUP_TTL_SECONDS ({} s) less a day: its dedup record may have \
+             expired: resending it would add it again. Nothing was sent.{others}{from} Mend \
+             the counter instead from verify's \"expected\" and \"found\" (docs/operate.md, \
+             Runbook: a hole).",
+            self.sequence, self.event_type, window.ttl_seconds
+        )
+    }
+}
+
+/// What a look at the range found so far.
+#[derive(Debug, Default)]
+pub(super) struct Look {
+    pub(super) too_old: Option<TooOld>,
+}
+
+impl Look {
+    /// Looks at a page of the range, in order.
+    pub(super) fn page(&mut self, events: &[StoredEvent], domain: &Domain, window: Window) {
+        for event in events {
+            // A body the domain refuses is named when the send reaches it.
+            let counted = domain
+                .parse(&event.body)
+                .is_ok_and(|parsed| parsed.deduplicated().is_some());
+            if !(counted && window.expired(event.appended_at)) {
+                if let Some(too_old) = &mut self.too_old
+                    && too_old.next.is_none()
+                {
+                    too_old.next = Some(event.sequence);
+                }
+                continue;
+            }
+            match &mut self.too_old {
+                Some(too_old) => {
+                    too_old.count += 1;
+                    too_old.last = event.sequence;
+                    too_old.next = None;
+                }
+                None => {
+                    self.too_old = Some(TooOld {
+                        sequence: event.sequence,
+                        event_type: event.event_type.clone(),
+                        appended_at: event.appended_at,
+                        count: 1,
+                        last: event.sequence,
+                        next: None,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Looks at the whole range, a page at a time, before anything is sent:
+/// the events a resend must not send, if any.
+pub(super) async fn look(
+    events: &EventStore,
+    domain: &Domain,
+    stream: &str,
+    range: &RangeInclusive<u64>,
+    window: Window,
+) -> Result<Option<TooOld>, StoreError> {
+    let mut after = range.start().saturating_sub(1);
+    let mut look = Look::default();
+    loop {
+        let stored = events.read(stream, after, PAGE).await?;
+        let page: Vec<StoredEvent> = stored
+            .into_iter()
+            .take_while(|event| event.sequence <= *range.end())
+            .collect();
+        let Some(last) = page.last() else {
+            return Ok(look.too_old);
+        };
+        after = last.sequence;
+        look.page(&page, domain, window);
+        if after >= *range.end() {
+            return Ok(look.too_old);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    const DAY: u64 = 86_400;
+    const NOW: u64 = 1_764_000_000;
+    const WINDOW: Window = Window {
+        ttl_seconds: 35 * DAY,
+        now: NOW,
+    };
+
+    fn words(sequence: u64, age_days: u64) -> StoredEvent {
+        StoredEvent {
+            sequence,
+            event_id: format!("w{sequence}"),
+            event_type: "WordsCounted".to_owned(),
+            body: json!({"eventId": format!("w{sequence}"), "type": "WordsCounted",
+                         "data": {"book": "b-1", "delta": 3}})
+            .to_string(),
+            appended_at: NOW - age_days * DAY,
+        }
+    }
+
+    fn note(sequence: u64, age_days: u64) -> StoredEvent {
+        let event_type = if sequence == 1 {
+            "NoteWritten"
+        } else {
+            "NoteEdited"
+        };
+        StoredEvent {
+            sequence,
+            event_id: format!("e{sequence}"),
+            event_type: event_type.to_owned(),
+            body: json!({"eventId": format!("e{sequence}"), "type": event_type,
+                         "aggregateId": "n-1", "sequence": sequence, "data": {"text": "t"}})
+            .to_string(),
+            appended_at: NOW - age_days * DAY,
+        }
+    }
+
+    fn look_at(pages: &[Vec<StoredEvent>]) -> Option<TooOld> {
+        let domain = crate::cli::test_domain::domain();
+        let mut look = Look::default();
+        for page in pages {
+            look.page(page, &domain, WINDOW);
+        }
+        look.too_old
+    }
+
+    #[test]
+    fn a_counters_event_older_than_the_window_less_a_day_is_refused() {
+        assert_eq!(look_at(&[vec![words(1, 34), words(2, 1)]]), None);
+        let too_old = look_at(&[vec![words(1, 36), words(2, 35)], vec![words(3, 2)]]);
+        assert_eq!(
+            too_old,
+            Some(TooOld {
+                sequence: 1,
+                event_type: "WordsCounted".to_owned(),
+                appended_at: NOW - 36 * DAY,
+                count: 2,
+                last: 2,
+                next: Some(3),
+            })
+        );
+        let said = too_old
+            .map(|t| t.explain("b-1", WINDOW))
+            .unwrap_or_default();
+        for part in [
+            "stream b-1 sequence 1",
+            "deduplicated only by its dedup record",
+            "appended 36 days ago",
+            "its dedup record may have expired: resending it would add it again",
+            "Nothing was sent",
+            "2 such events, up to sequence 2",
+            "--from 3",
+            "\"expected\" and \"found\"",
+        ] {
+            assert!(said.contains(part), "`{part}` not in {said}");
+        }
+    }
+
+    #[test]
+    fn sequenced_events_are_resent_at_any_age() {
+        assert_eq!(look_at(&[vec![note(1, 400), note(2, 399)]]), None);
+    }
+
+    #[test]
+    fn an_event_without_appended_at_is_taken_as_old() {
+        let mut event = words(4, 0);
+        event.appended_at = 0;
+        let too_old = look_at(&[vec![event]]).expect("refused");
+        assert_eq!((too_old.sequence, too_old.next), (4, None));
+        assert!(too_old.explain("b-1", WINDOW).contains("has no appendedAt"));
+    }
+
+    #[test]
+    fn the_shortest_window_refuses_every_counters_event_but_todays() {
+        let window = Window {
+            ttl_seconds: DAY,
+            now: NOW,
+        };
+        assert!(window.expired(NOW - 1));
+        assert!(!window.expired(NOW));
+    }
+}
