@@ -331,48 +331,13 @@ async fn project_stream<S: Store>(
             Some((index, _)) => &stored[..*index],
             None => &stored[..],
         };
-        for chunk in stored.chunks(10) {
-            let mut batch = SqsEvent::default();
-            for event in chunk {
-                let mut message = SqsMessage::default();
-                message.message_id = Some(format!("{stream}:{}", event.sequence));
-                message.body = Some(event.body.clone());
-                message
-                    .attributes
-                    .insert("MessageGroupId".to_owned(), stream.to_owned());
-                batch.records.push(message);
-            }
-            let invocation = Invocation {
-                deadline: None,
-                now: epoch_seconds(),
-            };
-            let report = match runner.run(&batch, invocation).await {
-                Ok(report) => report,
-                Err(err) => {
-                    eprintln!("{name}: {stream}: {err}");
-                    rebuilt.not_done += chunk.len() as u64;
-                    continue;
-                }
-            };
-            rebuilt.events += chunk.len() as u64;
-            for message in report
-                .messages
-                .iter()
-                .filter(|message| message.outcome.is_failure())
-            {
-                rebuilt.not_done += 1;
-                eprintln!(
-                    "{name}: {} not done: {} ({})",
-                    message.message_id,
-                    message.outcome.as_str(),
-                    message.reason.as_deref().unwrap_or("")
-                );
-            }
-        }
+        run_page(name, runner, stream, stored, rebuilt).await;
         if let Some((_, refusal)) = refused {
             rebuilt.refused += 1;
+            // The consumer's verify: `status-verify` for `status-rebuild`.
+            let verify = name.replacen("rebuild", "verify", 1);
             eprintln!(
-                "{name}: stream {stream} refused from sequence {}: its events add to the counter {}, which the table already holds, and the table is older than the dedup window: an event it applied before may have lost its dedup record and would be added twice. Not applied; mend the counter with a corrective event of the difference `verify --stream {stream}` shows (expected, found)",
+                "{name}: stream {stream} refused from sequence {}: its events add to the counter {}, which the table already holds, and the table is older than the dedup window: an event it applied before may have lost its dedup record and would be added twice. Not applied; mend the counter with a corrective event of the difference `{verify} --stream {stream}` shows (expected, found)",
                 refusal.sequence, refusal.counter
             );
             break;
@@ -386,4 +351,53 @@ async fn project_stream<S: Store>(
         }
     }
     Ok(())
+}
+
+/// A page of a stream's events through the runner, in batches of up to ten
+/// (as SQS would deliver them); what was not done is named on stderr.
+async fn run_page<S: Store>(
+    name: &str,
+    runner: &Runner<S>,
+    stream: &str,
+    stored: &[crate::producer::StoredEvent],
+    rebuilt: &mut Rebuilt,
+) {
+    for chunk in stored.chunks(10) {
+        let mut batch = SqsEvent::default();
+        for event in chunk {
+            let mut message = SqsMessage::default();
+            message.message_id = Some(format!("{stream}:{}", event.sequence));
+            message.body = Some(event.body.clone());
+            message
+                .attributes
+                .insert("MessageGroupId".to_owned(), stream.to_owned());
+            batch.records.push(message);
+        }
+        let invocation = Invocation {
+            deadline: None,
+            now: epoch_seconds(),
+        };
+        let report = match runner.run(&batch, invocation).await {
+            Ok(report) => report,
+            Err(err) => {
+                eprintln!("{name}: {stream}: {err}");
+                rebuilt.not_done += chunk.len() as u64;
+                continue;
+            }
+        };
+        rebuilt.events += chunk.len() as u64;
+        for message in report
+            .messages
+            .iter()
+            .filter(|message| message.outcome.is_failure())
+        {
+            rebuilt.not_done += 1;
+            eprintln!(
+                "{name}: {} not done: {} ({})",
+                message.message_id,
+                message.outcome.as_str(),
+                message.reason.as_deref().unwrap_or("")
+            );
+        }
+    }
 }
