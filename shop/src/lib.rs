@@ -14,7 +14,8 @@
 //! - `order.rs`, `product.rs`: the entities and their handlers.
 //! - `stock.rs`: the stock counter.
 //! - `status.rs`: the second consumer's domain: each order's status, no
-//!   personal data (`status-projector`, `status-replay`).
+//!   personal data (`status-projector`, `status-replay`, `status-rebuild`,
+//!   `status-verify`, `status-inspect`: every tool the first consumer has).
 //! - `src/bin/`: the Lambda function, `replay` and `inspect`, one line each.
 
 pub mod events;
