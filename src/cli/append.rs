@@ -8,8 +8,10 @@
 //! "duplicateRequest": false}`. Exit status: 0 appended (or a request id seen
 //! before: the first answer, `"duplicateRequest": true`); 1 a storage error
 //! after retries (safe to run again with the same request id); 2 invalid
-//! input (the error names the field) or `EVENTS_TABLE` missing; 3 the stream
-//! is not at `--expected-sequence` (the error names where it is).
+//! input (the error names the field), a stream that holds events of another
+//! kind (the error names the stream and both kinds) or `EVENTS_TABLE`
+//! missing; 3 the stream is not at `--expected-sequence` (the error names
+//! where it is).
 
 use std::process::ExitCode;
 
@@ -32,7 +34,8 @@ Examples (TYPE: one of the domain's event types; DATA: its data as JSON):
 
 Exit status: 0 appended (or the request id seen before: the first answer again);
 1 a storage error after retries (safe to run again with the same request id);
-2 invalid input or EVENTS_TABLE missing; 3 the stream is not at --expected-sequence.";
+2 invalid input, a stream of another kind, or EVENTS_TABLE missing;
+3 the stream is not at --expected-sequence.";
 
 /// Appends one event to the event store, with the next sequence of its
 /// stream, all or nothing (with a request id, the request record with it).
@@ -127,7 +130,11 @@ pub async fn append(domain: Domain) -> ExitCode {
             eprintln!("{name}: invalid event: {reason}; nothing appended");
             ExitCode::from(2)
         }
-        Err(err @ (AppendError::Refused(_) | AppendError::Condition { .. })) => {
+        Err(
+            err @ (AppendError::Refused(_)
+            | AppendError::Condition { .. }
+            | AppendError::OtherKind { .. }),
+        ) => {
             eprintln!("{name}: {err}; nothing appended");
             ExitCode::from(2)
         }

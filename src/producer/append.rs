@@ -16,8 +16,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::check::{Checked, check};
+use super::check::{Checked, append_kind, check};
 use super::items::{TokenOf, event_exists, event_item, put_new, request_item, stream_pk, token};
+use super::kind::{recorded, same_kind};
 use super::send::{Answer, CONDITION_FAILED, Plan, Refusal};
 use super::store::{EventStore, ExactCheck};
 use super::{Append, AppendError, Appended, ExpectedSequence};
@@ -49,6 +50,22 @@ struct Try<'a> {
 }
 
 impl Try<'_> {
+    /// The kind the events project onto and the first such event's type.
+    fn kind(&self) -> Option<(&str, &str)> {
+        append_kind(self.events)
+    }
+
+    /// Whether the stream's events, of `found`, are of this append's kind.
+    fn same_kind(&self, found: Option<&str>) -> Result<(), AppendError> {
+        let (kind, event_type) = self.kind().unzip();
+        same_kind(
+            &self.append.stream_id,
+            event_type.unwrap_or_default(),
+            kind,
+            found,
+        )
+    }
+
     fn written(&self) -> Appended {
         Appended {
             stream_id: self.append.stream_id.clone(),
@@ -121,19 +138,23 @@ impl EventStore {
         append: &'a Append,
         events: &'a [Checked],
     ) -> Result<Try<'a>, AppendError> {
-        let (at, proven) = match append.expected {
-            ExpectedSequence::Exact(0) => (0, true),
+        let (at, proven, found) = match append.expected {
+            ExpectedSequence::Exact(0) => (0, true, None),
             ExpectedSequence::Exact(expected) if self.exact == ExactCheck::ReadFirst => {
-                let current = self.last_sequence(&append.stream_id).await?;
+                let (current, found) = self.last_event(&append.stream_id).await?;
                 if current != expected {
                     return Err(AppendError::ExpectedSequence { expected, current });
                 }
-                (expected, true)
+                (expected, true, found)
             }
-            ExpectedSequence::Exact(expected) => (expected, false),
-            ExpectedSequence::Any => (self.last_sequence(&append.stream_id).await?, true),
+            // The kind is checked in the transaction, with the sequence.
+            ExpectedSequence::Exact(expected) => (expected, false, None),
+            ExpectedSequence::Any => {
+                let (last, found) = self.last_event(&append.stream_id).await?;
+                (last, true, found)
+            }
         };
-        Ok(Try {
+        let attempt = Try {
             append,
             events,
             request: append
@@ -151,7 +172,9 @@ impl EventStore {
             lost: 0,
             unknown: None,
             started: Instant::now(),
-        })
+        };
+        attempt.same_kind(found.as_deref())?;
+        Ok(attempt)
     }
 
     /// The try with the stream at `attempt.at`: one event alone after one
@@ -182,7 +205,8 @@ impl EventStore {
         }
         let mut items = Vec::with_capacity(layout.first_write() + layout.writes);
         if layout.check {
-            items.push(event_exists(&self.table, stream, attempt.at)?);
+            let kind = attempt.kind().map(|(kind, _)| kind);
+            items.push(event_exists(&self.table, stream, attempt.at, kind)?);
         }
         for offset in 0..layout.events {
             items.push(put_new(&self.table, event(offset))?);
@@ -263,7 +287,12 @@ impl EventStore {
             return self.taken(attempt, found).await;
         }
         if layout.check && failed(0) {
-            // Event `at` does not exist: the stream is behind.
+            // Event `at` is of another kind, or does not exist: the stream
+            // is behind.
+            let found = reasons.get_mut(0).and_then(|reason| reason.item.take());
+            if let Some(found) = found.filter(|item| !item.is_empty()) {
+                attempt.same_kind(recorded(&self.domain, &found).as_deref())?;
+            }
             return Err(self.elsewhere(attempt).await);
         }
         if let Some(index) = (1..layout.events).find(|&index| failed(first + index)) {
@@ -304,15 +333,19 @@ impl EventStore {
     /// outcome was unknown, or resent by the SDK itself), or another
     /// writer's.
     async fn taken(&self, attempt: &mut Try<'_>, found: Option<Item>) -> Result<Next, AppendError> {
+        let kind = found.as_ref().map(|item| recorded(&self.domain, item));
         if self.ours(attempt, found).await? {
             return Ok(Next::Done(attempt.written()));
         }
         match attempt.append.expected {
             ExpectedSequence::Exact(_) => Err(self.elsewhere(attempt).await),
             ExpectedSequence::Any => {
-                // Event `at + 1` exists: the next try goes right after it.
+                // Event `at + 1` exists: the next try goes right after it,
+                // after an event of its kind (one not seen is checked in
+                // the next try's transaction).
                 attempt.at += 1;
-                attempt.proven = true;
+                attempt.proven = kind.is_some();
+                attempt.same_kind(kind.flatten().as_deref())?;
                 Ok(Next::Again { lost: true })
             }
         }
@@ -372,8 +405,12 @@ impl EventStore {
                 lost = attempt.lost,
                 "append: the stream moved on"
             );
-            let last = self.last_sequence(&attempt.append.stream_id).await?;
-            attempt.at = attempt.at.max(last);
+            let (last, found) = self.last_event(&attempt.append.stream_id).await?;
+            if last > attempt.at {
+                attempt.at = last;
+                attempt.proven = true;
+                attempt.same_kind(found.as_deref())?;
+            }
         }
         Ok(())
     }

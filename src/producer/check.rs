@@ -6,6 +6,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::kind::{kind_of, same_kind};
 use super::{Append, AppendError, ExpectedSequence, MAX_BODY, MAX_BYTES, MAX_ITEMS};
 use crate::domain::Domain;
 use crate::envelope::InvalidMessage;
@@ -40,6 +41,9 @@ pub(crate) struct Checked {
     pub(crate) sequenced: bool,
     /// The type's current version: what `data` is, and what the body says.
     pub(crate) version: u16,
+    /// The kind it projects onto (see `kind.rs`); `None` for a type the
+    /// domain ignores.
+    pub(crate) kind: Option<String>,
 }
 
 impl Checked {
@@ -79,7 +83,32 @@ pub(crate) fn check(domain: &Domain, append: &Append) -> Result<Vec<Checked>, Ap
             "{bytes} bytes of bodies: a transaction holds about {MAX_BYTES}"
         )));
     }
+    one_kind(append, &checked)?;
     Ok(checked)
+}
+
+/// The kind an append's events project onto (the first that projects onto
+/// one), and the type of that event.
+pub(crate) fn append_kind(events: &[Checked]) -> Option<(&str, &str)> {
+    events
+        .iter()
+        .find_map(|event| Some((event.kind.as_deref()?, event.event_type.as_str())))
+}
+
+/// Every event of an append projects onto one kind: a stream is one kind's.
+fn one_kind(append: &Append, events: &[Checked]) -> Result<(), AppendError> {
+    let Some((first, _)) = append_kind(events) else {
+        return Ok(());
+    };
+    for event in events {
+        same_kind(
+            &append.stream_id,
+            &event.event_type,
+            event.kind.as_deref(),
+            Some(first),
+        )?;
+    }
+    Ok(())
 }
 
 /// The append as a whole: a stream, events, no more items than a
@@ -149,6 +178,7 @@ fn check_event(
         data: event.data.clone(),
         sequenced: true,
         version: domain.version(&event.event_type),
+        kind: None,
     };
     // The body as the consumer will read it: sequenced, unless its type is a
     // deduplicated effect (whose body carries no sequence).
@@ -164,6 +194,7 @@ fn check_event(
         return Err(refuse(other_stream(&candidate, parsed.stream(), append)));
     }
     sendable(append, &candidate).map_err(refuse)?;
+    candidate.kind = kind_of(&parsed);
     Ok(candidate)
 }
 

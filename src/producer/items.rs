@@ -10,6 +10,7 @@ use aws_sdk_dynamodb::types::{
 };
 
 use super::check::Checked;
+use super::kind::KIND;
 use super::store::REQUEST_TTL_SECONDS;
 use crate::entity::Item;
 use crate::store::StoreError;
@@ -78,6 +79,11 @@ pub(super) fn event_item(
         AttributeValue::S(event.body(stream_id, sequence)),
     );
     item.insert("appendedAt".to_owned(), number_value(now));
+    if let Some(kind) = &event.kind {
+        // What the stream's next append checks it against (a stream is one
+        // kind's).
+        item.insert(KIND.to_owned(), AttributeValue::S(kind.clone()));
+    }
     if let Some(trace) = trace {
         // The caller's X-Ray trace, for the dispatcher to send on as the
         // message's AWSTraceHeader.
@@ -127,18 +133,30 @@ pub(super) fn put_new(table: &str, item: Item) -> Result<TransactWriteItem, Stor
 }
 
 /// The check that the event at `sequence` exists (the stream is at least
-/// there), in a transaction.
+/// there), in a transaction, and, given the append's `kind`, that it is of
+/// that kind (or of an earlier release, which did not record one); a
+/// failed check answers with the event found (`ALL_OLD`).
 pub(super) fn event_exists(
     table: &str,
     stream_id: &str,
     sequence: u64,
+    kind: Option<&str>,
 ) -> Result<TransactWriteItem, StoreError> {
     let check = ConditionCheck::builder()
         .table_name(table)
         .set_key(Some(key(stream_pk(stream_id), event_sk(sequence))))
-        .condition_expression("attribute_exists(pk)")
-        .build()
-        .map_err(|err| build_error("TransactWriteItems", err))?;
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+    let check = match kind {
+        None => check.condition_expression("attribute_exists(pk)"),
+        Some(kind) => check
+            .condition_expression(
+                "attribute_exists(pk) AND (attribute_not_exists(#kind) OR #kind = :kind)",
+            )
+            .expression_attribute_names("#kind", KIND)
+            .expression_attribute_values(":kind", AttributeValue::S(kind.to_owned())),
+    }
+    .build()
+    .map_err(|err| build_error("TransactWriteItems", err))?;
     Ok(TransactWriteItem::builder().condition_check(check).build())
 }
 
@@ -209,6 +227,7 @@ mod tests {
             data: serde_json::json!({}),
             sequenced: true,
             version: 1,
+            kind: None,
         };
         let one = [event("e-1")];
         let token = |request, at, events: &[Checked], now| {

@@ -21,6 +21,7 @@
 //! | `append.rs` | one append: a try planned, its answer absorbed; retries |
 //! | `send.rs` | one try sent, its units counted, the answer told |
 //! | `items.rs` | the items, their conditions, the transaction's token |
+//! | `kind.rs` | a stream is one kind's: the kind an event projects onto, checked |
 //! | `capacity.rs` | capacity units, reported and by AWS's rules |
 //! | `turn.rs` | one append at a time per stream within a store |
 
@@ -28,6 +29,7 @@ mod append;
 pub mod capacity;
 mod check;
 mod items;
+mod kind;
 mod send;
 mod store;
 mod turn;
@@ -151,6 +153,22 @@ pub enum AppendError {
     /// id, more than a transaction holds).
     #[error("{0}")]
     Refused(String),
+    /// The stream holds events that project onto another kind than this
+    /// append's (an entity kind, or a counter): a stream is one
+    /// aggregate's, or one counter's.
+    #[error(
+        "the stream `{stream}` holds events of {found}, and {event_type} projects onto {appending}: a stream is one kind's"
+    )]
+    OtherKind {
+        /// The stream.
+        stream: String,
+        /// The kind of its events (`the entity kind PRODUCT`).
+        found: String,
+        /// The type of the append's first event.
+        event_type: String,
+        /// The kind the append's events project onto (`the counter SKU#STOCK`).
+        appending: String,
+    },
     /// The stream is not at the expected sequence.
     #[error("the stream is at sequence {current}, not {expected}")]
     ExpectedSequence {

@@ -27,6 +27,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
 
 use super::capacity::{Consumed, Meter, item_bytes, read_units};
 use super::items::{event_sk, number, request_key, stream_pk, text};
+use super::kind::recorded;
 use super::turn::Turns;
 use super::{AppendError, Appended};
 use crate::domain::Domain;
@@ -151,6 +152,16 @@ impl EventStore {
     /// The sequence of the stream's last event (0: none), from one strongly
     /// consistent `Query`, newest first, one item.
     pub async fn last_sequence(&self, stream_id: &str) -> Result<u64, StoreError> {
+        Ok(self.last_event(stream_id).await?.0)
+    }
+
+    /// The sequence of the stream's last event (0: none) and the kind its
+    /// events project onto (`None`: no event, or none known), from one
+    /// strongly consistent `Query`, newest first, one item.
+    pub(super) async fn last_event(
+        &self,
+        stream_id: &str,
+    ) -> Result<(u64, Option<String>), StoreError> {
         self.sent();
         let output = self
             .client
@@ -171,8 +182,12 @@ impl EventStore {
         self.meter
             .read(output.consumed_capacity.iter(), read_units(bytes));
         match items.first() {
-            None => Ok(0),
-            Some(item) => number(item, "sequence").ok_or_else(|| corrupt(stream_id, "sequence")),
+            None => Ok((0, None)),
+            Some(item) => {
+                let sequence =
+                    number(item, "sequence").ok_or_else(|| corrupt(stream_id, "sequence"))?;
+                Ok((sequence, recorded(&self.domain, item)))
+            }
         }
     }
 
