@@ -308,7 +308,7 @@ async fn a_counters_event_older_than_its_dedup_record_is_not_resent() {
     assert_eq!(stdout, "", "no summary: nothing was sent");
     for part in [
         "stream SKU-OLD sequence 1",
-        "InventoryAdjusted is deduplicated only by its dedup record",
+        "its type, InventoryAdjusted, is deduplicated only by its dedup record",
         "appended 40 days ago",
         "its dedup record may have expired: resending it would add it again",
         "Nothing was sent",

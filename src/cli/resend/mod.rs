@@ -1,39 +1,55 @@
 //! `resend`: mends a hole. Sends a stream's stored events, or a range of
-//! them, to the queue or the topic again, exactly as the dispatcher sent
-//! them.
+//! them, to the queue or the topic again, as the dispatcher sent them.
 //!
 //! ```text
-//! resend --stream ID [--from SEQUENCE] [--to SEQUENCE] [--events-table NAME] [--queue-url URL | --topic-arn ARN] [--endpoint-url URL]
+//! resend --stream ID [--from SEQUENCE] [--to SEQUENCE] [--events-table NAME] [--queue-url URL | --topic-arn ARN] [--dedup-ttl-seconds SECONDS] [--endpoint-url URL]
 //! ```
 //!
 //! Each event item of the range becomes the record the event store's
 //! stream carried for its `INSERT`, and goes through the dispatcher's own
 //! code ([`dispatch`](crate::dispatcher::dispatch)): the same
-//! `MessageGroupId`, `MessageDeduplicationId` and body (byte for byte), in
-//! stream order, at most ten per `SendMessageBatch` (or `PublishBatch`),
-//! refusals sent again. The consumer's guard absorbs what it applied
-//! already. The producer's trace header is not stored with
-//! the event as read here, so a resent message carries no `AWSTraceHeader`.
+//! `MessageGroupId` and body (byte for byte), in stream order, at most ten
+//! per `SendMessageBatch` (or `PublishBatch`), refusals sent again. The
+//! consumer's guard absorbs what it applied already. The producer's trace
+//! header is not stored with the event as read here, so a resent message
+//! carries no `AWSTraceHeader`.
 //!
-//! SQS (and SNS) drop a message whose deduplication id they took in the
-//! last five minutes: resend a hole once its events are older than that
-//! (`verify` finds the hole first). The target is the dispatcher's: the
-//! queue `QUEUE_URL` (`--queue-url`) or the topic `TOPIC_ARN`
-//! (`--topic-arn`), exactly one of them. Through a topic, every consumer's
-//! queue gets the events again, and each consumer's guard absorbs what it
-//! applied. The SQS and SNS endpoints are the SDK's
-//! (`AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL_SNS`), `--endpoint-url` is
-//! DynamoDB's.
+//! The `MessageDeduplicationId` is the run's own
+//! ([`resend_deduplication_id`](crate::dispatcher::resend_deduplication_id):
+//! the dispatcher's, marked with the time the run started). SQS and SNS
+//! drop a message whose deduplication id they took in the last five
+//! minutes: under the dispatcher's id, an event it sent a moment ago would
+//! vanish again. So a resent event reaches every consumer whatever its age.
+//! No consumer keys on the deduplication id (the guard keys on the stream
+//! and sequence, or the `eventId`).
+//!
+//! A counter's event (a type the domain handles with
+//! [`Handling::add`](crate::Handling::add), without a sequence) is absorbed
+//! only by its dedup record, which the consumer keeps `DEDUP_TTL_SECONDS`
+//! (`--dedup-ttl-seconds`; the projector's default, 35 days, when unset;
+//! with several consumers, give the shortest). The whole range is looked at
+//! before anything is sent: one that holds such an event appended longer
+//! ago than that less a day is refused, nothing sent (its record may have
+//! expired: resent, it would be added again).
+//!
+//! The target is the dispatcher's: the queue `QUEUE_URL` (`--queue-url`)
+//! or the topic `TOPIC_ARN` (`--topic-arn`), exactly one of them. Through
+//! a topic, every consumer's queue gets the events again, and each
+//! consumer's guard absorbs what it applied. The SQS and SNS endpoints are
+//! the SDK's (`AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL_SNS`),
+//! `--endpoint-url` is DynamoDB's.
 //!
 //! It prints one JSON line, `{"streamId": ..., "from": n, "to": n, "sent":
 //! n, "requests": n}` (`to` is `null` when open). Exit status: 0 when every
 //! event of the range was taken; 1 when one was not (the first such is
 //! named, with its sequence and why; nothing after it is read) or the range
-//! holds no event, or the event store cannot be read; 2 for bad arguments
-//! or a missing variable. The caller needs `dynamodb:DescribeTable` and
-//! `dynamodb:Query` on the event store and `sqs:SendMessage` on the queue
-//! (or `sns:Publish` on the topic, and the topic key's
-//! `kms:GenerateDataKey*` when it is encrypted with a customer key).
+//! holds no event, or the event store cannot be read; 2 for bad arguments,
+//! a missing variable, or a range holding a counter's event past its dedup
+//! window (named; nothing sent, no line printed). The caller needs
+//! `dynamodb:DescribeTable` and `dynamodb:Query` on the event store and
+//! `sqs:SendMessage` on the queue, or `sns:Publish` on the topic and, for a
+//! topic encrypted with a customer key (the template's is),
+//! `kms:GenerateDataKey*` and `kms:Decrypt` on that key.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -71,12 +87,17 @@ Examples:
   TOPIC_ARN=arn:aws:sns:<region>:<account>:<topic>.fifo EVENTS_TABLE=<event store> resend --stream <stream id>
       to every consumer's queue, through the topic the dispatcher publishes to
 
+A counter's event appended longer ago than DEDUP_TTL_SECONDS less a day is
+not resent (its dedup record may have expired): the range is refused whole.
+
 Exit status: 0 when every event was taken; 1 when one was not (named), the
-range holds no event or the event store cannot be read; 2 for bad arguments
-or a missing variable.";
+range holds no event or the event store cannot be read; 2 for bad arguments,
+a missing variable, or a counter's event past its dedup window (named,
+nothing sent).";
 
 /// Sends the stored events of one stream (from `--from` to `--to`) to the
-/// queue or the topic again, as the dispatcher sent them.
+/// queue or the topic again, as the dispatcher sent them, under
+/// deduplication ids of this run's own.
 #[derive(Debug, Parser)]
 #[command(name = "resend", version, after_help = EXAMPLES)]
 struct Args {

@@ -77,8 +77,8 @@ impl TooOld {
             format!(" The events from sequence {next} on may be resent (--from {next}).")
         });
         format!(
-            "stream {stream} sequence {}: a {} is deduplicated only by its dedup record, and it \
-             {age}, more than DEDUP_TTL_SECONDS ({} s) less a day: its dedup record may have \
+            "stream {stream} sequence {}: its type, {}, is deduplicated only by its dedup record, \
+             and it {age}, more than DEDUP_TTL_SECONDS ({} s) less a day: its dedup record may have \
              expired: resending it would add it again. Nothing was sent.{others}{from} Mend \
              the counter instead from verify's \"expected\" and \"found\" (docs/operate.md, \
              Runbook: a hole).",
