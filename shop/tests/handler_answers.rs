@@ -162,7 +162,8 @@ async fn applied_past_the_next_sequence_is_a_handler_error<S: Store>(store: S) {
     assert_eq!(report.handler_errors(), 1);
     let reason = reason(&report, 0);
     assert!(
-        reason.contains("on_counted_blindly")
+        reason.starts_with("CountedBlindly event: handler ")
+            && reason.contains("on_counted_blindly")
             && reason.contains("answered applied to event 4 on an entity at sequence 2"),
         "{reason}"
     );
@@ -228,7 +229,8 @@ async fn a_drained_event_is_checked_as_well<S: Store>(store: S) {
         stuck.reason.contains("on_counted_never")
             && stuck
                 .reason
-                .contains("answered duplicate to event 3 on an entity at sequence 2"),
+                .contains("answered duplicate to event 3 on an entity at sequence 2")
+            && stuck.reason.contains("(CountedNever event)"),
         "{}",
         stuck.reason
     );

@@ -3,7 +3,7 @@
 
 use super::{Planner, Planning, Stuck, StuckWhy};
 use crate::entity::AnyEntity;
-use crate::handling::Decision;
+use crate::handling::{Decision, HandlerFault};
 use crate::runner::Outcome;
 use crate::runner::verdict::Verdict;
 use crate::store::{MAX_COMMIT_ITEMS, MAX_PARKED_READ, ParkedEvent};
@@ -153,7 +153,10 @@ impl Planner<'_> {
         match event.decide(&mut self.slot) {
             Ok(Decision::Applied) => Ok(()),
             Ok(other) => Err(StuckWhy::Refused(other)),
-            Err(fault) => Err(StuckWhy::Fault(fault)),
+            Err(fault) => Err(StuckWhy::Fault(HandlerFault {
+                problem: format!("{} ({} event)", fault.problem, event.type_name()),
+                ..fault
+            })),
         }
     }
 }

@@ -325,5 +325,8 @@ fn handler_error(event: &Event, fault: &HandlerFault) -> Verdict {
         problem = %fault.problem,
         "a handler broke its rule: nothing written"
     );
-    Verdict::new(Outcome::HandlerError, Some(fault.to_string()))
+    Verdict::new(
+        Outcome::HandlerError,
+        Some(format!("{} event: {fault}", event.type_name())),
+    )
 }
