@@ -19,8 +19,9 @@
 //! (the live one, say), an addition is applied only to a counter the table
 //! holds no item of; a stream that would add to a counter the table holds is
 //! refused from that event on, named with why on stderr, and the rest goes
-//! on: mend that counter with a corrective event of the difference `verify`
-//! shows (expected, found).
+//! on: mend that counter by adding the difference `verify` shows
+//! (expected - found) to its item, or rebuild into a fresh table (an event
+//! appended to the store would not do: `verify` folds it too).
 //!
 //! Exit status: 0 when every event was applied (or a duplicate); 1 when a
 //! table cannot be used, an event was not done (its reason is printed) or a
@@ -337,7 +338,7 @@ async fn project_stream<S: Store>(
             // The consumer's verify: `status-verify` for `status-rebuild`.
             let verify = name.replacen("rebuild", "verify", 1);
             eprintln!(
-                "{name}: stream {stream} refused from sequence {}: its events add to the counter {}, which the table already holds, and the table is older than the dedup window: an event it applied before may have lost its dedup record and would be added twice. Not applied; mend the counter with a corrective event of the difference `{verify} --stream {stream}` shows (expected, found)",
+                "{name}: stream {stream} refused from sequence {}: its events add to the counter {}, which the table already holds, and the table is older than the dedup window: an event it applied before may have lost its dedup record and would be added twice. Not applied; mend the counter by adding to its item the difference `{verify} --stream {stream}` shows (expected - found), or rebuild into a fresh table (the runbook \"a hole\" in docs/operate.md)",
                 refusal.sequence, refusal.counter
             );
             break;

@@ -9,7 +9,8 @@
 //! record it ever had: its additions are applied, and those it has are
 //! absorbed. In an older table an addition is applied only to a counter the
 //! table holds no item of (never added to); a stream that would add to one
-//! it holds is refused, named, and left for a corrective event.
+//! it holds is refused, named, and left to the operator's mend (the
+//! difference `verify` shows, added to the counter's item).
 
 use std::collections::BTreeMap;
 
