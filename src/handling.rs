@@ -7,8 +7,10 @@
 //! the entity, on every path (a message, a parked event drained, `replay`,
 //! `rebuild`, the [`crate::testkit`]): `Applied` only on the entity's next
 //! sequence (or creating it), leaving it at the event's sequence and id;
-//! `Duplicate` never on its next sequence; `Gap` only when events are
-//! missing; `NotCreated` only with no entity; any answer but `Applied`
+//! `Duplicate` only for an event the entity has (at its sequence or
+//! below), or from a creation (a handler that makes the entity from
+//! nothing: asked once more, on no entity, to tell); `Gap` only when events
+//! are missing; `NotCreated` only with no entity; any answer but `Applied`
 //! leaves it unchanged. A handler that breaks this (one that forgot the
 //! guard) gets a [`HandlerFault`] for that message, never a write.
 
@@ -393,8 +395,10 @@ where
         let mut entity: Option<T> = typed(slot, self.handler())?;
         let decision = unwound(self.handler(), || (self.handler)(&mut entity, &self.event))?;
         let before = slot.as_ref().and_then(AnyEntity::get::<T>);
+        let at = before.map(Entity::sequence);
         let problem = misapplied(decision, before, entity.as_ref(), &self.event)
-            .or_else(|| misplaced(decision, before.map(Entity::sequence), self.event.sequence));
+            .or_else(|| misplaced(decision, at, self.event.sequence))
+            .or_else(|| self.duplicate_behind(decision, at));
         if let Some(problem) = problem {
             return Err(HandlerFault {
                 handler: self.handler(),
@@ -419,12 +423,48 @@ where
     }
 }
 
+impl<T, D, F> Call<T, D, F, Guarded>
+where
+    T: Entity,
+    F: Fn(&mut Option<T>, &Sequenced<D>) -> Decision,
+{
+    /// What is wrong with `Duplicate` on an entity behind the event (at
+    /// `at`, below the event's sequence): right for a creation (the entity
+    /// exists: not applied again), wrong for an update (the event is its
+    /// next, or events are missing: a gap answered duplicate would be
+    /// completed and lost). A handler that makes the entity from nothing is
+    /// a creation: it is asked once more, on no entity, to tell.
+    fn duplicate_behind(&self, decision: Decision, at: Option<u64>) -> Option<String> {
+        let sequence = self.event.sequence;
+        let at = at.filter(|at| decision == Decision::Duplicate && *at < sequence)?;
+        let mut nothing: Option<T> = None;
+        let creates = matches!(
+            unwound(self.handler(), || (self.handler)(&mut nothing, &self.event)),
+            Ok(Decision::Applied)
+        );
+        if creates {
+            return None;
+        }
+        Some(if at == sequence - 1 {
+            format!(
+                "answered duplicate to event {sequence} on an entity at sequence {at}: the event is its next, not a duplicate"
+            )
+        } else {
+            format!(
+                "answered duplicate to event {sequence} on an entity at sequence {at}: events {} to {} are missing, a gap (does the handler check for one?)",
+                at + 1,
+                sequence - 1
+            )
+        })
+    }
+}
+
 /// What is wrong with a guarded handler's answer for the entity's sequence
 /// before it (`None`: no entity) and the event's, as the contract decides:
 /// `Applied` only on the entity's next sequence (or with no entity: a
-/// creation); `Duplicate` never on the entity's next sequence, nor with no
-/// entity; `Gap` only when events are missing between them; `NotCreated`
-/// only with no entity.
+/// creation); `Duplicate` never with no entity (and on an entity behind
+/// the event only from a creation: [`Call::duplicate_behind`]); `Gap` only
+/// when events are missing between them; `NotCreated` only with no entity.
 fn misplaced(decision: Decision, before: Option<u64>, sequence: u64) -> Option<String> {
     let answered = decision.as_str();
     let next = sequence.saturating_sub(1);
@@ -435,9 +475,6 @@ fn misplaced(decision: Decision, before: Option<u64>, sequence: u64) -> Option<S
         (Decision::Applied, Some(at)) if at < next => Some(format!(
             "answered applied to event {sequence} on an entity at sequence {at}: applied is right only on its next sequence, {} (does the handler check the entity's sequence?)",
             at.saturating_add(1)
-        )),
-        (Decision::Duplicate, Some(at)) if at == next => Some(format!(
-            "answered duplicate to event {sequence} on an entity at sequence {at}: the event is its next, not a duplicate"
         )),
         (Decision::Duplicate, None) => Some(format!(
             "answered duplicate to event {sequence} with no entity: nothing was applied that it could duplicate"

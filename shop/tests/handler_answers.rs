@@ -36,6 +36,8 @@ enum TallyEvent {
     CountedNever(serde::de::IgnoredAny),
     /// Says gap whatever comes.
     CountedWaiting(serde::de::IgnoredAny),
+    /// The gap forgotten: duplicate for anything but the next sequence.
+    CountedForgettingGaps(serde::de::IgnoredAny),
 }
 
 fn on_started(tally: &mut Option<Tally>, event: &Sequenced<serde::de::IgnoredAny>) -> Decision {
@@ -94,6 +96,22 @@ fn on_counted_never(
     }
 }
 
+fn on_counted_forgetting_gaps(
+    tally: &mut Option<Tally>,
+    event: &Sequenced<serde::de::IgnoredAny>,
+) -> Decision {
+    let Some(tally) = tally else {
+        return Decision::NotCreated;
+    };
+    if tally.sequence != event.sequence - 1 {
+        return Decision::Duplicate;
+    }
+    tally.count += 1;
+    tally.sequence = event.sequence;
+    tally.last_event_id.clone_from(&event.event_id);
+    Decision::Applied
+}
+
 fn on_counted_waiting(_: &mut Option<Tally>, _: &Sequenced<serde::de::IgnoredAny>) -> Decision {
     Decision::Gap
 }
@@ -106,6 +124,9 @@ impl Events for TallyEvent {
             TallyEvent::CountedBlindly(data) => Handling::sequenced(data, on_counted_blindly),
             TallyEvent::CountedNever(data) => Handling::sequenced(data, on_counted_never),
             TallyEvent::CountedWaiting(data) => Handling::sequenced(data, on_counted_waiting),
+            TallyEvent::CountedForgettingGaps(data) => {
+                Handling::sequenced(data, on_counted_forgetting_gaps)
+            }
         }
     }
 }
@@ -208,6 +229,29 @@ async fn other_answers_out_of_place_are_handler_errors<S: Store>(store: S) {
     assert_eq!(outcomes(&report), [Outcome::Gap]);
 }
 
+/// GIVEN a tally at 1, WHEN an update handler that forgot the gap answers
+/// duplicate to event 3, THEN a handler error (completed as a duplicate,
+/// event 3 would be lost); a creation's duplicate on an entity behind the
+/// event (a second creation appended by mistake) is right, not listed.
+async fn a_gap_answered_duplicate_is_a_handler_error<S: Store>(store: S) {
+    let runner = Runner::new(domain(), store, RunnerConfig::default());
+    run(&runner, &[("Started", 1, 1)]).await;
+    let report = run(&runner, &[("CountedForgettingGaps", 3, 1)]).await;
+    assert_eq!(outcomes(&report), [Outcome::HandlerError], "{report:?}");
+    assert!(
+        reason(&report, 0).contains(
+            "answered duplicate to event 3 on an entity at sequence 1: events 2 to 2 are missing"
+        ),
+        "{}",
+        reason(&report, 0)
+    );
+    assert_eq!(failed_ids(&report), ["m-3-CountedForgettingGaps"]);
+    let report = run(&runner, &[("Started", 4, 1)]).await;
+    assert_eq!(outcomes(&report), [Outcome::Duplicate], "{report:?}");
+    assert!(failed_ids(&report).is_empty());
+    assert_eq!(stored(runner.store()).await, Some((1, 0)));
+}
+
 /// A parked event whose handler answers duplicate when it is drained on
 /// the entity's next sequence stays parked, counted as a handler error
 /// (before: a silent refusal).
@@ -255,6 +299,16 @@ async fn other_answers_out_of_place_are_handler_errors_in_memory() {
 #[tokio::test]
 async fn other_answers_out_of_place_are_handler_errors_on_dynamodb() {
     other_answers_out_of_place_are_handler_errors(fresh_table().await).await;
+}
+
+#[tokio::test]
+async fn a_gap_answered_duplicate_is_a_handler_error_in_memory() {
+    a_gap_answered_duplicate_is_a_handler_error(MemoryStore::new()).await;
+}
+
+#[tokio::test]
+async fn a_gap_answered_duplicate_is_a_handler_error_on_dynamodb() {
+    a_gap_answered_duplicate_is_a_handler_error(fresh_table().await).await;
 }
 
 #[tokio::test]
