@@ -202,3 +202,65 @@ async fn a_store_that_restarts_a_projected_stream_is_named_by_verify() {
         "{lines:?}"
     );
 }
+
+/// A stream's first event must make its entity: an update appended to a
+/// stream the store has no event of (a producer switched on over a
+/// projection it did not feed, sending the next update of an order the
+/// projection already holds) is refused, naming the type, before anything
+/// is written; the consumers would otherwise wait for its creation for
+/// ever, or take it for a duplicate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_cannot_open_a_stream() {
+    let client = connect(Some(&dynamodb_local().endpoint)).await;
+    let events_table = format!("migration-open-{}", std::process::id());
+    ensure_events_table(&client, &events_table)
+        .await
+        .expect("events");
+    let store = EventStore::new(client, events_table.clone(), shop::domain());
+    let updated = || NewEvent::new("OrderUpdated", order_event_data(2).1);
+    for expected in [ExpectedSequence::Any, ExpectedSequence::Exact(0)] {
+        let refused = store
+            .append(Append {
+                expected,
+                ..Append::one("order-9", updated())
+            })
+            .await
+            .expect_err("an update cannot open a stream");
+        let text = refused.to_string();
+        assert!(
+            text.contains("type")
+                && text.contains("OrderUpdated cannot be the first event of the stream `order-9`"),
+            "{text}"
+        );
+    }
+    assert!(store.read("order-9", 0, 10).await.expect("read").is_empty());
+    let (code, _, stderr) = run_local(
+        env!("CARGO_BIN_EXE_append"),
+        &dynamodb_local().endpoint,
+        &[
+            "--table",
+            &events_table,
+            "--stream",
+            "order-9",
+            "--type",
+            "OrderUpdated",
+            "--data",
+            r#"{"customerName":"A","email":"a@example.com","totalCents":1}"#,
+        ],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("cannot be the first event"), "{stderr}");
+    // A creation opens it, a counter's event opens its own, and then the
+    // update follows.
+    append_order(&store, "order-9", 1, 2, None).await;
+    store
+        .append(Append::one(
+            "SKU-9",
+            NewEvent::new(
+                "InventoryAdjusted",
+                serde_json::json!({"sku": "SKU-9", "delta": 3}),
+            ),
+        ))
+        .await
+        .expect("a counter's stream opens with any of its events");
+}

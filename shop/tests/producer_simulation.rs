@@ -74,8 +74,10 @@ fn appends_with_retries_and_crashes_keep_streams_gapless_and_requests_once() {
         let mut answers: HashMap<u8, (String, u64, String)> = HashMap::new();
         for op in &ops {
             let stream = format!("order-{}", op.stream);
+            // A creation: any op may be its stream's first, and an update
+            // cannot open a stream; the store minds no other type.
             let mut event = NewEvent::new(
-                "OrderUpdated",
+                "OrderCreated",
                 json!({"customerName": "Ada", "email": "ada@example.com", "totalCents": op.request}),
             );
             event.event_id = Some(format!("request-{}", op.request));

@@ -16,7 +16,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::check::{Checked, append_kind, check};
+use super::check::{Checked, append_kind, cannot_open, check};
 use super::items::{TokenOf, event_exists, event_item, put_new, request_item, stream_pk, token};
 use super::kind::{recorded, same_kind};
 use super::send::{Answer, CONDITION_FAILED, Plan, Refusal};
@@ -138,7 +138,20 @@ impl EventStore {
         append: &'a Append,
         events: &'a [Checked],
     ) -> Result<Try<'a>, AppendError> {
+        // An update cannot be a stream's first event: known before anything
+        // is written (a stream expected empty is read, in this case only).
+        let closed = events.first().filter(|first| !first.opens);
         let (at, proven, found) = match append.expected {
+            ExpectedSequence::Exact(0) if closed.is_some() => {
+                let (current, found) = self.last_event(&append.stream_id).await?;
+                if current != 0 {
+                    return Err(AppendError::ExpectedSequence {
+                        expected: 0,
+                        current,
+                    });
+                }
+                (0, true, found)
+            }
             ExpectedSequence::Exact(0) => (0, true, None),
             ExpectedSequence::Exact(expected) if self.exact == ExactCheck::ReadFirst => {
                 let (current, found) = self.last_event(&append.stream_id).await?;
@@ -174,6 +187,9 @@ impl EventStore {
             started: Instant::now(),
         };
         attempt.same_kind(found.as_deref())?;
+        if let Some(first) = closed.filter(|_| at == 0) {
+            return Err(cannot_open(&append.stream_id, first));
+        }
         Ok(attempt)
     }
 

@@ -44,6 +44,11 @@ pub(crate) struct Checked {
     /// The kind it projects onto (see `kind.rs`); `None` for a type the
     /// domain ignores.
     pub(crate) kind: Option<String>,
+    /// Whether it can open its stream: its handler makes its entity from
+    /// nothing (a creation, a snapshot), or it has no entity (a counter's,
+    /// an ignored type). An update cannot: with no entity every consumer
+    /// answers not created, for ever.
+    pub(crate) opens: bool,
 }
 
 impl Checked {
@@ -179,6 +184,7 @@ fn check_event(
         sequenced: true,
         version: domain.version(&event.event_type),
         kind: None,
+        opens: true,
     };
     // The body as the consumer will read it: sequenced, unless its type is a
     // deduplicated effect (whose body carries no sequence).
@@ -195,7 +201,27 @@ fn check_event(
     }
     sendable(append, &candidate).map_err(refuse)?;
     candidate.kind = kind_of(&parsed);
+    candidate.opens = parsed.entity_key().is_none()
+        || matches!(parsed.decide(&mut None), Ok(crate::Decision::Applied));
     Ok(candidate)
+}
+
+/// The refusal of an append whose first event would open `stream` (it has
+/// no event yet) but cannot: an update with no entity before it. A store
+/// switched on over a projection that producers fed directly starts so:
+/// the consumers hold the stream at some sequence and would take the
+/// store's 1, 2, ... for duplicates of theirs.
+pub(crate) fn cannot_open(stream: &str, event: &Checked) -> AppendError {
+    AppendError::Invalid {
+        index: 0,
+        reason: invalid(
+            "type",
+            format!(
+                "{} cannot be the first event of the stream `{stream}`, which holds no event: its handler does not create the entity from nothing, so every consumer would wait for its creation for ever. If the consumers were fed directly before this store, import each stream's history first (docs/event-store.md, Switching the producer on over a projection fed directly)",
+                event.event_type
+            ),
+        ),
+    }
 }
 
 /// A deduplicated effect naming another stream, by the field of its data

@@ -228,6 +228,7 @@ mod tests {
             sequenced: true,
             version: 1,
             kind: None,
+            opens: true,
         };
         let one = [event("e-1")];
         let token = |request, at, events: &[Checked], now| {
