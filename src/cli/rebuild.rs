@@ -73,6 +73,13 @@ struct Args {
     /// (which upcasts the store still needs).
     #[arg(long, conflicts_with = "table")]
     versions: bool,
+    /// How long the consumer keeps a dedup record (default:
+    /// DEDUP_TTL_SECONDS, else the projector's default, 35 days; give the
+    /// lowest it ever ran with): into a table older than that, less a day,
+    /// a counter the table holds is not added to.
+    #[arg(long, value_name = "SECONDS",
+          value_parser = clap::value_parser!(u64).range(crate::config::DEDUP_TTL_RANGE))]
+    dedup_ttl_seconds: Option<u64>,
 }
 
 /// What a rebuild did.
@@ -123,14 +130,14 @@ pub async fn rebuild(domain: Domain) -> ExitCode {
                 eprintln!("{name}: {err}");
                 return ExitCode::FAILURE;
             }
-            let additions =
-                match Additions::for_table(&client, table, config.dedup_ttl_seconds).await {
-                    Ok(additions) => additions,
-                    Err(err) => {
-                        eprintln!("{name}: {err}");
-                        return ExitCode::FAILURE;
-                    }
-                };
+            let window = args.dedup_ttl_seconds.unwrap_or(config.dedup_ttl_seconds);
+            let additions = match Additions::for_table(&client, table, window).await {
+                Ok(additions) => additions,
+                Err(err) => {
+                    eprintln!("{name}: {err}");
+                    return ExitCode::FAILURE;
+                }
+            };
             if let Some(caution) = additions.caution() {
                 eprintln!("{name}: {caution}");
             }

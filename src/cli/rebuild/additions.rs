@@ -42,8 +42,12 @@ pub(in crate::cli) enum Additions {
 pub(in crate::cli) struct OldTable {
     client: Client,
     table: String,
-    /// Its age, seconds (`None`: DynamoDB did not say when it was created).
+    /// Its age, seconds (`None`: DynamoDB did not say when it was created,
+    /// or the table was restored from a backup: its items may be older).
     age: Option<u64>,
+    /// Restored from a backup or a point in time: its creation says nothing
+    /// of its items' age.
+    restored: bool,
     /// `DEDUP_TTL_SECONDS`.
     window: u64,
 }
@@ -71,17 +75,22 @@ impl Additions {
             .send()
             .await
             .map_err(|err| request_error("DescribeTable", &err))?;
-        let created = output
-            .table()
+        let description = output.table();
+        // A restored table is new, its items and counters are not.
+        let restored = description.is_some_and(|table| table.restore_summary().is_some());
+        let created = description
             .and_then(|description| description.creation_date_time())
             .map(|time| u64::try_from(time.secs()).unwrap_or(0));
-        let age = created.map(|created| epoch_seconds().saturating_sub(created));
+        let age = created
+            .map(|created| epoch_seconds().saturating_sub(created))
+            .filter(|_| !restored);
         Ok(match age {
             Some(age) if age < window.saturating_sub(MARGIN_SECONDS) => Additions::Apply,
             _ => Additions::NewCountersOnly(OldTable {
                 client: client.clone(),
                 table: table.to_owned(),
                 age,
+                restored,
                 window,
             }),
         })
@@ -95,6 +104,9 @@ impl Additions {
         };
         let age = match old.age {
             Some(age) => format!("{} days old", age / 86_400),
+            None if old.restored => {
+                "restored from a backup (its items may be older than it)".to_owned()
+            }
             None => "of unknown age".to_owned(),
         };
         Some(format!(
