@@ -97,6 +97,8 @@ pub enum Error {
     BadConsumerDescription(String),
     #[error("consumer `{0}` is declared twice")]
     RepeatedConsumer(String),
+    #[error("a consumer's name makes `{0}`, a name the template already has: choose another name")]
+    NameTaken(String),
     #[error(
         "sequence-guard's template.yaml builds `{0}`, which is not one of a domain's binaries ({TOOLS:?}): the generator needs a substitution for it"
     )]

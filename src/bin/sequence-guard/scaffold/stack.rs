@@ -267,6 +267,30 @@ fn indented(text: &str, depth: usize) -> String {
         .collect()
 }
 
+/// Every entry of every section named once: a consumer whose name makes
+/// one of the stack's names (`projection`: `ProjectionTable`) is refused.
+fn one_of_each(text: &str) -> Result<(), Error> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut section = "";
+    for line in text.lines() {
+        if !line.starts_with([' ', '#']) && line.ends_with(':') {
+            section = line;
+            continue;
+        }
+        let Some(name) = line
+            .strip_prefix("  ")
+            .filter(|rest| rest.starts_with(|c: char| c.is_ascii_alphabetic()))
+            .and_then(|rest| rest.strip_suffix(':'))
+        else {
+            continue;
+        };
+        if !seen.insert((section, name)) {
+            return Err(Error::NameTaken(name.to_owned()));
+        }
+    }
+    Ok(())
+}
+
 /// The consumer's definition, by section (`#@ name` lines), without the
 /// comments above the first.
 fn sections(text: &str) -> Result<Vec<(&str, String)>, Error> {
@@ -377,5 +401,6 @@ pub fn render_with(
     }
     // A section left without entries is left out.
     text = text.replace("\nRules:\n\n", "\n");
+    one_of_each(&text)?;
     Ok(text)
 }

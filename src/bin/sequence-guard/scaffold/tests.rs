@@ -233,6 +233,13 @@ fn a_consumer_name_must_do_for_its_resources() {
         ConsumerDeclaration::new("events", "d", true),
         Err(Error::ReservedConsumer(_))
     ));
+    // A name that makes one the stack has: refused when rendered.
+    let projection = ConsumerDeclaration::new("projection", "d", true).expect("well formed");
+    let names = Names::new("parcels").expect("a good name");
+    assert!(matches!(
+        template(&names, &[projection]),
+        Err(Error::NameTaken(name)) if name == "ProjectionTable"
+    ));
     assert!(matches!(
         ConsumerDeclaration::new("audit", "a \"quoted\" text", true),
         Err(Error::BadConsumerDescription(_))
