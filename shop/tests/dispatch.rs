@@ -461,8 +461,10 @@ async fn dispatchers_racing_and_a_transaction_out_of_order_are_absorbed_by_parki
     assert_eq!(StreamSource::invoke(&p.source.api, &reversed).await, ok);
     p.settle().await;
     p.assert_projection_is_the_fold().await;
+    // Held back as not created (an update before its creation), as a gap,
+    // or parked: which, depends on when the consumer polls.
     assert!(
-        p.projected("Gap") + p.projected("Parked") > 0.0,
+        p.projected("Gap") + p.projected("NotCreated") + p.projected("Parked") > 0.0,
         "the order was broken: the guard held events back"
     );
     // Each event applied once: on arrival, or drained from parking when
