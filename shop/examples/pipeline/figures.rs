@@ -1,0 +1,102 @@
+//! What a run measures, and the counts its tasks share while it runs: the
+//! dispatcher's in [`Shared`], each consumer's in [`Tally`].
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::time::{Duration, Instant};
+
+use crate::meter;
+
+/// What one run measured.
+pub struct Figures {
+    pub appended: usize,
+    /// `SendMessageBatch`, `SendMessage` or `PublishBatch` requests.
+    pub requests: u64,
+    pub consumers: Vec<Consumed>,
+    /// The producers' DynamoDB requests and units (on the drain workload:
+    /// the fill's).
+    pub producer: meter::Usage,
+    /// The dispatcher: stream batches sent, busy time sending them,
+    /// `GetRecords` calls and their time, when the last event was sent
+    /// (seconds from the start).
+    pub batches: u64,
+    pub dispatch_busy: Duration,
+    pub get_records: (u64, Duration),
+    pub all_sent: f64,
+}
+
+/// What one consumer of a run measured.
+pub struct Consumed {
+    pub name: &'static str,
+    pub projected: usize,
+    pub seconds: f64,
+    pub latencies: Vec<Duration>,
+    /// Messages its queue received: distinct ids handed out, and any left.
+    pub deliveries: u64,
+    /// Batches projected (one invocation each), receives that brought
+    /// messages, `DeleteMessageBatch` requests.
+    pub invocations: u64,
+    pub receives: u64,
+    pub deletes: u64,
+    /// Time projecting (the invocations' busy time), in receives, in
+    /// deletes: sums over its concurrent consumers.
+    pub busy: Duration,
+    pub receiving: Duration,
+    pub deleting: Duration,
+    /// Its DynamoDB requests and units.
+    pub usage: meter::Usage,
+}
+
+/// Everything one run shares between its tasks.
+pub struct Shared {
+    pub appended: Mutex<HashMap<(String, u64), Instant>>,
+    pub dispatched: AtomicUsize,
+    pub requests: AtomicU64,
+    /// Stream batches sent, and the time sending them.
+    pub batches: AtomicU64,
+    pub dispatch_busy: Mutex<Duration>,
+    pub get_records: Mutex<(u64, Duration)>,
+    /// When every event was sent.
+    pub all_sent: Mutex<Option<Instant>>,
+}
+
+impl Shared {
+    pub fn new(appended: HashMap<(String, u64), Instant>) -> Self {
+        Shared {
+            appended: Mutex::new(appended),
+            dispatched: AtomicUsize::new(0),
+            requests: AtomicU64::new(0),
+            batches: AtomicU64::new(0),
+            dispatch_busy: Mutex::new(Duration::ZERO),
+            get_records: Mutex::new((0, Duration::ZERO)),
+            all_sent: Mutex::new(None),
+        }
+    }
+}
+
+/// Adds `more` to a shared duration.
+pub fn add_time(total: &Mutex<Duration>, more: Duration) {
+    if let Ok(mut total) = total.lock() {
+        *total += more;
+    }
+}
+
+pub fn time_of(total: &Mutex<Duration>) -> Duration {
+    total.lock().map(|total| *total).unwrap_or_default()
+}
+
+/// What one consumer's tasks share: its counts.
+#[derive(Default)]
+pub struct Tally {
+    pub latencies: Mutex<Vec<Duration>>,
+    pub projected: AtomicUsize,
+    pub received: Mutex<HashSet<String>>,
+    pub last_projected: Mutex<Option<Instant>>,
+    pub invocations: AtomicU64,
+    pub receives: AtomicU64,
+    pub deletes: AtomicU64,
+    pub busy: Mutex<Duration>,
+    pub receiving: Mutex<Duration>,
+    pub deleting: Mutex<Duration>,
+}

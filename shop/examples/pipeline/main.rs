@@ -1,0 +1,288 @@
+//! The pipeline benchmark: from append to projected state, on DynamoDB Local
+//! (the event store, its stream, the projections) and LocalStack's SQS FIFO
+//! and SNS FIFO.
+//!
+//! ```text
+//! scripts/bench        # starts DynamoDB Local and LocalStack, runs this after bench.rs
+//! pipeline --endpoint-url http://127.0.0.1:8000 --sqs-endpoint http://127.0.0.1:4566 \
+//!     --pipelines ours,fanout   # some of the pipelines only, given the endpoints
+//! ```
+//!
+//! Prints, never asserts, for one hot aggregate and for 100 aggregates, for
+//! each consumer: events per second from the first append to its last event
+//! projected, the latency of each event from its append to its projection
+//! (median, 99th percentile), the messages its queue received per event
+//! appended, and the dispatcher's requests per event. Four pipelines: ours
+//! (the dispatcher's code sending to one SQS FIFO queue), a naive one (one
+//! `SendMessage` per event, one conditional write per message), the usual
+//! batch handler with an idempotency utility behind the naive dispatcher
+//! (per message: the idempotency record's conditional put, the handler's
+//! write, the record's update), and the fan-out (the dispatcher's code
+//! publishing to an SNS FIFO topic that feeds two SQS FIFO queues by raw
+//! delivery: the shop's consumer and the status consumer,
+//! `shop::status::domain()`, each with its own table).
+//!
+//! The drain workload takes the producers out of the way: an event store
+//! filled first (250 orders of 10 events and one hot order of 500, one
+//! `append` each), then drained end to end by each pipeline in turn, from
+//! the stream's start (`GetRecords`, 100 records a batch, one batch at a
+//! time, as the mapping with `ParallelizationFactor` 1 does) through SQS
+//! FIFO to ten concurrent consumers (the template's `MaximumConcurrency`;
+//! a message group is in one batch at a time, as SQS FIFO gives it): events
+//! per second until the last event is projected, side by side, and where
+//! the time went (the dispatcher's busy time and `GetRecords`, the
+//! consumers' batches, receives and deletes). A third of the workload is
+//! drained through each pipeline first and not kept, so that none of them
+//! pays for warming DynamoDB Local and LocalStack for the others.
+//!
+//! Then what a million events cost on AWS for each workload and pipeline
+//! (`../support/cost.rs`: the prices, their sources and date; which parts are
+//! measured and which computed), with each client's DynamoDB units measured
+//! by `../support/meter.rs`; and the dispatcher alone on a backlog (full
+//! batches of 100 stream records), to a queue and to the topic: requests
+//! per event.
+//!
+//! The stream is read as tightly as DynamoDB Local answers; on AWS, Lambda
+//! polls a shard about four times a second, which adds up to 250 ms to each
+//! event's latency, the same for both pipelines.
+//!
+//! Layout: `run.rs` is one run of a workload through one pipeline, started
+//! from `main`; `dispatcher.rs` and `consumer.rs` (with `naive.rs`, the
+//! naive projectors) are its tasks, `stream.rs` and `queues.rs` what they
+//! read and send to; `figures.rs` what they count; `drain.rs` fills the
+//! drain workload's store; `backlog.rs` is the dispatcher alone; `report.rs`
+//! prints what is not in the main table.
+
+use std::time::Instant;
+
+use sequence_guard::dispatcher::{SnsTopic, SqsQueue};
+
+mod backlog;
+mod consumer;
+mod dispatcher;
+mod drain;
+mod figures;
+mod naive;
+mod queues;
+mod report;
+mod run;
+mod stream;
+
+#[path = "../support/cost.rs"]
+mod cost;
+#[path = "../support/meter.rs"]
+mod meter;
+
+use crate::backlog::backlog;
+use crate::drain::{fill, warm_up};
+use crate::figures::Figures;
+use crate::queues::{fifo_queue, fifo_topic, settled, sns_client, sqs_client};
+use crate::report::{cost_of, per_event, percentile, print_drain};
+use crate::run::{Case, run};
+
+#[derive(Debug, clap::Parser)]
+#[command(name = "pipeline")]
+struct Args {
+    /// DynamoDB Local's endpoint.
+    #[arg(long, value_name = "URL")]
+    endpoint_url: String,
+    /// LocalStack's endpoint (SQS, and SNS for the fan-out).
+    #[arg(long, value_name = "URL")]
+    sqs_endpoint: String,
+    /// The pipelines to run, in this order.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Pipeline::Ours, Pipeline::Naive, Pipeline::Idempotency, Pipeline::Fanout])]
+    pipelines: Vec<Pipeline>,
+    /// The workloads to run (all by default).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Workload::Hot, Workload::Many, Workload::Drain])]
+    workloads: Vec<Workload>,
+    /// The drain workload: events on each of its many streams.
+    #[arg(long, default_value_t = 10)]
+    drain_per_stream: u64,
+    /// The drain workload: its many streams.
+    #[arg(long, default_value_t = 250)]
+    drain_streams: usize,
+    /// The drain workload: events on its hot stream.
+    #[arg(long, default_value_t = 500)]
+    drain_hot: u64,
+    /// Concurrent consumers (invocations) per queue on the drain workload:
+    /// the template's `MaximumConcurrency` default.
+    #[arg(long, default_value_t = 10)]
+    drain_consumers: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Workload {
+    /// One hot aggregate, 300 events, one producer.
+    Hot,
+    /// 100 aggregates, 5 events each, 8 producers.
+    Many,
+    /// An event store filled first, then drained end to end.
+    Drain,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Pipeline {
+    /// The dispatcher's code to one SQS FIFO queue, the runner behind it.
+    Ours,
+    /// One `SendMessage` per event, one conditional write per message.
+    Naive,
+    /// The naive dispatcher, and the usual consumer of a batch with an
+    /// idempotency utility: per message, the idempotency record's
+    /// conditional put, the handler's write, the record's update.
+    Idempotency,
+    /// The dispatcher's code to an SNS FIFO topic, two queues subscribed.
+    Fanout,
+}
+
+impl Pipeline {
+    fn tag(self) -> &'static str {
+        match self {
+            Pipeline::Ours => "ours",
+            Pipeline::Naive => "naive",
+            Pipeline::Idempotency => "idempotency",
+            Pipeline::Fanout => "fan-out",
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let args = <Args as clap::Parser>::parse();
+    println!("\n== Pipeline: append -> DynamoDB stream -> dispatcher -> SQS FIFO -> projector");
+    println!(
+        "   fan-out: dispatcher -> SNS FIFO topic -> two SQS FIFO queues (raw) -> shop, status"
+    );
+    println!(
+        "   (DynamoDB Local and LocalStack on this machine; see the module's note on polling)"
+    );
+    println!(
+        "{:<34} {:>11} {:>7} {:>7} {:>9} {:>8} {:>8} {:>9} {:>9}",
+        "workload", "", "", "events", "events/s", "p50 ms", "p99 ms", "req/ev", "deliv/ev"
+    );
+    let mut costs: Vec<(String, Pipeline, cost::PerEvent)> = Vec::new();
+    let mut drained: Vec<(Pipeline, Figures)> = Vec::new();
+    for &workload in &args.workloads {
+        let filled;
+        let (label, case) = match workload {
+            Workload::Hot => (
+                "one hot aggregate (300 events)".to_owned(),
+                Case {
+                    streams: 1,
+                    per_stream: 300,
+                    producers: 1,
+                    consumers: 1,
+                    filled: None,
+                },
+            ),
+            Workload::Many => (
+                "100 aggregates (5 events each)".to_owned(),
+                Case {
+                    streams: 100,
+                    per_stream: 5,
+                    producers: 8,
+                    consumers: 4,
+                    filled: None,
+                },
+            ),
+            Workload::Drain => {
+                warm_up(&args).await;
+                let began = Instant::now();
+                filled = fill(
+                    &args,
+                    "drain-events",
+                    args.drain_streams,
+                    args.drain_per_stream,
+                    args.drain_hot,
+                )
+                .await;
+                println!(
+                    "drain: filled the event store with {} events ({} streams of {} and one of                      {}) in {:.1} s, then each pipeline drains it from the stream's start",
+                    filled.keys.len(),
+                    args.drain_streams,
+                    args.drain_per_stream,
+                    args.drain_hot,
+                    began.elapsed().as_secs_f64()
+                );
+                (
+                    format!("drain ({} events, filled first)", filled.keys.len()),
+                    Case::drain(&args, &filled),
+                )
+            }
+        };
+        for &mode in &args.pipelines {
+            let name = format!("pipeline-{workload:?}-{}", mode.tag()).to_lowercase();
+            let figures = run(&args, mode, &name, &case).await;
+            for consumed in &figures.consumers {
+                println!(
+                    "{:<34} {:>11} {:>7} {:>7} {:>9.0} {:>8.1} {:>8.1} {:>9.3} {:>9.2}",
+                    label,
+                    mode.tag(),
+                    consumed.name,
+                    consumed.projected,
+                    consumed.projected as f64 / consumed.seconds,
+                    percentile(&consumed.latencies, 0.5),
+                    percentile(&consumed.latencies, 0.99),
+                    per_event(figures.requests, figures.appended),
+                    per_event(consumed.deliveries, figures.appended),
+                );
+            }
+            costs.push((
+                label.clone(),
+                mode,
+                cost_of(mode, &figures, figures.appended),
+            ));
+            if workload == Workload::Drain {
+                drained.push((mode, figures));
+            }
+        }
+    }
+    if !drained.is_empty() {
+        print_drain(&drained);
+    }
+    if !costs.is_empty() {
+        println!("\n== What a million events cost (AWS on-demand prices, us-east-1)");
+        cost::print_prices();
+        cost::print_header();
+        for (label, mode, per_event) in &costs {
+            cost::print_row(label, mode.tag(), per_event);
+        }
+    }
+    let sqs = sqs_client(&args.sqs_endpoint);
+    if args.pipelines.contains(&Pipeline::Ours) {
+        let url = fifo_queue(&sqs, "backlog").await;
+        let (sent, requests) = backlog(
+            &args,
+            "backlog-events",
+            SqsQueue::new(sqs.clone(), url.clone(), url),
+        )
+        .await;
+        println!(
+            "dispatcher on a backlog (1,000 events on 100 streams, batches of 100 records): \
+             {requests} SendMessageBatch for {sent} events = {:.3} requests/event",
+            per_event(requests, sent)
+        );
+    }
+    if args.pipelines.contains(&Pipeline::Fanout) {
+        let urls = [
+            fifo_queue(&sqs, "backlog-fanout-shop").await,
+            fifo_queue(&sqs, "backlog-fanout-status").await,
+        ];
+        let sns = sns_client(&args.sqs_endpoint);
+        let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+        let topic_arn = fifo_topic(&sns, &sqs, "backlog-fanout", &urls).await;
+        let topic = SnsTopic::new(sns, topic_arn, sqs.clone(), urls[0]);
+        let (sent, requests) = backlog(&args, "backlog-fanout-events", topic).await;
+        let mut delivered = Vec::new();
+        for url in &urls {
+            delivered.push(per_event(settled(&sqs, url).await, sent));
+        }
+        println!(
+            "dispatcher on a backlog, to the topic (the same, two queues subscribed): \
+             {requests} PublishBatch for {sent} events = {:.3} requests/event; \
+             deliveries/event: shop {:.2}, status {:.2}",
+            per_event(requests, sent),
+            delivered[0],
+            delivered[1],
+        );
+    }
+}
