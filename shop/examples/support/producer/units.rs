@@ -1,0 +1,236 @@
+//! Capacity units per append: today's layout beside the event store's, for
+//! each kind of append (a new stream, an exact or any sequence, a request
+//! id, several events, a caller's write, a duplicate, a stale sequence).
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use sequence_guard::producer::{
+    Append, Consumed, EventStore, ExactCheck, ExpectedSequence, NewEvent, Units,
+};
+
+use super::head_layout::HeadLayout;
+use super::updated;
+
+/// The caller's own write: a customer's order count.
+pub fn caller_write(table: &str, n: u64) -> TransactWriteItem {
+    let put = Put::builder()
+        .table_name(table)
+        .item("pk", AttributeValue::S(format!("CUSTOMER#ada-{n}")))
+        .item("sk", AttributeValue::S("ORDERS".into()))
+        .item("count", AttributeValue::N(n.to_string()));
+    TransactWriteItem::builder()
+        .put(put.build().expect("a put"))
+        .build()
+}
+
+/// One kind of append, as both layouts send it.
+pub struct Shape {
+    /// `Some`: an exact expected sequence.
+    pub expected: Option<u64>,
+    pub events: u64,
+    pub request: Option<String>,
+    pub write: bool,
+}
+
+/// The kinds of append measured: a label, and the append for the `n`th
+/// of 20 (on its stream, which stands at `n` unless the kind says otherwise).
+#[derive(Clone, Copy, PartialEq)]
+pub enum Kind {
+    First,
+    Exact,
+    ExactRequest,
+    Any,
+    AnyRequest,
+    Three,
+    Write,
+    Duplicate,
+    Stale,
+}
+
+impl Kind {
+    const ALL: [Kind; 9] = [
+        Kind::First,
+        Kind::Exact,
+        Kind::ExactRequest,
+        Kind::Any,
+        Kind::AnyRequest,
+        Kind::Three,
+        Kind::Write,
+        Kind::Duplicate,
+        Kind::Stale,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Kind::First => "a new stream (expected 0), no request id",
+            Kind::Exact => "expected sequence known, no request id",
+            Kind::ExactRequest => "expected sequence known, request id",
+            Kind::Any => "any sequence, no request id",
+            Kind::AnyRequest => "any sequence, request id",
+            Kind::Three => "any sequence, 3 events",
+            Kind::Write => "any sequence, a caller's write",
+            Kind::Duplicate => "a request id seen before (any sequence)",
+            Kind::Stale => "expected sequence stale (refused)",
+        }
+    }
+
+    /// The stream of the `n`th append, and its shape.
+    fn shape(self, layout: &str, n: u64) -> (String, Shape) {
+        let name = format!("units-{layout}-{}", self as u8);
+        let stream = match self {
+            Kind::First => format!("{name}-{n}"),
+            _ => name.clone(),
+        };
+        let shape = Shape {
+            expected: match self {
+                Kind::First | Kind::Stale => Some(0),
+                Kind::Exact | Kind::ExactRequest => Some(n),
+                _ => None,
+            },
+            events: if self == Kind::Three { 3 } else { 1 },
+            request: match self {
+                Kind::ExactRequest | Kind::AnyRequest => Some(format!("{name}-{n}")),
+                Kind::Duplicate => Some(format!("{name}-once")),
+                _ => None,
+            },
+            write: self == Kind::Write,
+        };
+        (stream, shape)
+    }
+
+    /// Appended before the 20 measured (the shape of `n` = 0): what the
+    /// kind needs in place.
+    fn setup(self) -> bool {
+        matches!(
+            self,
+            Kind::Exact | Kind::ExactRequest | Kind::Duplicate | Kind::Stale
+        )
+    }
+}
+
+pub fn store_append(shape: &Shape, stream: &str, n: u64, table: &str) -> Append {
+    let mut events: Vec<NewEvent> = (0..shape.events).map(|k| updated(n * 10 + k)).collect();
+    if events.is_empty() {
+        events.push(updated(n));
+    }
+    Append {
+        stream_id: stream.to_owned(),
+        events,
+        expected: shape
+            .expected
+            .map_or(ExpectedSequence::Any, ExpectedSequence::Exact),
+        request_id: shape.request.clone(),
+        writes: if shape.write {
+            vec![caller_write(table, n)]
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+/// Per append of one kind: requests, units by the rules, units reported,
+/// items written.
+pub struct PerAppend {
+    pub requests: f64,
+    pub consumed: Consumed,
+    pub written: f64,
+}
+
+pub async fn measure_store(store: &EventStore, kind: Kind, layout: &str) -> PerAppend {
+    if kind.setup() {
+        let (stream, shape) = kind.shape(layout, 0);
+        let _ = store
+            .append(store_append(&shape, &stream, 0, store.table()))
+            .await;
+    }
+    let (requests, consumed) = (store.requests(), store.consumed());
+    let mut written = 0;
+    for n in 1..=20 {
+        let (stream, shape) = kind.shape(layout, n);
+        if let Ok(appended) = store
+            .append(store_append(&shape, &stream, n, store.table()))
+            .await
+            && !appended.duplicate_request
+        {
+            written += shape.events + u64::from(shape.request.is_some()) + u64::from(shape.write);
+        }
+    }
+    PerAppend {
+        requests: (store.requests() - requests) as f64 / 20.0,
+        consumed: scaled(store.consumed().since(&consumed), 20.0),
+        written: written as f64 / 20.0,
+    }
+}
+
+pub async fn measure_heads(heads: &mut HeadLayout, kind: Kind) -> PerAppend {
+    if kind.setup() {
+        let (stream, shape) = kind.shape("heads", 0);
+        let _ = heads.append(&shape, &stream, 0).await;
+    }
+    let (requests, consumed) = (heads.requests, heads.consumed);
+    let mut written = 0;
+    for n in 1..=20 {
+        let (stream, shape) = kind.shape("heads", n);
+        written += heads.append(&shape, &stream, n).await.unwrap_or(0);
+    }
+    PerAppend {
+        requests: (heads.requests - requests) as f64 / 20.0,
+        consumed: scaled(heads.consumed.since(&consumed), 20.0),
+        written: written as f64 / 20.0,
+    }
+}
+
+pub fn scaled(consumed: Consumed, by: f64) -> Consumed {
+    let units = |units: Units| Units {
+        write: units.write / by,
+        read: units.read / by,
+    };
+    Consumed {
+        reported: units(consumed.reported),
+        by_rules: units(consumed.by_rules),
+    }
+}
+
+/// Write and read units per append of each kind, today's layout (the head)
+/// beside the event store's (no head), and the store with
+/// `ExactCheck::ReadFirst`.
+pub async fn print_units(client: Client) {
+    println!(
+        "\n-- capacity units per append (20 of each; events of about 250 bytes): requests, \
+         write + read units by AWS's rules, items written (each a stream record);"
+    );
+    println!(
+        "   [DynamoDB Local's own ReturnConsumedCapacity=TOTAL, which counts any transaction as 2 \
+         and a failed condition as nothing]"
+    );
+    let mut heads = HeadLayout {
+        client: client.clone(),
+        table: "bench-events".to_owned(),
+        requests: 0,
+        consumed: Consumed::default(),
+    };
+    let store = EventStore::new(client.clone(), "bench-events", shop::domain());
+    let read_first = EventStore::new(client, "bench-events", shop::domain())
+        .with_exact_check(ExactCheck::ReadFirst);
+    let row = |figures: &PerAppend| {
+        format!(
+            "{:.2} req, {:>4.1} W + {:.1} R, {:.1} items [{:.1} W + {:.1} R]",
+            figures.requests,
+            figures.consumed.by_rules.write,
+            figures.consumed.by_rules.read,
+            figures.written,
+            figures.consumed.reported.write,
+            figures.consumed.reported.read
+        )
+    };
+    for kind in Kind::ALL {
+        let today = measure_heads(&mut heads, kind).await;
+        let new = measure_store(&store, kind, "store").await;
+        println!("{:<44} head (0.2): {}", kind.label(), row(&today));
+        println!("{:<44} no head:    {}", "", row(&new));
+        if matches!(kind, Kind::Exact | Kind::ExactRequest | Kind::Stale) {
+            let read = measure_store(&read_first, kind, "read-first").await;
+            println!("{:<44} read first: {}", "", row(&read));
+        }
+    }
+}
