@@ -1,0 +1,209 @@
+//! DynamoDB requests per message and sequential round trips per batch, for
+//! the runner and for the naive handler, on DynamoDB Local behind a proxy
+//! that adds 2 ms to each request.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use sequence_guard::EntityKey;
+use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
+use sequence_guard::store::Addition;
+use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
+use sequence_guard::store::{
+    Added, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, Store, StoreError,
+};
+
+use crate::naive::naive;
+use crate::workloads::{Workload, one_aggregate, realistic_mix, ten_aggregates, ten_duplicates};
+
+/// A store that records when each of its calls started and ended.
+struct Traced<S> {
+    inner: S,
+    calls: Mutex<Vec<(Instant, Instant)>>,
+}
+
+impl<S: Store> Traced<S> {
+    fn new(inner: S) -> Self {
+        Traced {
+            inner,
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+    fn record(&self, started: Instant) {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.push((started, Instant::now()));
+        }
+    }
+    /// The longest chain of calls each starting after the previous ended:
+    /// the sequential round trips since the last take.
+    fn take_round_trips(&self) -> usize {
+        let mut calls = self
+            .calls
+            .lock()
+            .map(|mut calls| std::mem::take(&mut *calls))
+            .unwrap_or_default();
+        calls.sort_by_key(|(_, end)| *end);
+        let mut longest = vec![0usize; calls.len()];
+        for i in 0..calls.len() {
+            let before = (0..i)
+                .filter(|&j| calls[j].1 <= calls[i].0)
+                .map(|j| longest[j])
+                .max()
+                .unwrap_or(0);
+            longest[i] = before + 1;
+        }
+        longest.into_iter().max().unwrap_or(0)
+    }
+}
+
+impl<S: Store> Store for Traced<S> {
+    async fn load(&self, keys: &[EntityKey], dedup: &[DedupKey]) -> Result<Loaded, StoreError> {
+        let started = Instant::now();
+        let result = self.inner.load(keys, dedup).await;
+        self.record(started);
+        result
+    }
+    async fn commit(&self, commit: &Commit) -> Result<Committed, StoreError> {
+        let started = Instant::now();
+        let result = self.inner.commit(commit).await;
+        self.record(started);
+        result
+    }
+    async fn parked(
+        &self,
+        key: &EntityKey,
+        sequences: &[u64],
+    ) -> Result<Vec<ParkedEvent>, StoreError> {
+        let started = Instant::now();
+        let result = self.inner.parked(key, sequences).await;
+        self.record(started);
+        result
+    }
+    async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {
+        self.inner.inspect(key).await
+    }
+
+    async fn parked_entities(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<sequence_guard::store::ParkedPage, StoreError> {
+        self.inner.parked_entities(after, limit).await
+    }
+    async fn add(&self, adjustments: &[Addition]) -> Result<Added, StoreError> {
+        let started = Instant::now();
+        let result = self.inner.add(adjustments).await;
+        self.record(started);
+        result
+    }
+    async fn counter(
+        &self,
+        counter: &'static sequence_guard::Counter,
+        id: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        self.inner.counter(counter, id).await
+    }
+    fn requests(&self) -> u64 {
+        self.inner.requests()
+    }
+}
+
+#[derive(Default)]
+pub struct Figures {
+    pub messages: usize,
+    pub requests: u64,
+    batches: usize,
+    max_round_trips: usize,
+    total_round_trips: usize,
+}
+
+impl Figures {
+    fn per_message(&self) -> f64 {
+        self.requests as f64 / self.messages.max(1) as f64
+    }
+    fn mean_round_trips(&self) -> f64 {
+        self.total_round_trips as f64 / self.batches.max(1) as f64
+    }
+}
+
+/// Runs a workload through the runner (or the naive handler) on a table of
+/// DynamoDB Local reached through `via` (the latency proxy).
+pub async fn measure(
+    endpoint: &str,
+    via: &str,
+    table: &str,
+    workload: &Workload,
+    naive_handler: bool,
+) -> Figures {
+    let client = connect(Some(endpoint)).await;
+    if let Err(err) = create_table(&client, table).await {
+        eprintln!("cannot create table {table}: {err}");
+        std::process::exit(1);
+    }
+    let store = Traced::new(DynamoStore::new(connect(Some(via)).await, table));
+    let runner = Runner::new(shop::domain(), &store, RunnerConfig::default());
+    let invocation = || Invocation {
+        deadline: None,
+        now: sequence_guard::lambda::epoch_seconds(),
+    };
+    for event in &workload.setup {
+        let _ = runner.run(event, invocation()).await;
+    }
+    store.take_round_trips();
+    let mut figures = Figures::default();
+    for event in &workload.batches {
+        let before = store.requests();
+        if naive_handler {
+            naive(&shop::domain(), &store, event, invocation().now).await;
+        } else {
+            let _ = runner.run(event, invocation()).await;
+        }
+        let trips = store.take_round_trips();
+        figures.requests += store.requests() - before;
+        figures.messages += event.records.len();
+        figures.batches += 1;
+        figures.max_round_trips = figures.max_round_trips.max(trips);
+        figures.total_round_trips += trips;
+    }
+    figures
+}
+
+/// The table of (a) to (d): requests per message and sequential round trips
+/// per batch, the runner beside the naive handler, on DynamoDB Local reached
+/// through `via` (the latency proxy).
+pub async fn print_requests(endpoint: &str, via: &str) {
+    println!("== DynamoDB requests per message and sequential round trips per batch");
+    println!("   (DynamoDB Local behind a proxy adding 2 ms to each request)");
+    println!(
+        "{:<44} {:>14} {:>14} {:>7} {:>12} {:>12}",
+        "workload", "req/msg", "naive req/msg", "ratio", "trips max", "naive max"
+    );
+    let workloads = [
+        one_aggregate(),
+        ten_aggregates(),
+        ten_duplicates(),
+        realistic_mix(3000, 7),
+    ];
+    for (index, workload) in workloads.iter().enumerate() {
+        let ours = measure(endpoint, via, &format!("bench-{index}"), workload, false).await;
+        let theirs = measure(
+            endpoint,
+            via,
+            &format!("bench-naive-{index}"),
+            workload,
+            true,
+        )
+        .await;
+        println!(
+            "{:<44} {:>14.3} {:>14.3} {:>6.1}x {:>5} (avg {:>4.2}) {:>5} (avg {:>5.2})",
+            workload.name,
+            ours.per_message(),
+            theirs.per_message(),
+            theirs.per_message() / ours.per_message().max(f64::MIN_POSITIVE),
+            ours.max_round_trips,
+            ours.mean_round_trips(),
+            theirs.max_round_trips,
+            theirs.mean_round_trips()
+        );
+    }
+}
