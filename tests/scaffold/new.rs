@@ -1,0 +1,211 @@
+//! `sequence-guard new`: a crate made from nothing builds, passes its tests,
+//! replays its samples and lints; its template is ours on its binaries; a bad
+//! name or a directory in use is refused.
+
+use super::*;
+
+#[test]
+fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
+    // GIVEN a crate made from nothing, on this checkout, with our lock file.
+    let dir = scratch("new").join("parcels");
+    let made = new_crate("parcels", &dir);
+    assert!(made.status.success(), "{}", seen(&made));
+    assert!(text(&made.stdout).contains("cargo run --bin parcels-replay -- events/*.json"));
+    for binary in BINARIES {
+        let path = dir.join(format!("src/bin/parcels-{binary}.rs"));
+        let main = std::fs::read_to_string(&path).expect("a binary per tool");
+        assert!(
+            main.contains(&format!("sequence_guard::cli::{binary}(parcels::domain())")),
+            "{main}"
+        );
+    }
+    // Its build starts TLS as ours does: aws-lc without jitter entropy.
+    let config = std::fs::read_to_string(dir.join(".cargo/config.toml")).expect("config");
+    assert!(
+        config.contains("AWS_LC_SYS_NO_JITTER_ENTROPY = \"1\""),
+        "{config}"
+    );
+    // A path dependency on this checkout, relative to the crate.
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
+    let path = manifest
+        .lines()
+        .find_map(|line| line.strip_prefix("sequence-guard = { path = \""))
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no path dependency:\n{manifest}"));
+    assert!(Path::new(path).is_relative(), "{path}");
+    assert_eq!(
+        dir.join(path).canonicalize().expect("the dependency"),
+        Path::new(ROOT).canonicalize().expect("the checkout")
+    );
+    std::fs::copy(Path::new(ROOT).join("Cargo.lock"), dir.join("Cargo.lock")).expect("the lock");
+    mirror_features(&dir);
+
+    // WHEN it is formatted, built and tested (its handlers through the test
+    // kit, its samples through its replay binary) in our target directory
+    let fmt = run(cargo().args(["fmt", "--check"]).current_dir(&dir));
+    assert!(fmt.status.success(), "cargo fmt --check: {}", seen(&fmt));
+    let started = std::time::Instant::now();
+    let test = run(cargo().args(["test", "--offline"]).current_dir(&dir));
+    eprintln!(
+        "cargo test of the generated crate: {:.1?}",
+        started.elapsed()
+    );
+    assert!(test.status.success(), "cargo test: {}", seen(&test));
+    let stdout = text(&test.stdout);
+    for passed in [
+        "test tests::a_creation_creates_the_item_at_its_sequence_once ... ok",
+        "test tests::the_guard_answers_duplicate_gap_and_not_created ... ok",
+        "test tests::a_view_adds_one_to_the_items_views ... ok",
+        "test tests::every_sample_body_is_read_by_the_domain ... ok",
+        "test replay_tells_the_samples_story ... ok",
+    ] {
+        assert!(stdout.contains(passed), "{passed} missing:\n{stdout}");
+    }
+
+    // THEN its replay tells the samples' story, as a team runs it
+    let replay = run(
+        Command::new(Path::new(ROOT).join("target/debug/parcels-replay"))
+            .args([
+                "events/01-item-created-and-renamed.json",
+                "events/02-gap-parked.json",
+                "events/03-gap-closed.json",
+            ])
+            .current_dir(&dir)
+            .env_remove("GAP_POLICY")
+            .env_remove("PARK_AFTER_RECEIVES"),
+    );
+    assert!(replay.status.success(), "replay: {}", seen(&replay));
+    let story = text(&replay.stdout);
+    for line in [
+        "item-1  seq -  ItemViewed   duplicate",
+        "drained item-1 seq 4 ItemRenamed",
+        "item    item-1       sequence 4   name \"Reading lamp\"",
+        "views   item-1       views 1",
+    ] {
+        assert!(story.contains(line), "{line} missing:\n{story}");
+    }
+
+    // AND its template passes both linters
+    lint(&dir);
+}
+
+#[test]
+fn the_generated_template_is_ours_on_the_crates_binaries() {
+    let dir = scratch("template").join("parcels");
+    let made = new_crate("parcels", &dir);
+    assert!(made.status.success(), "{}", seen(&made));
+    let ours = std::fs::read_to_string(Path::new(ROOT).join("template.yaml")).expect("ours");
+    let theirs = std::fs::read_to_string(dir.join("template.yaml")).expect("theirs");
+    // Ours, line for line, but for these substitutions ...
+    let substitutions = [
+        ("Binary: projector", "Binary: parcels-projector"),
+        ("Binary: dispatcher", "Binary: parcels-dispatcher"),
+        (
+            "  sequence-guard: projects",
+            "  parcels, on sequence-guard: projects",
+        ),
+        (
+            "the runbook in docs/operate.md",
+            "the runbook in sequence-guard's docs/operate.md",
+        ),
+        ("${StatusProjectorWidgets}", ""),
+    ];
+    // Under sync's header, which holds the hash of the rest.
+    assert!(theirs.starts_with("# Made by `sequence-guard sync`"));
+    let theirs: String = theirs
+        .lines()
+        .skip(4)
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let substituted = |line: &str| {
+        substitutions
+            .iter()
+            .fold(line.to_owned(), |line, (a, b)| line.replace(a, b))
+    };
+    // ... and without the worked example's second consumer: every line of
+    // ours left out is in a block that names it.
+    let mut ours_lines = ours.lines();
+    let mut left_out: Vec<Vec<&str>> = vec![Vec::new()];
+    let mut changed = 0;
+    for line in theirs.lines() {
+        loop {
+            let Some(our_line) = ours_lines.next() else {
+                panic!("not in ours, in this order: {line}");
+            };
+            if our_line == line || substituted(our_line) == line {
+                changed += usize::from(our_line != line);
+                left_out.push(Vec::new());
+                break;
+            }
+            left_out.last_mut().expect("a block").push(our_line);
+        }
+    }
+    left_out.last_mut().expect("a block").extend(ours_lines);
+    assert!(changed >= 5, "{changed} lines substituted");
+    for block in left_out
+        .iter()
+        .filter(|b| b.iter().any(|l| !l.trim().is_empty()))
+    {
+        assert!(
+            block.iter().any(|line| line.contains("Status")),
+            "left out, not of the second consumer:\n{}",
+            block.join("\n")
+        );
+    }
+    assert!(!theirs.contains("Status"), "the second consumer is gone");
+    // The stack's name is samconfig.toml's, everything else as ours.
+    let ours = std::fs::read_to_string(Path::new(ROOT).join("samconfig.toml")).expect("ours");
+    let theirs = std::fs::read_to_string(dir.join("samconfig.toml")).expect("theirs");
+    assert_eq!(
+        theirs,
+        ours.replace(
+            "stack_name = \"sequence-guard\"",
+            "stack_name = \"parcels\""
+        )
+    );
+    assert_ne!(theirs, ours);
+    // The pinned tools are ours, byte for byte.
+    for script in ["scripts/python-tools.sh", "scripts/requirements-tools.txt"] {
+        assert_eq!(
+            std::fs::read(dir.join(script)).expect("theirs"),
+            std::fs::read(Path::new(ROOT).join(script)).expect("ours"),
+            "{script}"
+        );
+    }
+}
+
+#[test]
+fn new_refuses_a_bad_name_and_a_directory_in_use() {
+    let dir = scratch("refusals");
+    for bad in [
+        "Parcels",
+        "parcel_service",
+        "2parcels",
+        "test",
+        "sequence-guard",
+    ] {
+        let refused = run(Command::new(TOOL)
+            .args(["new", bad, "--path"])
+            .arg(dir.join("x")));
+        assert_eq!(refused.status.code(), Some(2), "{bad}: {}", seen(&refused));
+        assert!(text(&refused.stderr).contains(&format!("`{bad}` cannot name a domain")));
+    }
+    let used = dir.join("used");
+    std::fs::create_dir_all(&used).expect("mkdir");
+    std::fs::write(used.join("notes.txt"), "mine").expect("write");
+    let refused = new_crate("parcels", &used);
+    assert_eq!(refused.status.code(), Some(2), "{}", seen(&refused));
+    assert!(text(&refused.stderr).contains("exists and is not empty"));
+    assert_eq!(
+        std::fs::read_dir(&used).expect("ls").count(),
+        1,
+        "nothing written"
+    );
+    let not_ours = run(Command::new(TOOL)
+        .args(["new", "parcels", "--path"])
+        .arg(dir.join("elsewhere"))
+        .arg("--sequence-guard-path")
+        .arg(&used));
+    assert_eq!(not_ours.status.code(), Some(2), "{}", seen(&not_ours));
+    assert!(text(&not_ours.stderr).contains("is not a checkout of sequence-guard"));
+}

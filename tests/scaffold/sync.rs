@@ -1,0 +1,157 @@
+//! `sequence-guard sync`: our files restored, the team's kept, `--check`
+//! naming what differs; a consumer the team added is never deleted.
+
+use super::*;
+
+#[test]
+fn sync_restores_our_files_keeps_theirs_and_check_names_what_differs() {
+    // GIVEN a crate whose template sync made, whose deploy settings were
+    // edited, and which lost a binary; its template is an older one's
+    let dir = scratch("sync").join("parcels");
+    let made = new_crate("parcels", &dir);
+    assert!(made.status.success(), "{}", seen(&made));
+    let template = std::fs::read_to_string(dir.join("template.yaml")).expect("read");
+    let settings = "# the team's\nversion = 0.1\n";
+    std::fs::write(dir.join("samconfig.toml"), settings).expect("write");
+    std::fs::remove_file(dir.join("src/bin/parcels-verify.rs")).expect("rm");
+    let older = template.replace("rate(5 minutes)", "rate(10 minutes)");
+    std::fs::write(dir.join("template.yaml"), &older).expect("write");
+    let sync = |args: &[&str]| {
+        run(Command::new(TOOL)
+            .args(["sync", "--path"])
+            .arg(&dir)
+            .args(args))
+    };
+
+    // WHEN checked, THEN both are named and nothing is written
+    let checked = sync(&["--check"]);
+    assert_eq!(checked.status.code(), Some(1), "{}", seen(&checked));
+    assert!(
+        text(&checked.stdout).ends_with("src/bin/parcels-verify.rs: missing\n"),
+        "{}",
+        seen(&checked)
+    );
+    assert!(text(&checked.stdout).starts_with("template.yaml: differs"));
+    assert!(text(&checked.stderr).contains("run `sequence-guard sync --path"));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("template.yaml")).expect("read"),
+        older
+    );
+
+    // WHEN a template sync made with an older hash is synced... it was
+    // changed (its hash no longer matches): sync refuses, writes nothing
+    let refused = sync(&[]);
+    assert_eq!(refused.status.code(), Some(1), "{}", seen(&refused));
+    assert!(
+        text(&refused.stderr).contains("- ") && text(&refused.stderr).contains("rate(10 minutes)")
+    );
+    assert!(text(&refused.stderr).contains("changed by hand"));
+    assert!(
+        !dir.join("src/bin/parcels-verify.rs").exists(),
+        "nothing written: {}",
+        seen(&refused)
+    );
+
+    // WHEN forced, THEN ours is back, theirs kept, and the check passes
+    let synced = sync(&["--force"]);
+    assert!(synced.status.success(), "{}", seen(&synced));
+    assert_eq!(
+        text(&synced.stdout),
+        "template.yaml: rewritten\nsrc/bin/parcels-verify.rs: written\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("template.yaml")).expect("read"),
+        template
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("samconfig.toml")).expect("read"),
+        settings
+    );
+    let checked = sync(&["--check"]);
+    assert!(checked.status.success(), "{}", seen(&checked));
+    assert_eq!(text(&checked.stdout), "");
+}
+
+#[test]
+fn sync_never_deletes_a_teams_consumer() {
+    // GIVEN a crate whose team added a consumer to template.yaml by hand, as
+    // earlier docs said
+    let dir = scratch("team-consumer").join("parcels");
+    let made = new_crate("parcels", &dir);
+    assert!(made.status.success(), "{}", seen(&made));
+    let template = std::fs::read_to_string(dir.join("template.yaml")).expect("read");
+    let theirs = template.replace(
+        "\nResources:\n",
+        "\nResources:\n  AuditQueue:\n    Type: AWS::SQS::Queue\n    Properties:\n      FifoQueue: true\n",
+    );
+    std::fs::write(dir.join("template.yaml"), &theirs).expect("write");
+
+    // WHEN synced, THEN it refuses, shows what it would lose, writes nothing
+    let refused = run(Command::new(TOOL).args(["sync", "--path"]).arg(&dir));
+    assert_eq!(refused.status.code(), Some(1), "{}", seen(&refused));
+    assert!(
+        text(&refused.stderr).contains("-   AuditQueue:"),
+        "{}",
+        seen(&refused)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("template.yaml")).expect("read"),
+        theirs
+    );
+
+    // WHEN the consumer is declared instead, and synced with --force
+    let manifest = dir.join("Cargo.toml");
+    let mut cargo = std::fs::read_to_string(&manifest).expect("read");
+    cargo.push_str(
+        "\n[package.metadata.sequence-guard]\nconsumers = [{ name = \"audit\", description = \"Each parcel's audit trail.\" }]\n",
+    );
+    std::fs::write(&manifest, cargo).expect("write");
+    let synced = run(Command::new(TOOL)
+        .args(["sync", "--force", "--path"])
+        .arg(&dir));
+    assert!(synced.status.success(), "{}", seen(&synced));
+
+    // THEN the template holds the consumer whole, from the one definition,
+    // with its own binaries, and both linters take it
+    let template = std::fs::read_to_string(dir.join("template.yaml")).expect("read");
+    for resource in [
+        "AuditQueue:",
+        "AuditDeadLetterQueue:",
+        "AuditQueueSubscription:",
+        "AuditTable:",
+        "AuditProjectorFunction:",
+        "AuditParkedTooLongAlarm:",
+        "AuditNotCreatedSustainedAlarm:",
+        "AuditSweepIncompleteAlarm:",
+        "AuditStuckStreamsQuery:",
+        "AuditProjectorWidgets:",
+        "DeployAuditConsumer:",
+    ] {
+        assert!(template.contains(&format!("  {resource}")), "{resource}");
+    }
+    assert!(template.contains("        Binary: parcels-audit-projector\n"));
+    for tool in ["projector", "replay", "rebuild", "verify", "inspect"] {
+        let main = std::fs::read_to_string(dir.join(format!("src/bin/parcels-audit-{tool}.rs")))
+            .expect("the consumer's binary");
+        assert!(main.contains(&format!(
+            "sequence_guard::cli::{tool}(parcels::audit::domain())"
+        )));
+    }
+    let checked = run(Command::new(TOOL)
+        .args(["sync", "--check", "--path"])
+        .arg(&dir));
+    assert!(checked.status.success(), "{}", seen(&checked));
+    lint(&dir);
+
+    // AND a declaration that cannot work is refused, naming it
+    let mut cargo = std::fs::read_to_string(&manifest).expect("read");
+    cargo = cargo.replace("name = \"audit\"", "name = \"Audit\"");
+    std::fs::write(&manifest, cargo).expect("write");
+    let bad = run(Command::new(TOOL).args(["sync", "--path"]).arg(&dir));
+    assert_eq!(bad.status.code(), Some(2), "{}", seen(&bad));
+    assert!(
+        text(&bad.stderr).contains("`Audit` cannot name a consumer"),
+        "{}",
+        seen(&bad)
+    );
+}
