@@ -5,7 +5,7 @@
 //! same rules hold with SNS's codes (a recording topic), and `SnsTopic`'s
 //! `PublishBatch` requests and answers are read on a fake SNS. The same code
 //! on real SQS and SNS (LocalStack) and a real stream (DynamoDB Local) is in
-//! `shop/tests/dispatch.rs` and `shop/tests/fanout.rs`.
+//! `shop/tests/dispatch/` and `shop/tests/fanout.rs`.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
