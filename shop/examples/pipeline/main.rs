@@ -3,7 +3,7 @@
 //! and SNS FIFO.
 //!
 //! ```text
-//! scripts/bench        # starts DynamoDB Local and LocalStack, runs this after bench.rs
+//! scripts/bench        # starts DynamoDB Local and LocalStack, runs this after bench
 //! pipeline --endpoint-url http://127.0.0.1:8000 --sqs-endpoint http://127.0.0.1:4566 \
 //!     --pipelines ours,fanout   # some of the pipelines only, given the endpoints
 //! ```
