@@ -13,30 +13,6 @@ use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table, ensure
 use serde_json::{Value, json};
 use support::*;
 
-/// `verify` on DynamoDB Local with these tables, and no other variable of
-/// the caller's: its exit code, stdout as JSON lines, stderr.
-fn verify(events_table: &str, table: &str) -> (i32, Vec<Value>, String) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_verify"))
-        .args(["--endpoint-url", &dynamodb_local().endpoint])
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_REGION", "us-east-1")
-        .env("EVENTS_TABLE", events_table)
-        .env("TABLE_NAME", table)
-        .output()
-        .expect("verify");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let lines = stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|err| panic!("{line}: {err}")))
-        .collect();
-    (
-        output.status.code().unwrap_or(-1),
-        lines,
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
 /// The bodies through the projector's runner as one batch of `stream`: the
 /// outcomes.
 async fn project(runner: &Runner<DynamoStore>, stream: &str, bodies: &[String]) -> Vec<Outcome> {
@@ -147,7 +123,7 @@ async fn a_store_that_restarts_a_projected_stream_is_named_by_verify() {
 
     // THEN verify names order-1 as ahead of the store, and exits 1; the
     // order whose history was imported agrees.
-    let (code, lines, stderr) = verify(&events_table, &table);
+    let (code, lines, stderr) = verify_lines(&events_table, &table, &[]);
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert_eq!(lines[0]["pk"], "ORDER#order-1");
@@ -169,7 +145,7 @@ async fn a_store_that_restarts_a_projected_stream_is_named_by_verify() {
     // AND when the store reaches the projection's sequence, the history is
     // named as not the store's: diverged at the same sequence.
     append_order(&store, "order-1", 4, 5, None).await;
-    let (code, lines, stderr) = verify(&events_table, &table);
+    let (code, lines, stderr) = verify_lines(&events_table, &table, &[]);
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(
         (
@@ -190,7 +166,7 @@ async fn a_store_that_restarts_a_projected_stream_is_named_by_verify() {
     // AND past it, with the consumer behind: still diverged (the store's
     // event 5 is not the projection's).
     append_order(&store, "order-1", 6, 6, None).await;
-    let (code, lines, stderr) = verify(&events_table, &table);
+    let (code, lines, stderr) = verify_lines(&events_table, &table, &[]);
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(
         (

@@ -8,33 +8,8 @@ mod support;
 use sequence_guard::producer::{Append, EventStore, NewEvent, StoredEvent};
 use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
 use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table, ensure_events_table};
-use serde_json::{Value, json};
+use serde_json::json;
 use support::*;
-
-/// `verify` on DynamoDB Local with these tables, and no other variable of
-/// the caller's: its exit code, stdout as JSON lines, stderr.
-fn verify(events_table: &str, table: &str, args: &[&str]) -> (i32, Vec<Value>, String) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_verify"))
-        .args(["--endpoint-url", &dynamodb_local().endpoint])
-        .args(args)
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_REGION", "us-east-1")
-        .env("EVENTS_TABLE", events_table)
-        .env("TABLE_NAME", table)
-        .output()
-        .expect("verify");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let lines = stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|err| panic!("{line}: {err}")))
-        .collect();
-    (
-        output.status.code().unwrap_or(-1),
-        lines,
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
 
 async fn append_stock(store: &EventStore, sku: &str, deltas: &[i64]) -> Vec<StoredEvent> {
     for delta in deltas {
@@ -97,7 +72,7 @@ async fn a_counters_line_names_the_values_expected_and_found() {
     .await;
 
     // WHEN verify compares.
-    let (code, lines, stderr) = verify(&events_table, &table, &[]);
+    let (code, lines, stderr) = verify_lines(&events_table, &table, &[]);
 
     // THEN each counter's line says its values: what to mend (SKU-B: 5
     // short; SKU-C: 3, no item), and SKU-D is ahead of the store.
@@ -119,7 +94,7 @@ async fn a_counters_line_names_the_values_expected_and_found() {
     );
 
     // AND with --stream, only that counter.
-    let (code, lines, stderr) = verify(&events_table, &table, &["--stream", "SKU-B"]);
+    let (code, lines, stderr) = verify_lines(&events_table, &table, &["--stream", "SKU-B"]);
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(
         lines,

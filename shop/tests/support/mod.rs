@@ -235,6 +235,35 @@ pub fn inventory_adjusted(event_id: &str, sku: &str, delta: i64) -> String {
         .to_string()
 }
 
+/// `verify` on DynamoDB Local with these tables and `args`, and no other
+/// variable of the caller's: its exit code, stdout as JSON lines, stderr.
+pub fn verify_lines(
+    events_table: &str,
+    table: &str,
+    args: &[&str],
+) -> (i32, Vec<serde_json::Value>, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args(["--endpoint-url", &dynamodb_local().endpoint])
+        .args(args)
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_REGION", "us-east-1")
+        .env("EVENTS_TABLE", events_table)
+        .env("TABLE_NAME", table)
+        .output()
+        .expect("verify");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|err| panic!("{line}: {err}")))
+        .collect();
+    (
+        output.status.code().unwrap_or(-1),
+        lines,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
 /// Runs a binary of the worked example on DynamoDB Local at `endpoint`,
 /// with local credentials: its exit code, stdout and stderr.
 pub fn run_local(exe: &str, endpoint: &str, args: &[&str]) -> (i32, String, String) {
