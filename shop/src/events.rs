@@ -8,7 +8,8 @@
 
 use sequence_guard::limits::{integer, non_negative, text};
 use sequence_guard::{Events, Handling};
-use serde::Deserialize;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::{order, product, stock};
 
@@ -24,11 +25,39 @@ pub struct OrderDetails {
     pub total_cents: u64,
 }
 
-/// `OrderCancelled` data.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// `OrderCancelled` data. (`Serialize` too: a process appends it.)
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrderCancellation {
     #[serde(deserialize_with = "text::<_, 0, 1024>")]
     pub reason: String,
+}
+
+/// `PaymentReceived` data: an amount paid for the order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentDetails {
+    #[serde(deserialize_with = "positive")]
+    pub amount_cents: u64,
+}
+
+/// `RefundRequested` data: an amount to pay back, and why. (`Serialize`
+/// too: the payments process appends it.)
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RefundRequest {
+    #[serde(deserialize_with = "positive")]
+    pub amount_cents: u64,
+    #[serde(deserialize_with = "text::<_, 0, 1024>")]
+    pub reason: String,
+}
+
+/// An integer from 1 to 2^63-1: an amount that cannot be nothing.
+fn positive<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+    let value = integer(deserializer)?;
+    u64::try_from(value)
+        .ok()
+        .filter(|amount| *amount >= 1)
+        .ok_or_else(|| D::Error::custom(format_args!("must be >= 1, got {value}")))
 }
 
 /// `ProductCreated` data.
@@ -66,6 +95,8 @@ pub enum ShopEvent {
     OrderCreated(OrderDetails),
     OrderUpdated(OrderDetails),
     OrderCancelled(OrderCancellation),
+    PaymentReceived(PaymentDetails),
+    RefundRequested(RefundRequest),
     ProductCreated(NewProduct),
     ProductPriceChanged(PriceChange),
     InventoryAdjusted(StockChange),
@@ -77,6 +108,12 @@ impl Events for ShopEvent {
             ShopEvent::OrderCreated(data) => Handling::sequenced(data, order::on_order_created),
             ShopEvent::OrderUpdated(data) => Handling::sequenced(data, order::on_order_updated),
             ShopEvent::OrderCancelled(data) => Handling::sequenced(data, order::on_order_cancelled),
+            ShopEvent::PaymentReceived(data) => {
+                Handling::sequenced(data, order::on_payment_received)
+            }
+            ShopEvent::RefundRequested(data) => {
+                Handling::sequenced(data, order::on_refund_requested)
+            }
             ShopEvent::ProductCreated(data) => {
                 Handling::sequenced(data, product::on_product_created)
             }

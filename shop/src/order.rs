@@ -3,7 +3,7 @@
 use sequence_guard::{Decision, Entity, Sequenced};
 use serde::{Deserialize, Serialize};
 
-use crate::events::{OrderCancellation, OrderDetails};
+use crate::events::{OrderCancellation, OrderDetails, PaymentDetails, RefundRequest};
 
 /// As the table stores it: `OPEN` or `CANCELLED`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,15 +37,34 @@ pub struct Order {
     /// Once cancelled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_reason: Option<String>,
+    /// The sum of the `PaymentReceived` amounts, also those received after a
+    /// cancellation. Not written while 0, and 0 when absent: the items of an
+    /// earlier release read, and stay, as they were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub paid_cents: u64,
+    /// The sum of the `RefundRequested` amounts; as `paid_cents`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refund_cents: u64,
+}
+
+fn is_zero(cents: &u64) -> bool {
+    *cents == 0
 }
 
 impl Order {
-    /// The line `replay` and `inspect` show.
+    /// The line `replay` and `inspect` show; the amounts once there are any.
     fn summary_line(&self) -> String {
-        format!(
+        let line = format!(
             "totalCents {:<6} status {}",
             self.total_cents,
             self.status.as_str()
+        );
+        if self.paid_cents == 0 && self.refund_cents == 0 {
+            return line;
+        }
+        format!(
+            "{line:<34} paidCents {:<6} refundCents {}",
+            self.paid_cents, self.refund_cents
         )
     }
 
@@ -59,6 +78,8 @@ impl Order {
             total_cents: event.data.total_cents,
             status: OrderStatus::Open,
             cancel_reason: None,
+            paid_cents: 0,
+            refund_cents: 0,
         }
     }
 
@@ -75,6 +96,24 @@ impl Order {
     pub fn cancel(&mut self, event: &Sequenced<OrderCancellation>) {
         self.status = OrderStatus::Cancelled;
         self.cancel_reason = Some(event.data.reason.clone());
+        self.last_event_id.clone_from(&event.event_id);
+        self.sequence = event.sequence;
+    }
+
+    /// Applies `PaymentReceived`, on an open or a cancelled order (a payment
+    /// that arrives after the cancellation is recorded: the payments process
+    /// asks for it back); sets `sequence` to the event's. The sum stops at
+    /// 2^64-1 cents rather than wrap.
+    pub fn receive_payment(&mut self, event: &Sequenced<PaymentDetails>) {
+        self.paid_cents = self.paid_cents.saturating_add(event.data.amount_cents);
+        self.last_event_id.clone_from(&event.event_id);
+        self.sequence = event.sequence;
+    }
+
+    /// Applies `RefundRequested`; sets `sequence` to the event's. The sum
+    /// stops at 2^64-1 cents rather than wrap.
+    pub fn request_refund(&mut self, event: &Sequenced<RefundRequest>) {
+        self.refund_cents = self.refund_cents.saturating_add(event.data.amount_cents);
         self.last_event_id.clone_from(&event.event_id);
         self.sequence = event.sequence;
     }
@@ -121,6 +160,44 @@ pub fn on_order_cancelled(
         };
     }
     order.cancel(event);
+    Decision::Applied
+}
+
+/// `PaymentReceived`: the guard, whatever the order's status.
+pub fn on_payment_received(
+    order: &mut Option<Order>,
+    event: &Sequenced<PaymentDetails>,
+) -> Decision {
+    let Some(order) = order else {
+        return Decision::NotCreated;
+    };
+    if order.sequence != event.sequence - 1 {
+        return if order.sequence >= event.sequence {
+            Decision::Duplicate
+        } else {
+            Decision::Gap
+        };
+    }
+    order.receive_payment(event);
+    Decision::Applied
+}
+
+/// `RefundRequested`: the guard, whatever the order's status.
+pub fn on_refund_requested(
+    order: &mut Option<Order>,
+    event: &Sequenced<RefundRequest>,
+) -> Decision {
+    let Some(order) = order else {
+        return Decision::NotCreated;
+    };
+    if order.sequence != event.sequence - 1 {
+        return if order.sequence >= event.sequence {
+            Decision::Duplicate
+        } else {
+            Decision::Gap
+        };
+    }
+    order.request_refund(event);
     Decision::Applied
 }
 
@@ -241,5 +318,174 @@ mod tests {
         assert_eq!(order.sequence, 2);
         assert_eq!(order.status, OrderStatus::Cancelled);
         assert_eq!(order.cancel_reason.as_deref(), Some("changed mind"));
+    }
+
+    fn payment(sequence: u64, amount_cents: u64) -> Sequenced<PaymentDetails> {
+        Sequenced {
+            event_id: format!("p{sequence}"),
+            aggregate_id: "order-42".into(),
+            sequence,
+            data: PaymentDetails { amount_cents },
+        }
+    }
+
+    fn refund(sequence: u64, amount_cents: u64) -> Sequenced<RefundRequest> {
+        Sequenced {
+            event_id: format!("r{sequence}"),
+            aggregate_id: "order-42".into(),
+            sequence,
+            data: RefundRequest {
+                amount_cents,
+                reason: "order cancelled".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_new_order_has_nothing_paid_or_refunded() {
+        let order = Order::create(&details("e1", 1, 100));
+        assert_eq!((order.paid_cents, order.refund_cents), (0, 0));
+    }
+
+    #[test]
+    fn payments_follow_the_guard_and_add_up() {
+        assert_eq!(
+            on_payment_received(&mut None, &payment(2, 100)),
+            Decision::NotCreated
+        );
+        let mut order = Some(order_at(1));
+        assert_eq!(
+            on_payment_received(&mut order, &payment(3, 100)),
+            Decision::Gap
+        );
+        assert_eq!(
+            on_payment_received(&mut order, &payment(1, 100)),
+            Decision::Duplicate
+        );
+        assert_eq!(order, Some(order_at(1)), "nothing changed");
+        assert_eq!(
+            on_payment_received(&mut order, &payment(2, 60)),
+            Decision::Applied
+        );
+        assert_eq!(
+            on_payment_received(&mut order, &payment(3, 40)),
+            Decision::Applied
+        );
+        let order = order.expect("kept");
+        assert_eq!((order.sequence, order.paid_cents), (3, 100));
+        assert_eq!(order.last_event_id, "p3");
+        assert_eq!((order.status, order.refund_cents), (OrderStatus::Open, 0));
+    }
+
+    #[test]
+    fn a_payment_after_the_cancellation_is_recorded_and_the_order_stays_cancelled() {
+        let mut order = Some(order_at(1));
+        let cancel = Sequenced {
+            event_id: "c2".into(),
+            aggregate_id: "order-42".into(),
+            sequence: 2,
+            data: OrderCancellation {
+                reason: "payment not received".into(),
+            },
+        };
+        assert_eq!(on_order_cancelled(&mut order, &cancel), Decision::Applied);
+        assert_eq!(
+            on_payment_received(&mut order, &payment(3, 1250)),
+            Decision::Applied
+        );
+        assert_eq!(
+            on_refund_requested(&mut order, &refund(4, 1250)),
+            Decision::Applied
+        );
+        let order = order.expect("kept");
+        assert_eq!(order.status, OrderStatus::Cancelled);
+        assert_eq!(order.cancel_reason.as_deref(), Some("payment not received"));
+        assert_eq!((order.sequence, order.last_event_id.as_str()), (4, "r4"));
+        assert_eq!((order.paid_cents, order.refund_cents), (1250, 1250));
+    }
+
+    #[test]
+    fn refunds_follow_the_guard_and_add_up() {
+        assert_eq!(
+            on_refund_requested(&mut None, &refund(2, 5)),
+            Decision::NotCreated
+        );
+        let mut order = Some(order_at(2));
+        assert_eq!(
+            on_refund_requested(&mut order, &refund(4, 5)),
+            Decision::Gap
+        );
+        assert_eq!(
+            on_refund_requested(&mut order, &refund(2, 5)),
+            Decision::Duplicate
+        );
+        assert_eq!(order, Some(order_at(2)), "nothing changed");
+        assert_eq!(
+            on_refund_requested(&mut order, &refund(3, 5)),
+            Decision::Applied
+        );
+        assert_eq!(
+            on_refund_requested(&mut order, &refund(4, 7)),
+            Decision::Applied
+        );
+        let order = order.expect("kept");
+        assert_eq!((order.sequence, order.refund_cents), (4, 12));
+        assert_eq!((order.paid_cents, order.status), (0, OrderStatus::Open));
+    }
+
+    #[test]
+    fn the_sums_stop_at_the_largest_amount_rather_than_wrap_or_panic() {
+        let mut order = order_at(1);
+        order.paid_cents = u64::MAX - 1;
+        order.refund_cents = u64::MAX;
+        let mut order = Some(order);
+        assert_eq!(
+            on_payment_received(&mut order, &payment(2, i64::MAX as u64)),
+            Decision::Applied
+        );
+        assert_eq!(
+            on_refund_requested(&mut order, &refund(3, 1)),
+            Decision::Applied
+        );
+        let order = order.expect("kept");
+        assert_eq!((order.paid_cents, order.refund_cents), (u64::MAX, u64::MAX));
+        assert_eq!(order.sequence, 3);
+    }
+
+    #[test]
+    fn an_item_without_the_amounts_reads_as_zero_and_zeros_are_not_written() {
+        let earlier: Order = serde_json::from_value(serde_json::json!({
+            "sequence": 3, "lastEventId": "e3", "customerName": "Ada",
+            "email": "ada@example.com", "totalCents": 100, "status": "OPEN"
+        }))
+        .expect("an item of an earlier release");
+        assert_eq!((earlier.paid_cents, earlier.refund_cents), (0, 0));
+        let written = serde_json::to_value(&earlier).expect("json");
+        assert!(written.get("paidCents").is_none(), "{written}");
+        assert!(written.get("refundCents").is_none(), "{written}");
+
+        let mut paid = earlier;
+        paid.receive_payment(&payment(4, 100));
+        paid.request_refund(&refund(5, 30));
+        let written = serde_json::to_value(&paid).expect("json");
+        assert_eq!(written["paidCents"], 100);
+        assert_eq!(written["refundCents"], 30);
+        let read: Order = serde_json::from_value(written).expect("read back");
+        assert_eq!(read, paid);
+    }
+
+    #[test]
+    fn the_summary_shows_the_amounts_once_there_are_any() {
+        let mut order = order_at(1);
+        assert_eq!(
+            Entity::summary(&order),
+            "totalCents 100    status OPEN",
+            "as before payments"
+        );
+        order.paid_cents = 1250;
+        assert_eq!(
+            Entity::summary(&order),
+            "totalCents 100    status OPEN      paidCents 1250   refundCents 0"
+        );
     }
 }

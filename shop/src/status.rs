@@ -9,6 +9,7 @@
 //! | `OrderCreated`        | creation: `status` = `OPEN` ([`on_order_created`]) |
 //! | `OrderUpdated`        | pass: the sequence moves, nothing else |
 //! | `OrderCancelled`      | update: `status` = `CANCELLED`, `cancelReason` ([`on_order_cancelled`]) |
+//! | `PaymentReceived`, `RefundRequested` | pass: the sequence moves, nothing else |
 //! | `ProductCreated`, `ProductPriceChanged`, `InventoryAdjusted` | ignored |
 //!
 //! Its item: `STATUS#<aggregateId>` / `STATE`, with `sequence`,
@@ -49,6 +50,8 @@ pub enum StatusEvent {
     OrderCreated(IgnoredAny),
     OrderUpdated(IgnoredAny),
     OrderCancelled(OrderCancellation),
+    PaymentReceived(IgnoredAny),
+    RefundRequested(IgnoredAny),
     ProductCreated(IgnoredAny),
     ProductPriceChanged(IgnoredAny),
     InventoryAdjusted(IgnoredAny),
@@ -58,7 +61,9 @@ impl Events for StatusEvent {
     fn handling(self) -> Handling {
         match self {
             StatusEvent::OrderCreated(data) => Handling::sequenced(data, on_order_created),
-            StatusEvent::OrderUpdated(_) => Handling::pass::<Status>(),
+            StatusEvent::OrderUpdated(_)
+            | StatusEvent::PaymentReceived(_)
+            | StatusEvent::RefundRequested(_) => Handling::pass::<Status>(),
             StatusEvent::OrderCancelled(data) => Handling::sequenced(data, on_order_cancelled),
             StatusEvent::ProductCreated(_)
             | StatusEvent::ProductPriceChanged(_)
@@ -152,6 +157,45 @@ mod tests {
             .then(Decision::NotCreated, None);
     }
 
+    fn order_event(event_type: &str, sequence: u64) -> String {
+        format!(
+            r#"{{"eventId":"e{sequence}","type":"{event_type}","aggregateId":"o-1","sequence":{sequence},"data":{{"amountCents":"not read"}}}}"#
+        )
+    }
+
+    #[test]
+    fn payments_and_refunds_pass_with_the_exact_guard_also_once_cancelled() {
+        let domain = domain();
+        let mut cancelled = at(2);
+        cancelled.status = OrderStatus::Cancelled;
+        cancelled.cancel_reason = Some("payment not received".into());
+        for event_type in ["PaymentReceived", "RefundRequested"] {
+            given(Some(at(1)))
+                .when_body(&domain, &order_event(event_type, 2))
+                .expect("valid")
+                .then(Decision::Applied, Some(at(2)));
+            given(Some(at(3)))
+                .when_body(&domain, &order_event(event_type, 2))
+                .expect("valid")
+                .then(Decision::Duplicate, Some(at(3)));
+            given(Some(at(1)))
+                .when_body(&domain, &order_event(event_type, 3))
+                .expect("valid")
+                .then(Decision::Gap, Some(at(1)));
+            given(None::<Status>)
+                .when_body(&domain, &order_event(event_type, 2))
+                .expect("valid")
+                .then(Decision::NotCreated, None);
+            let mut passed = cancelled.clone();
+            passed.sequence = 3;
+            passed.last_event_id = "e3".into();
+            given(Some(cancelled.clone()))
+                .when_body(&domain, &order_event(event_type, 3))
+                .expect("valid")
+                .then(Decision::Applied, Some(passed));
+        }
+    }
+
     #[test]
     fn a_cancellation_keeps_the_reason_and_no_other_order_field() {
         let cancelled = given(Some(at(2))).when(
@@ -174,6 +218,8 @@ mod tests {
         assert!(is_ignored(StatusEvent::ProductPriceChanged(IgnoredAny)));
         assert!(is_ignored(StatusEvent::InventoryAdjusted(IgnoredAny)));
         assert!(!is_ignored(StatusEvent::OrderUpdated(IgnoredAny)));
+        assert!(!is_ignored(StatusEvent::PaymentReceived(IgnoredAny)));
+        assert!(!is_ignored(StatusEvent::RefundRequested(IgnoredAny)));
         // Their data is not read; the envelope still is.
         let domain = domain();
         assert!(

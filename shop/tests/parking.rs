@@ -566,6 +566,8 @@ mod suite {
             total_cents: 5,
             status: OrderStatus::Open,
             cancel_reason: None,
+            paid_cents: 0,
+            refund_cents: 0,
         });
         let commit =
             |expected: &[u64], entity: Option<AnyEntity>, park: Vec<ParkedEvent>, drain| Commit {

@@ -135,6 +135,8 @@ fn expected_order(order: usize, sequence: u64) -> AnyEntity {
         total_cents: total(order, sequence),
         status: OrderStatus::Open,
         cancel_reason: None,
+        paid_cents: 0,
+        refund_cents: 0,
     })
 }
 
