@@ -13,6 +13,7 @@
 //! | `GAP_POLICY`         | `park`: park a gap that keeps coming back; `retry`: always fail it | `park`, `retry` | `park` |
 //! | `PARK_AFTER_RECEIVES`| the delivery (`ApproximateReceiveCount`) from which a gap is parked; keep it below the queue's `maxReceiveCount` | 1 to 1000 | 3 |
 //! | `MAX_PARKED_PER_STREAM` | the most events parked on one entity | 1 to 10000 | 1000 |
+//! | `EVENT_STORE_TABLE`  | a process's (required there, unread elsewhere): the event store's table, which its steps append to | as `TABLE_NAME` | |
 //! | `METRICS_NAMESPACE`  | CloudWatch namespace of the metrics                  | 1 to 255 of `a-z A-Z 0-9 . - _ / # : space`, not starting with `AWS/` | `SequenceGuard` |
 //! | `METRICS_SERVICE`    | the `Service` dimension of the metrics               | 1 to 1024 characters | `sequence-guard` |
 //! | `POWERTOOLS_METRICS_NAMESPACE`, `POWERTOOLS_SERVICE_NAME` | Powertools for AWS Lambda's names for the two above; when set, they win | as above | |
@@ -42,8 +43,9 @@ pub const PARK_AFTER_RECEIVES_RANGE: RangeInclusive<u64> = 1..=1000;
 pub const MAX_PARKED_RANGE: RangeInclusive<u64> = 1..=MAX_PARKED_LIMIT;
 
 /// Every variable the projector reads (besides the SDK's and the runtime's).
-pub const VARIABLES: [&str; 11] = [
+pub const VARIABLES: [&str; 12] = [
     "TABLE_NAME",
+    "EVENT_STORE_TABLE",
     "DEDUP_TTL_SECONDS",
     "DEADLINE_MARGIN_MS",
     "CONDITION_RETRIES",
@@ -111,6 +113,9 @@ impl ConfigError {
 pub struct Config {
     /// `TABLE_NAME`: the table's name or ARN, trimmed.
     pub table_name: String,
+    /// `EVENT_STORE_TABLE`: the event store's table a process appends to,
+    /// trimmed; `None` when unset.
+    pub event_store_table: Option<String>,
     /// The runner's part (see [`runner_from_lookup`]).
     pub runner: RunnerConfig,
     /// The CloudWatch namespace of the metrics: `POWERTOOLS_METRICS_NAMESPACE`,
@@ -139,9 +144,22 @@ impl Config {
                 &table_name,
             ));
         }
+        let event_store_table = lookup("EVENT_STORE_TABLE")
+            .map(|name| name.trim().to_owned())
+            .filter(|name| !name.is_empty());
+        if let Some(name) = &event_store_table
+            && !valid_table(name)
+        {
+            return Err(ConfigError::invalid(
+                "EVENT_STORE_TABLE",
+                "a table name (3 to 255 of a-z A-Z 0-9 _ . -) or a table ARN",
+                name,
+            ));
+        }
         let (metrics_namespace, metrics_service) = metrics_names(&lookup, "sequence-guard")?;
         Ok(Config {
             table_name: table_name.trim().to_owned(),
+            event_store_table,
             runner: runner_from_lookup(lookup)?,
             metrics_namespace,
             metrics_service,

@@ -90,6 +90,7 @@ use crate::entity::{ENGINE_ATTRIBUTES, Entity, EntityKey, Kind};
 use crate::envelope::Table;
 use crate::envelope::{self, Event, InvalidMessage, Parser, ReadData};
 use crate::handling::{Counter, Handling};
+use crate::process::Process;
 use crate::reason::path_from;
 use crate::versions::Versions;
 
@@ -123,6 +124,8 @@ pub struct Domain {
     crate_version: Option<&'static str>,
     /// Each type's current version and upcasts ([`Events::versions`]).
     versions: Table,
+    /// The process its handlers belong to, for a process's domain.
+    process: Option<Process>,
 }
 
 /// A domain whose declarations cannot work, with what is wrong and how to
@@ -150,6 +153,7 @@ impl Domain {
             problems: type_problems(std::any::type_name::<E>(), types),
             versions: Table::default(),
             crate_version: None,
+            process: None,
         }
         .versions_of::<E>()
     }
@@ -170,11 +174,39 @@ impl Domain {
     /// binaries call it before anything else, and [`crate::runner::Runner::new`]
     /// refuses such a domain.
     pub fn check(&self) -> Result<(), DeclarationError> {
-        if self.problems.is_empty() {
+        let mut problems = self.problems.clone();
+        if let Some(process) = &self.process {
+            problems.extend(process.problems());
+            if let Some(kind) = process.deadline_kind()
+                && !self.kinds.iter().any(|known| known.name == kind.name)
+            {
+                problems.push(format!(
+                    "the process {} handles deadlines of {} states: register the entity (`.entity::<{}>()`)",
+                    process.name(),
+                    kind.name,
+                    kind.type_name()
+                ));
+            }
+        }
+        if problems.is_empty() {
             Ok(())
         } else {
-            Err(DeclarationError(self.problems.clone()))
+            Err(DeclarationError(problems))
         }
+    }
+
+    /// Declares the domain a process's ([`crate::process`]): its handlers
+    /// registered with [`crate::Handling::process`] append to the event
+    /// store `process` names, and its deadlines are fired by the sweep.
+    #[must_use]
+    pub fn with_process(mut self, process: Process) -> Self {
+        self.process = Some(process);
+        self
+    }
+
+    /// The process declared with [`Domain::with_process`], if any.
+    pub fn process(&self) -> Option<&Process> {
+        self.process.as_ref()
     }
 
     /// Registers an entity kind (so that the sweep, `replay` and `inspect`

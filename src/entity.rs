@@ -104,7 +104,15 @@ pub trait Entity:
 /// entity's: its keys, the parked events it records, and the table's TTL
 /// attribute (an entity that wrote `expiresAt` would have DynamoDB delete
 /// its item, and the guard's `sequence` with it, when that time passes).
-pub const ENGINE_ATTRIBUTES: [&str; 5] = ["pk", "sk", "parked", "parkedSince", "expiresAt"];
+pub const ENGINE_ATTRIBUTES: [&str; 7] = [
+    "pk",
+    "sk",
+    "parked",
+    "parkedSince",
+    "expiresAt",
+    "dueAt",
+    "dueShard",
+];
 
 /// A kind of entity: its name and how its item is read.
 pub struct Kind {

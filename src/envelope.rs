@@ -202,6 +202,19 @@ impl Event {
 }
 
 impl Event {
+    /// [`Event::decide`] for a process's step: a process handler fills
+    /// `outbox` (any other leaves it empty).
+    pub(crate) fn react(
+        &self,
+        slot: &mut Option<AnyEntity>,
+        outbox: &mut crate::process::Outbox,
+    ) -> Result<Decision, HandlerFault> {
+        match &self.handling {
+            How::Sequenced(apply) | How::Snapshot(apply) => apply.react(slot, outbox),
+            How::Addition(_) | How::Ignored(_) => self.decide(slot),
+        }
+    }
+
     /// [`Event::decide`] for a dry run: the handler's answer without the
     /// check and without copying the entity; `None` when it could not run.
     pub(crate) fn decide_unchecked(&self, slot: &mut Option<AnyEntity>) -> Option<Decision> {

@@ -20,6 +20,7 @@ use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::entity::{AnyEntity, Entity, Kind};
+use crate::process::Outbox;
 
 /// What a handler decided for one event.
 ///
@@ -181,6 +182,25 @@ impl Handling {
         })))
     }
 
+    /// A process's handler ([`crate::process`]): sequenced, with the
+    /// guard checked as [`Handling::sequenced`]'s, and given an [`Outbox`]
+    /// for the events to append and the deadline to set or clear. Only an
+    /// `Applied` answer may fill it; the state's change and the appends
+    /// are written in one transaction, or not at all.
+    pub fn process<T, D, F>(data: D, handler: F) -> Handling
+    where
+        T: Entity,
+        D: fmt::Debug + Send + Sync + 'static,
+        F: Fn(&mut Option<T>, &Sequenced<D>, &mut Outbox) -> Decision + Send + Sync + 'static,
+    {
+        Handling(How::Sequenced(Box::new(Call {
+            event: unbound(data),
+            handler,
+            reads_data: true,
+            style: PhantomData::<fn() -> (T, Reacting)>,
+        })))
+    }
+
     /// A type of a stream this consumer does not project at all (a product
     /// event for an order view): done, nothing read, nothing written. Its
     /// `data` is not read: declare the variant's payload
@@ -246,7 +266,10 @@ pub struct HandlerFault {
 /// alone, so that one bad handler never fails a whole batch. The panic's
 /// message is not kept (it may quote the event's data): the panic hook has
 /// logged it, with where it happened.
-fn unwound<R>(handler: &'static str, call: impl FnOnce() -> R) -> Result<R, HandlerFault> {
+pub(crate) fn unwound<R>(
+    handler: &'static str,
+    call: impl FnOnce() -> R,
+) -> Result<R, HandlerFault> {
     catch_unwind(AssertUnwindSafe(call)).map_err(|payload: Box<dyn Any + Send>| {
         drop(payload);
         HandlerFault {
@@ -315,6 +338,16 @@ pub(crate) trait Apply: Meta + Send + Sync {
     /// Runs the handler on the slot, unchecked and without a copy: for a
     /// dry run whose slot is thrown away (an entity of another kind: `None`).
     fn apply_unchecked(&self, slot: &mut Option<AnyEntity>) -> Option<Decision>;
+    /// [`Apply::apply`], with an outbox for a process's handler to fill
+    /// (left empty by any other).
+    fn react(
+        &self,
+        slot: &mut Option<AnyEntity>,
+        outbox: &mut Outbox,
+    ) -> Result<Decision, HandlerFault> {
+        let _ = outbox;
+        self.apply(slot)
+    }
 }
 
 /// An event bound to its handler; `S` says how it is handled.
@@ -331,6 +364,9 @@ struct Guarded;
 
 /// A complete state: applied only if newer.
 struct Complete;
+
+/// A process's way: the guard's, with an outbox.
+struct Reacting;
 
 impl<T: Entity, D, F, S> Meta for Call<T, D, F, S> {
     fn bind(&mut self, event_id: String, aggregate_id: String, sequence: u64) {
@@ -568,4 +604,91 @@ where
     fn apply_unchecked(&self, slot: &mut Option<AnyEntity>) -> Option<Decision> {
         self.apply(slot).ok()
     }
+}
+
+impl<T, D, F> Apply for Call<T, D, F, Reacting>
+where
+    T: Entity,
+    D: Send + Sync,
+    F: Fn(&mut Option<T>, &Sequenced<D>, &mut Outbox) -> Decision + Send + Sync,
+{
+    /// Outside a process's step (`replay`'s fold, `rebuild`, `verify`):
+    /// what it would append is not wanted, the events are in the store.
+    fn apply(&self, slot: &mut Option<AnyEntity>) -> Result<Decision, HandlerFault> {
+        self.react(slot, &mut Outbox::default())
+    }
+
+    fn apply_unchecked(&self, slot: &mut Option<AnyEntity>) -> Option<Decision> {
+        let mut entity: Option<T> = AnyEntity::take(slot).ok()?;
+        let mut outbox = Outbox::default();
+        let decision = unwound(self.handler(), || {
+            (self.handler)(&mut entity, &self.event, &mut outbox)
+        });
+        *slot = decision
+            .is_ok()
+            .then(|| entity.map(AnyEntity::new))
+            .flatten();
+        decision.ok()
+    }
+
+    fn react(
+        &self,
+        slot: &mut Option<AnyEntity>,
+        outbox: &mut Outbox,
+    ) -> Result<Decision, HandlerFault> {
+        let mut entity: Option<T> = typed(slot, self.handler())?;
+        let mut answered = Outbox::at(outbox.now());
+        let decision = unwound(self.handler(), || {
+            (self.handler)(&mut entity, &self.event, &mut answered)
+        })?;
+        let before = slot.as_ref().and_then(AnyEntity::get::<T>);
+        let at = before.map(Entity::sequence);
+        let problem = misapplied(decision, before, entity.as_ref(), &self.event)
+            .or_else(|| misplaced(decision, at, self.event.sequence))
+            .or_else(|| reacted(decision, &answered, self.event.sequence))
+            .or_else(|| {
+                // A duplicate behind the entity is a creation's answer only.
+                let behind = at.filter(|at| decision == Decision::Duplicate && *at < self.event.sequence)?;
+                let mut nothing: Option<T> = None;
+                let creates = matches!(
+                    unwound(self.handler(), || {
+                        (self.handler)(&mut nothing, &self.event, &mut Outbox::default())
+                    }),
+                    Ok(Decision::Applied)
+                );
+                (!creates).then(|| {
+                    format!(
+                        "answered duplicate to event {} on an entity at sequence {behind}: only a creation answers so (does the handler check for a gap?)",
+                        self.event.sequence
+                    )
+                })
+            });
+        if let Some(problem) = problem {
+            return Err(HandlerFault {
+                handler: self.handler(),
+                problem,
+            });
+        }
+        if decision == Decision::Applied {
+            *slot = entity.map(AnyEntity::new);
+            *outbox = answered;
+        }
+        Ok(decision)
+    }
+}
+
+/// What is wrong with a process handler's outbox for its answer: only
+/// `Applied` appends or moves the deadline (a duplicate that appended would
+/// append again on every redelivery).
+fn reacted(decision: Decision, outbox: &Outbox, sequence: u64) -> Option<String> {
+    if let Some(problem) = outbox.problem() {
+        return Some(problem.to_owned());
+    }
+    if decision != Decision::Applied && !outbox.is_empty() {
+        return Some(format!(
+            "answered {} to event {sequence} and filled the outbox: only an applied event appends or sets a deadline",
+            decision.as_str()
+        ));
+    }
+    None
 }

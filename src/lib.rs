@@ -113,6 +113,7 @@ pub mod lambda;
 pub mod limits;
 pub mod logging;
 pub mod metrics;
+pub mod process;
 pub mod producer;
 mod reason;
 pub mod runner;

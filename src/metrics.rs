@@ -10,6 +10,9 @@
 //! | `ParkingFull` | Count | gaps failed because `MAX_PARKED_PER_STREAM` events are parked on their entity |
 //! | `OldestParkedAge` | Seconds | per entity that parked or drained, and from each sweep (0 when nothing is parked): how long the oldest parked event has waited |
 //! | `ParkedEntities` | Count | from each sweep that walked the whole index: entities with events parked |
+//! | `DeadlinesFired` | Count | a process's, from each sweep that had deadlines due: deadlines fired (their steps written) |
+//! | `DeadlinesMoved` | Count | a process's: deadlines whose exact append found the stream moved (nothing written; decided again) |
+//! | `DeadlinesFailed` | Count | a process's: deadlines not fired for a store error or a handler that broke its rule (tried again at the next sweep) |
 //! | `SweepIncomplete` | Count | sweeps that reached their deadline before the end of the index |
 //! | `Messages` | Count | messages in the batch |
 //! | `DynamoDbRequests` | Count | requests the batch sent to the table |
@@ -47,10 +50,13 @@ pub fn metric_name(outcome: Outcome) -> &'static str {
 }
 
 /// Every metric besides the outcomes'.
-pub const METRICS: [&str; 9] = [
+pub const METRICS: [&str; 12] = [
     "ColdStart",
     "Drained",
     "SweepIncomplete",
+    "DeadlinesFired",
+    "DeadlinesMoved",
+    "DeadlinesFailed",
     "ParkingFull",
     "OldestParkedAge",
     "ParkedEntities",
@@ -126,6 +132,11 @@ pub fn record_sweep(report: &SweepReport) {
         .map(|parking| parking.drained.len())
         .sum();
     metrics::counter!("Drained").increment(drained as u64);
+    if report.deadlines != crate::process::DeadlineReport::default() {
+        metrics::counter!("DeadlinesFired").increment(report.deadlines.fired);
+        metrics::counter!("DeadlinesMoved").increment(report.deadlines.moved);
+        metrics::counter!("DeadlinesFailed").increment(report.deadlines.failed);
+    }
     // A parked event whose handler faults keeps its alarm on at every sweep.
     metrics::counter!("HandlerError")
         .increment(crate::runner::stuck_handler_errors(&report.drained) as u64);

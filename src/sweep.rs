@@ -29,6 +29,7 @@ use tracing::{info, warn};
 
 use crate::domain::Domain;
 use crate::entity::{AnyEntity, EntityKey};
+use crate::process::DeadlineReport;
 use crate::runner::{CallError, Invocation, ParkingReport, Runner, RunnerConfig};
 use crate::store::{Loaded, ParkedEntity, Store, StoreError, SweepMark};
 
@@ -74,6 +75,8 @@ pub struct SweepReport {
     /// Whether the walk reached the end of the index, ending its pass;
     /// `false`: the deadline stopped it, and the next sweep goes on there.
     pub complete: bool,
+    /// A process's deadlines that were due, fired first.
+    pub deadlines: DeadlineReport,
 }
 
 /// The schedule's sweep: upgrades a page of the index's earlier layout,
@@ -84,9 +87,13 @@ pub async fn sweep<S: Store>(
     runner: &Runner<S>,
     invocation: Invocation,
 ) -> Result<SweepReport, StoreError> {
+    // A process's due deadlines first: the schedule's period is their
+    // precision.
+    let deadlines = runner.fire_due(&invocation).await;
     upgrade(runner, &invocation).await;
     let mark = resume(runner, &invocation).await;
-    let (report, after) = walk(runner, &invocation, true, mark.after.clone()).await?;
+    let (mut report, after) = walk(runner, &invocation, true, mark.after.clone()).await?;
+    report.deadlines = deadlines;
     let (report, next) = close(report, &mark, after);
     if next != mark {
         // Within the margin kept before the deadline: not cut by it.

@@ -66,12 +66,15 @@ pub trait SaveExt: Store {
                 sequence: expected,
                 parked: BTreeSet::new(),
                 entity: None,
+                due_at: None,
             },
             entity: Some(keyed.entity.clone()),
             park: Vec::new(),
             drain: Vec::new(),
             conflicts: Vec::new(),
             now: 0,
+            deadline: None,
+            outbox: None,
         };
         async move {
             Ok(match self.commit(&commit).await? {
@@ -79,6 +82,7 @@ pub trait SaveExt: Store {
                 Committed::LostRace { current } => Saved::LostRace {
                     current: current.entity,
                 },
+                Committed::Moved { .. } => Saved::LostRace { current: None },
             })
         }
     }

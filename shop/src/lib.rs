@@ -20,6 +20,7 @@
 
 pub mod events;
 pub mod order;
+pub mod payments;
 pub mod product;
 pub mod status;
 pub mod stock;

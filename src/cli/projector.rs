@@ -44,7 +44,22 @@ pub async fn projector(domain: Domain) -> ExitCode {
         }
     };
     let sdk = crate::sdk::from_env().load().await;
-    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), config.table_name);
+    let client = aws_sdk_dynamodb::Client::new(&sdk);
+    let mut store = DynamoStore::new(client.clone(), config.table_name);
+    if let Some(process) = domain.process() {
+        // A process's steps append to the event store in their transactions.
+        let Some(table) = config.event_store_table else {
+            tracing::error!(
+                process = process.name(),
+                "cannot start: a process needs EVENT_STORE_TABLE, the event store's table it appends to"
+            );
+            return ExitCode::FAILURE;
+        };
+        let events =
+            crate::producer::EventStore::new(client, table, process.store_domain().clone())
+                .with_retry_budget(std::time::Duration::from_secs(5));
+        store = store.with_event_store(events);
+    }
     let runner = Runner::new(domain, store, config.runner);
     super::served(
         lambda_runtime::run(service_fn(|event: LambdaEvent<serde_json::Value>| {

@@ -199,6 +199,16 @@ pub enum AppendError {
     Store(#[from] StoreError),
 }
 
+/// Whether `append` would be taken, as [`EventStore::append`] checks it
+/// before anything is written (a process's step checks what it appends
+/// before it commits).
+pub(crate) fn check_append(
+    domain: &crate::domain::Domain,
+    append: &Append,
+) -> Result<(), AppendError> {
+    check::check(domain, append).map(|_| ())
+}
+
 /// A random UUID (version 4), from the standard library's random hasher
 /// seeds and the clock.
 pub fn new_event_id() -> String {

@@ -153,7 +153,16 @@ fn take_stored(loaded: &mut Loaded, key: &EntityKey) -> Result<Stored, CallError
     } else {
         loaded.parking.remove(key).unwrap_or_default()
     };
-    Ok(Stored { entity, parking })
+    let due_at = if loaded.due.is_empty() {
+        None
+    } else {
+        loaded.due.remove(key)
+    };
+    Ok(Stored {
+        entity,
+        parking,
+        due_at,
+    })
 }
 
 /// The report's lines, in batch order: each record with its verdict (a

@@ -21,6 +21,7 @@
 //! | `settle.rs` | that share written: fetch, commit, decide again after a lost race; the sweep's drain |
 //! | `additions.rs` | a stream's deduplicated effects (counter additions), in one transaction |
 //! | `deadline.rs` | store calls within the invocation's deadline |
+//! | `due.rs` | a process's due deadlines fired, each once, by the sweep |
 //! | `verdict.rs` | one message's verdict inside its stream |
 //! | `report.rs` | the outcomes and reports the response, logs and metrics are made from |
 
@@ -28,6 +29,7 @@ mod additions;
 mod batch;
 mod deadline;
 mod dry_run;
+mod due;
 mod parking;
 mod plan;
 mod report;

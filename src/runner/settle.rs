@@ -158,6 +158,20 @@ impl<S: Store> Runner<S> {
                 written(stream, key, *step, stuck, invocation.now, settling)
             }
             Ok(Committed::LostRace { current }) => self.lost_race(*step, current, settling),
+            Ok(Committed::Moved {
+                stream: moved,
+                expected,
+                current,
+            }) => {
+                // A message's step that appends at an exact sequence: the
+                // stream moved, nothing was written; decided again when the
+                // message comes back.
+                let reason = format!(
+                    "the process's append to stream {moved} expected it at sequence {expected}, and it is at {current}: nothing written, decided again on redelivery"
+                );
+                fail_step(*step, Outcome::StorageError, &reason, settling);
+                Next::Done
+            }
             Err(err) => {
                 let (outcome, reason) = err.outcome();
                 if !step.drained.is_empty() {
@@ -214,6 +228,7 @@ impl<S: Store> Runner<S> {
         let stored = Stored {
             entity: loaded.entities.remove(key).transpose()?,
             parking: loaded.parking.remove(key).unwrap_or_default(),
+            due_at: loaded.due.remove(key),
         };
         let stream = key.id();
         let (_, parking) = self

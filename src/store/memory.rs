@@ -1,8 +1,9 @@
 //! The in-memory store: the same conditional semantics as the DynamoDB one.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use super::Outbound;
 use super::{
     Added, Addition, Commit, Committed, ConflictRecord, DedupKey, Existing, Inspection, Loaded,
     MAX_COMMIT_ITEMS, ParkedEntity, ParkedEvent, ParkedPage, Parking, Store, StoreError, Stored,
@@ -10,6 +11,8 @@ use super::{
 };
 use crate::entity::{AnyEntity, EntityKey};
 use crate::handling::Counter;
+use crate::process::due_shard;
+use crate::producer::ExpectedSequence;
 
 #[derive(Debug, Default)]
 struct Tables {
@@ -28,6 +31,72 @@ struct Tables {
     counter_conflicts: HashMap<(&'static Counter, String), BTreeMap<String, ConflictRecord>>,
     /// Where the last sweep stopped.
     sweep_mark: Option<SweepMark>,
+    /// Deadlines set on entities (a process's states), epoch seconds.
+    due: HashMap<EntityKey, u64>,
+    /// The embedded event store a process appends to: each stream's
+    /// events, in order from sequence 1.
+    streams: HashMap<String, Vec<LoggedEvent>>,
+    /// The request ids of the appends written.
+    requests: HashSet<String>,
+    /// The (stream, sequence) of the events a process appended.
+    appended: HashSet<(String, u64)>,
+}
+
+/// An event in the embedded event store a process appends to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoggedEvent {
+    /// Its stream.
+    pub stream: String,
+    /// Its sequence in the stream.
+    pub sequence: u64,
+    /// Its `eventId`.
+    pub event_id: String,
+    /// Its type.
+    pub event_type: String,
+    /// Its `data`.
+    pub data: serde_json::Value,
+}
+
+impl Tables {
+    /// A process's step's appends, as the event store's transaction takes
+    /// them: `Err` the answer when it does not (nothing written).
+    fn outbox_fits(&self, outbound: &Outbound) -> Result<(), Committed> {
+        if self.requests.contains(&outbound.request_id) {
+            // Written by an earlier try of the step: its state moved too.
+            return Err(Committed::LostRace {
+                current: Stored::default(),
+            });
+        }
+        let current = self
+            .streams
+            .get(&outbound.stream)
+            .map_or(0, |events| events.len() as u64);
+        match outbound.expected {
+            ExpectedSequence::Exact(expected) if expected != current => Err(Committed::Moved {
+                stream: outbound.stream.clone(),
+                expected,
+                current,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Appends a step's events at the stream's next sequences.
+    fn append(&mut self, outbound: &Outbound) {
+        self.requests.insert(outbound.request_id.clone());
+        let events = self.streams.entry(outbound.stream.clone()).or_default();
+        for event in &outbound.events {
+            let sequence = events.len() as u64 + 1;
+            self.appended.insert((outbound.stream.clone(), sequence));
+            events.push(LoggedEvent {
+                stream: outbound.stream.clone(),
+                sequence,
+                event_id: event.event_id.clone().unwrap_or_default(),
+                event_type: event.event_type.clone(),
+                data: event.data.clone(),
+            });
+        }
+    }
 }
 
 impl Tables {
@@ -80,6 +149,7 @@ impl Tables {
         Stored {
             entity: self.entities.get(key).cloned(),
             parking: self.parking(key),
+            due_at: self.due.get(key).copied(),
         }
     }
 }
@@ -155,6 +225,68 @@ impl MemoryStore {
             .collect()
     }
 
+    /// Appends an event to the embedded event store (as a producer would),
+    /// at the stream's next sequence, which it answers.
+    pub fn append_event(
+        &self,
+        stream: &str,
+        event_id: &str,
+        event_type: &str,
+        data: serde_json::Value,
+    ) -> u64 {
+        let mut tables = self.tables();
+        let events = tables.streams.entry(stream.to_owned()).or_default();
+        let sequence = events.len() as u64 + 1;
+        events.push(LoggedEvent {
+            stream: stream.to_owned(),
+            sequence,
+            event_id: event_id.to_owned(),
+            event_type: event_type.to_owned(),
+            data,
+        });
+        sequence
+    }
+
+    /// Every event a process appended to the embedded event store (those
+    /// of [`MemoryStore::append_event`] aside), by stream, then sequence.
+    pub fn appended(&self) -> Vec<LoggedEvent> {
+        let tables = self.tables();
+        let mut events: Vec<LoggedEvent> = tables
+            .streams
+            .values()
+            .flatten()
+            .filter(|event| {
+                tables
+                    .appended
+                    .contains(&(event.stream.clone(), event.sequence))
+            })
+            .cloned()
+            .collect();
+        events.sort_by(|a, b| (&a.stream, a.sequence).cmp(&(&b.stream, b.sequence)));
+        events
+    }
+
+    /// A stream of the embedded event store, in order.
+    pub fn stream_events(&self, stream: &str) -> Vec<LoggedEvent> {
+        self.tables()
+            .streams
+            .get(stream)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Every deadline set, ordered by key: for tests and `replay`.
+    pub fn deadlines(&self) -> Vec<(EntityKey, u64)> {
+        let mut due: Vec<(EntityKey, u64)> = self
+            .tables()
+            .due
+            .iter()
+            .map(|(key, at)| (key.clone(), *at))
+            .collect();
+        due.sort();
+        due
+    }
+
     /// Every counter's value, ordered by counter and id.
     pub fn counters(&self) -> Vec<(&'static Counter, String, i64)> {
         let mut counters: Vec<(&'static Counter, String, i64)> = self
@@ -196,6 +328,10 @@ impl Store for MemoryStore {
                 .filter(|key| tables.parked.contains_key(key))
                 .map(|key| (key.clone(), tables.parking(key)))
                 .collect(),
+            due: keys
+                .iter()
+                .filter_map(|key| Some((key.clone(), *tables.due.get(key)?)))
+                .collect(),
         })
     }
 
@@ -219,6 +355,7 @@ impl Store for MemoryStore {
             let parked = tables.parked.get(key);
             let as_expected = tables.entities.get(key).map(AnyEntity::sequence)
                 == commit.expected.sequence
+                && tables.due.get(key).copied() == commit.expected.due_at
                 && parked.map_or(0, BTreeMap::len) == commit.expected.parked.len()
                 && parked.is_none_or(|parked| parked.keys().eq(commit.expected.parked.iter()));
             // As DynamoDB's transaction: a parked event is put only where none is.
@@ -233,6 +370,17 @@ impl Store for MemoryStore {
                     current: tables.stored(key),
                 });
             }
+            if let Some(outbound) = &commit.outbox {
+                match tables.outbox_fits(outbound) {
+                    Ok(()) => {}
+                    Err(Committed::LostRace { .. }) => {
+                        return Ok(Committed::LostRace {
+                            current: tables.stored(key),
+                        });
+                    }
+                    Err(answer) => return Ok(answer),
+                }
+            }
             if let Some(entity) = &commit.entity {
                 // As DynamoDB would refuse it.
                 checks::entity_fits(entity, &key.pk(), commit.parked_after().len())?;
@@ -240,6 +388,18 @@ impl Store for MemoryStore {
             }
             if commit.changes_parking() {
                 tables.change_parking(commit);
+            }
+            match commit.deadline {
+                Some(Some(at)) => {
+                    tables.due.insert(key.clone(), at);
+                }
+                Some(None) => {
+                    tables.due.remove(key);
+                }
+                None => {}
+            }
+            if let Some(outbound) = &commit.outbox {
+                tables.append(outbound);
             }
         }
         if !commit.conflicts.is_empty() {
@@ -313,6 +473,20 @@ impl Store for MemoryStore {
         tokio::task::yield_now().await;
         self.tables().sweep_mark = Some(mark.clone());
         Ok(())
+    }
+
+    async fn due(&self, shard: u8, now: u64, limit: usize) -> Result<Vec<String>, StoreError> {
+        tokio::task::yield_now().await;
+        let mut due: Vec<(u64, String)> = self
+            .tables()
+            .due
+            .iter()
+            .map(|(key, at)| (*at, key.pk()))
+            .filter(|(at, pk)| *at <= now && due_shard(pk) == shard)
+            .collect();
+        due.sort();
+        due.truncate(limit.max(1));
+        Ok(due.into_iter().map(|(_, pk)| pk).collect())
     }
 
     async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {

@@ -40,6 +40,9 @@ pub struct Loaded {
     /// The sequences parked on the entities asked for, for those that have
     /// any (an item may hold parked sequences before its entity exists).
     pub parking: HashMap<EntityKey, Parking>,
+    /// The deadlines set on the entities asked for, for those that have
+    /// one (a process's state: `dueAt`, epoch seconds).
+    pub due: HashMap<EntityKey, u64>,
 }
 
 /// What an entity's item records of the events parked on it.
@@ -60,6 +63,8 @@ pub struct Stored {
     pub entity: Option<AnyEntity>,
     /// What is parked on the item.
     pub parking: Parking,
+    /// The deadline set on it (a process's state), epoch seconds.
+    pub due_at: Option<u64>,
 }
 
 /// An event that arrived before the one it follows, kept in the table until
@@ -109,6 +114,9 @@ pub struct Expected {
     /// The entity as loaded, when known: a write removes the attributes it
     /// had and the new state has not (an optional field that became empty).
     pub entity: Option<AnyEntity>,
+    /// The deadline on the item (a deadline fired changes the state
+    /// without moving its sequence, so the write checks this too).
+    pub due_at: Option<u64>,
 }
 
 impl Commit {
@@ -127,7 +135,7 @@ impl Commit {
 /// state, events parked, parked events drained (applied, so removed), and
 /// conflicts. The entity's item is written only if it is still as
 /// `expected`; conflict records are written only where none exists.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Commit {
     /// The entity whose item the commit writes; parked events and conflicts go
     /// in its partition.
@@ -145,12 +153,37 @@ pub struct Commit {
     pub conflicts: Vec<ConflictRecord>,
     /// Epoch seconds (`parkedSince` when the item starts holding parked events).
     pub now: u64,
+    /// The deadline set (`Some(Some(at))`) or cleared (`Some(None)`) on the
+    /// entity's item; `None`: left as it is.
+    pub deadline: Option<Option<u64>>,
+    /// The events a process's step appends to the event store, in the same
+    /// transaction as the rest of the commit.
+    pub outbox: Option<Outbound>,
+}
+
+/// The events one step of a process appends: to one stream, under one
+/// request id (so that a step tried again appends them once).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outbound {
+    /// The stream they are appended to.
+    pub stream: String,
+    /// Where the stream must stand.
+    pub expected: crate::producer::ExpectedSequence,
+    /// The request id, derived from the process and what caused the step.
+    pub request_id: String,
+    /// The events, in order, each with its `eventId` (derived from the
+    /// request id).
+    pub events: Vec<crate::producer::NewEvent>,
 }
 
 impl Commit {
     /// Whether the commit writes the entity's item (and so is conditional).
     pub fn touches_entity(&self) -> bool {
-        self.entity.is_some() || !self.park.is_empty() || !self.drain.is_empty()
+        self.entity.is_some()
+            || !self.park.is_empty()
+            || !self.drain.is_empty()
+            || self.deadline.is_some()
+            || self.outbox.is_some()
     }
 
     /// Whether the commit changes what is parked on the entity (and so
@@ -166,6 +199,10 @@ impl Commit {
             + self.park.len()
             + self.drain.len()
             + self.conflicts.len()
+            + self
+                .outbox
+                .as_ref()
+                .map_or(0, |outbox| outbox.events.len() + 2)
     }
 }
 
@@ -180,6 +217,16 @@ pub enum Committed {
     LostRace {
         /// The entity's item as it is now.
         current: Stored,
+    },
+    /// A process's step appends at an exact sequence, and its stream has
+    /// moved: nothing was written.
+    Moved {
+        /// The stream.
+        stream: String,
+        /// Where the step expected it.
+        expected: u64,
+        /// Where it is.
+        current: u64,
     },
 }
 
@@ -463,6 +510,20 @@ pub trait Store: Send + Sync {
         }))
     }
 
+    /// One page of the index of due deadlines: the keys of the items of
+    /// `shard` (0 to [`crate::process::DUE_SHARDS`] - 1) whose deadline is
+    /// at or before `now`, earliest first, at most `limit`. A store
+    /// without deadlines answers none.
+    fn due(
+        &self,
+        shard: u8,
+        now: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send {
+        let _ = (shard, now, limit);
+        async { Ok(Vec::new()) }
+    }
+
     /// Requests sent to the table so far, for the invocation summary; a
     /// store that sends none answers 0.
     fn requests(&self) -> u64 {
@@ -555,6 +616,15 @@ macro_rules! delegate_store {
                 conflicts: &[ConflictRecord],
             ) -> impl Future<Output = Result<(), StoreError>> + Send {
                 S::record_counter_conflicts(self, counter, id, conflicts)
+            }
+
+            fn due(
+                &self,
+                shard: u8,
+                now: u64,
+                limit: usize,
+            ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send {
+                S::due(self, shard, now, limit)
             }
 
             fn requests(&self) -> u64 {

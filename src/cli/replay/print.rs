@@ -216,6 +216,21 @@ pub(in crate::cli) fn print_state(
             )?;
         }
     }
+    for (key, at) in store.deadlines() {
+        writeln!(out, "  due     {key}: at {at} (epoch seconds)")?;
+    }
+    let appended = store.appended();
+    if !appended.is_empty() {
+        // A process's appends: to the event store, once deployed.
+        writeln!(out, "\nWould append (a process's; not sent anywhere here):")?;
+        for event in appended {
+            writeln!(
+                out,
+                "  {:<12} {:<16} {} {}",
+                event.stream, event.event_type, event.event_id, event.data
+            )?;
+        }
+    }
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! Parked events that follow the entity, applied in order while the step
 //! has room; those at or behind it cleared.
 
-use super::{Planner, Planning, Stuck, StuckWhy};
+use super::{Planner, Planning, Reacted, Stuck, StuckWhy};
 use crate::entity::AnyEntity;
 use crate::handling::{Decision, HandlerFault};
 use crate::runner::Outcome;
@@ -87,11 +87,16 @@ impl Planner<'_> {
             let next = at.saturating_add(1);
             if let Some((position, parked)) = self.new_parks.remove(&next) {
                 // Parked by this very step: applied instead.
-                let applied = match &self.rest[position].event {
-                    Ok(event) => event.decide(&mut self.slot) == Ok(Decision::Applied),
-                    Err(_) => false,
+                let reacted = match &self.rest[position].event {
+                    Ok(event) => Some(self.react(event)),
+                    Err(_) => None,
                 };
-                if !applied {
+                if matches!(reacted, Some(Reacted::Cut)) {
+                    self.new_parks.insert(next, (position, parked));
+                    self.more = true;
+                    return Ok(());
+                }
+                if !matches!(reacted, Some(Reacted::Decided(Decision::Applied))) {
                     self.new_parks.insert(next, (position, parked));
                     return Ok(());
                 }
@@ -126,7 +131,12 @@ impl Planner<'_> {
                 }
                 Some(Some(parked)) => parked,
             };
-            if let Err(why) = self.apply_parked(parked, next) {
+            let applied = self.apply_parked(parked, next);
+            if applied == Err(None) {
+                self.more = true;
+                return Ok(());
+            }
+            if let Err(Some(why)) = applied {
                 self.stuck = Some(Stuck {
                     sequence: next,
                     why,
@@ -139,24 +149,31 @@ impl Planner<'_> {
         Ok(())
     }
 
-    /// Applies a stored parked event (at `sequence`) to the slot.
-    fn apply_parked(&mut self, parked: &ParkedEvent, sequence: u64) -> Result<(), StuckWhy> {
+    /// Applies a stored parked event (at `sequence`) to the slot;
+    /// `Err(None)`: a process's appends that cannot join this step (in the
+    /// next).
+    fn apply_parked(
+        &mut self,
+        parked: &ParkedEvent,
+        sequence: u64,
+    ) -> Result<(), Option<StuckWhy>> {
         let event = self
             .domain
             .parse(&parked.body)
-            .map_err(|err| StuckWhy::Unreadable(err.to_string()))?;
+            .map_err(|err| Some(StuckWhy::Unreadable(err.to_string())))?;
         if event.entity_key().as_ref() != Some(self.key) || event.sequence() != Some(sequence) {
-            return Err(StuckWhy::Unreadable(format!(
+            return Err(Some(StuckWhy::Unreadable(format!(
                 "its body is not the event at sequence {sequence} of this entity"
-            )));
+            ))));
         }
-        match event.decide(&mut self.slot) {
-            Ok(Decision::Applied) => Ok(()),
-            Ok(other) => Err(StuckWhy::Refused(other)),
-            Err(fault) => Err(StuckWhy::Fault(HandlerFault {
+        match self.react(&event) {
+            Reacted::Decided(Decision::Applied) => Ok(()),
+            Reacted::Decided(other) => Err(Some(StuckWhy::Refused(other))),
+            Reacted::Fault(fault) => Err(Some(StuckWhy::Fault(HandlerFault {
                 problem: format!("{} ({} event)", fault.problem, event.type_name()),
                 ..fault
-            })),
+            }))),
+            Reacted::Cut => Err(None),
         }
     }
 }

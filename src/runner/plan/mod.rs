@@ -20,9 +20,11 @@
 //! | `mod.rs` | the step planned: each message decided, the commit that writes them |
 //! | `gap.rs` | a gap: parked, found parked already, or failed; conflicts recorded |
 //! | `drain.rs` | parked events that follow the entity applied; those behind it cleared |
+//! | `outbox.rs` | a process's step: its appends and deadline gathered, or the step cut |
 
 mod drain;
 mod gap;
+mod outbox;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -33,9 +35,11 @@ use crate::entity::{AnyEntity, EntityKey};
 use crate::envelope::{Event, Record};
 use crate::handling::{Decision, HandlerFault};
 use crate::store::{
-    Commit, ConflictRecord, Expected, MAX_COMMIT_BYTES, MAX_COMMIT_ITEMS, ParkedEvent, Parking,
-    Stored,
+    Commit, ConflictRecord, Expected, MAX_COMMIT_BYTES, MAX_COMMIT_ITEMS, Outbound, ParkedEvent,
+    Parking, Stored,
 };
+use outbox::Reacted;
+pub(crate) use outbox::gathered;
 
 /// A planned step.
 pub(super) struct Step {
@@ -96,6 +100,10 @@ impl Step {
         Stored {
             entity: self.commit.entity.or(self.unchanged),
             parking: self.parking,
+            due_at: match self.commit.deadline {
+                Some(deadline) => deadline,
+                None => self.commit.expected.due_at,
+            },
         }
     }
 }
@@ -138,6 +146,8 @@ pub(super) fn plan(
         verdicts: Vec::new(),
         more: false,
         stuck: None,
+        outgoing: None,
+        deadline: None,
     };
     match planner.run() {
         Err(wanted) => Planned::Fetch(wanted, planner.stored),
@@ -169,6 +179,10 @@ struct Planner<'a> {
     verdicts: Vec<Verdict>,
     more: bool,
     stuck: Option<Stuck>,
+    /// A process's: what the step appends.
+    outgoing: Option<Outbound>,
+    /// A process's: the deadline the step sets or clears.
+    deadline: Option<Option<u64>>,
 }
 
 /// `Err`: the parked events to read before planning again.
@@ -178,7 +192,14 @@ impl Planner<'_> {
     /// Items the commit would write: the entity's, its entry in the index of
     /// parked entities, and one per event parked, drained or in conflict.
     fn items(&self) -> usize {
-        2 + self.new_parks.len() + self.drained.len() + self.cleared.len() + self.conflicts.len()
+        2 + self.new_parks.len()
+            + self.drained.len()
+            + self.cleared.len()
+            + self.conflicts.len()
+            + self
+                .outgoing
+                .as_ref()
+                .map_or(0, |outgoing| outgoing.events.len() + 2)
     }
 
     /// Bytes of the bodies the step parks, drains and records.
@@ -215,7 +236,11 @@ impl Planner<'_> {
                 break;
             }
             let Ok(event) = &record.event else { break };
-            let verdict = self.decide(position, record, event)?;
+            let Some(verdict) = self.decide(position, record, event)? else {
+                // A process's appends that cannot join this step: the next.
+                self.more = true;
+                break;
+            };
             let failed = verdict.outcome.is_failure();
             self.verdicts.push(verdict);
             if failed {
@@ -225,17 +250,23 @@ impl Planner<'_> {
         Ok(())
     }
 
-    fn decide(&mut self, position: usize, record: &Record, event: &Event) -> Planning<Verdict> {
+    fn decide(
+        &mut self,
+        position: usize,
+        record: &Record,
+        event: &Event,
+    ) -> Planning<Option<Verdict>> {
         let sequence = event.sequence().unwrap_or(0);
         let before = self.slot.as_ref().map(AnyEntity::sequence);
-        let decision = match event.decide(&mut self.slot) {
-            Ok(decision) => decision,
-            Err(fault) => return Ok(handler_error(event, &fault)),
+        let decision = match self.react(event) {
+            Reacted::Decided(decision) => decision,
+            Reacted::Fault(fault) => return Ok(Some(handler_error(event, &fault))),
+            Reacted::Cut => return Ok(None),
         };
-        match decision {
+        Ok(Some(match decision {
             Decision::Applied => {
                 self.drain()?;
-                Ok(Verdict::new(Outcome::Applied, None))
+                Verdict::new(Outcome::Applied, None)
             }
             Decision::Duplicate => match &self.slot {
                 Some(entity)
@@ -243,14 +274,14 @@ impl Planner<'_> {
                         && entity.last_event_id() != event.event_id() =>
                 {
                     let recorded = entity.last_event_id().to_owned();
-                    Ok(self.conflict(record, event, "applied", &recorded))
+                    self.conflict(record, event, "applied", &recorded)
                 }
-                _ => Ok(Verdict::new(Outcome::Duplicate, None)),
+                _ => Verdict::new(Outcome::Duplicate, None),
             },
             Decision::Gap | Decision::NotCreated => {
-                Ok(self.gap(position, record, event, decision, before)?)
+                self.gap(position, record, event, decision, before)?
             }
-        }
+        }))
     }
 
     fn finish(self) -> Step {
@@ -261,6 +292,7 @@ impl Planner<'_> {
         let Stored {
             entity: before,
             parking,
+            due_at,
         } = self.stored;
         let sequence = before.as_ref().map(AnyEntity::sequence);
         let since = if self.parked.is_empty() {
@@ -281,6 +313,7 @@ impl Planner<'_> {
                 sequence,
                 parked: parking.sequences,
                 entity: before,
+                due_at,
             },
             entity,
             park: self
@@ -296,6 +329,8 @@ impl Planner<'_> {
                 .collect(),
             conflicts: self.conflicts,
             now: self.now,
+            deadline: self.deadline.filter(|deadline| *deadline != due_at),
+            outbox: self.outgoing,
         };
         Step {
             verdicts,

@@ -6,8 +6,9 @@ use std::time::Duration;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-    StreamSpecification, StreamViewType, TableStatus, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType, TableStatus,
+    TimeToLiveSpecification,
 };
 
 use super::{TTL_ATTRIBUTE, build_error, readable, request_error};
@@ -224,13 +225,23 @@ async fn send_create_table(
             "key schema",
         )));
     };
-    client
+    // A consumer's table: the sparse index of a process's due deadlines
+    // (empty for any other consumer).
+    let due = (!stream).then(due_index).flatten();
+    let mut create = client
         .create_table()
         .table_name(table)
         .attribute_definitions(pk)
         .attribute_definitions(sk)
         .key_schema(hash)
-        .key_schema(range)
+        .key_schema(range);
+    if let Some((index, shard, at)) = due {
+        create = create
+            .attribute_definitions(shard)
+            .attribute_definitions(at)
+            .global_secondary_indexes(index);
+    }
+    create
         .billing_mode(BillingMode::PayPerRequest)
         .set_stream_specification(
             stream
@@ -247,6 +258,43 @@ async fn send_create_table(
         .send()
         .await?;
     Ok(())
+}
+
+/// The index of due deadlines: `dueShard` and `dueAt`, keys only.
+fn due_index() -> Option<(
+    GlobalSecondaryIndex,
+    AttributeDefinition,
+    AttributeDefinition,
+)> {
+    let shard = AttributeDefinition::builder()
+        .attribute_name(super::items::DUE_SHARD)
+        .attribute_type(ScalarAttributeType::S)
+        .build()
+        .ok()?;
+    let at = AttributeDefinition::builder()
+        .attribute_name(super::items::DUE_AT)
+        .attribute_type(ScalarAttributeType::N)
+        .build()
+        .ok()?;
+    let key = |name: &str, key_type| {
+        KeySchemaElement::builder()
+            .attribute_name(name)
+            .key_type(key_type)
+            .build()
+            .ok()
+    };
+    let index = GlobalSecondaryIndex::builder()
+        .index_name(super::items::DUE_INDEX)
+        .key_schema(key(super::items::DUE_SHARD, KeyType::Hash)?)
+        .key_schema(key(super::items::DUE_AT, KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::KeysOnly)
+                .build(),
+        )
+        .build()
+        .ok()?;
+    Some((index, shard, at))
 }
 
 type TtlError = SdkError<

@@ -18,7 +18,8 @@ use super::items::{
 };
 use super::{DynamoStore, parked_index};
 use crate::entity::EntityKey;
-use crate::store::{Commit, Committed, ParkedEvent, StoreError, Stored};
+use crate::producer::{Append, AppendError};
+use crate::store::{Commit, Committed, Outbound, ParkedEvent, StoreError, Stored};
 
 impl DynamoStore {
     /// A commit that writes only the entity's item: one conditional UpdateItem.
@@ -132,6 +133,59 @@ impl DynamoStore {
                 current: self.stored(&commit.key).await?,
             }),
             _ => Err(cancelled(reasons)),
+        }
+    }
+
+    /// A process's step: the commit's writes and its appends, one
+    /// transaction across this table and the event store's (the event
+    /// store's append, with the commit's writes as the caller's own).
+    pub(super) async fn commit_with_outbox(
+        &self,
+        commit: &Commit,
+        outbound: &Outbound,
+    ) -> Result<Committed, StoreError> {
+        let Some(events) = &self.events else {
+            return Err(StoreError::Rejected {
+                operation: "TransactWriteItems",
+                message: "a process's step appends events, and the store was given no event store (set EVENT_STORE_TABLE)".to_owned(),
+            });
+        };
+        let writes = self.commit_items(commit)?;
+        self.note("TransactWriteItems");
+        self.note("Query");
+        if !commit.drain.is_empty() {
+            self.note("TransactWriteItems/Delete");
+        }
+        let append = Append {
+            stream_id: outbound.stream.clone(),
+            events: outbound.events.clone(),
+            expected: outbound.expected,
+            request_id: Some(outbound.request_id.clone()),
+            writes,
+        };
+        match events.append(append).await {
+            Ok(appended) if !appended.duplicate_request => Ok(Committed::Written),
+            // Written by an earlier try, with its state: read it again.
+            Ok(_) | Err(AppendError::Condition { .. }) => Ok(Committed::LostRace {
+                current: self.stored(&commit.key).await?,
+            }),
+            Err(AppendError::ExpectedSequence { expected, current }) => Ok(Committed::Moved {
+                stream: outbound.stream.clone(),
+                expected,
+                current,
+            }),
+            Err(AppendError::Store(err)) => Err(err),
+            Err(AppendError::Contention { attempts }) => Err(StoreError::Request {
+                operation: "TransactWriteItems",
+                message: format!(
+                    "other writers kept appending to the stream {}: gave up after {attempts} tries",
+                    outbound.stream
+                ),
+            }),
+            Err(other) => Err(StoreError::Rejected {
+                operation: "TransactWriteItems",
+                message: format!("the event store refused the process's append: {other}"),
+            }),
         }
     }
 

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::Item;
-use super::items::{PARKED, PARKED_SINCE, entity_attributes};
+use super::items::{DUE_AT, DUE_SHARD, PARKED, PARKED_SINCE, due_shard_key, entity_attributes};
 use crate::store::{Commit, StoreError};
 
 /// An update and condition expression under construction, with the names
@@ -115,6 +115,30 @@ pub(super) fn entity_update(commit: &Commit) -> Result<Expression, StoreError> {
             expression.set_if_absent(PARKED_SINCE, AttributeValue::N(commit.now.to_string()));
         }
     }
+    match commit.deadline {
+        Some(Some(at)) => {
+            expression.set(DUE_AT, AttributeValue::N(at.to_string()));
+            expression.set(
+                DUE_SHARD,
+                AttributeValue::S(due_shard_key(&commit.key.pk())),
+            );
+        }
+        Some(None) => {
+            expression.remove(DUE_AT);
+            expression.remove(DUE_SHARD);
+        }
+        None => {}
+    }
+    // A deadline fired changes the state without moving its sequence.
+    let due = expression.name(DUE_AT);
+    let condition = match commit.expected.due_at {
+        None => format!("attribute_not_exists({due})"),
+        Some(at) => {
+            let at = expression.value(AttributeValue::N(at.to_string()));
+            format!("{due} = {at}")
+        }
+    };
+    expression.conditions.push(condition);
     let sequence = expression.name("sequence");
     let condition = match commit.expected.sequence {
         None => format!("attribute_not_exists({sequence})"),

@@ -23,6 +23,17 @@ pub(super) const DEDUP_STREAM: &str = "stream";
 /// The entity item's number set of parked sequences, and since when it has any.
 pub(super) const PARKED: &str = "parked";
 pub(super) const PARKED_SINCE: &str = "parkedSince";
+/// A process's state's deadline (epoch seconds), and its partition of the
+/// index of due deadlines (`DUE#<0-f>`, the sparse index `due`).
+pub(super) const DUE_AT: &str = "dueAt";
+pub(super) const DUE_SHARD: &str = "dueShard";
+/// The index of due deadlines.
+pub(super) const DUE_INDEX: &str = "due";
+
+/// The partition of the index of due deadlines of the item `pk`.
+pub(super) fn due_shard_key(pk: &str) -> String {
+    format!("DUE#{:x}", crate::process::due_shard(pk))
+}
 
 pub(super) fn pending_sk(sequence: u64) -> String {
     format!("{PENDING_PREFIX}{sequence:020}")
@@ -188,9 +199,31 @@ pub(super) fn parking_from_item(item: &Item) -> Result<Parking, StoreError> {
 /// Reads an entity item whole: the entity, if created, and its parking.
 pub(super) fn stored_from_item(kind: &'static Kind, item: Item) -> Result<Stored, StoreError> {
     let parking = parking_from_item(&item)?;
+    let due_at = match item.get(DUE_AT) {
+        None => None,
+        Some(AttributeValue::N(number)) => {
+            Some(number.parse().map_err(|_| StoreError::Corrupt {
+                key: match item.get("pk") {
+                    Some(AttributeValue::S(pk)) => pk.clone(),
+                    _ => String::new(),
+                },
+                message: format!("`{DUE_AT}` `{number}` is not a time"),
+            })?)
+        }
+        Some(_) => {
+            return Err(StoreError::Corrupt {
+                key: match item.get("pk") {
+                    Some(AttributeValue::S(pk)) => pk.clone(),
+                    _ => String::new(),
+                },
+                message: format!("`{DUE_AT}` is not a number"),
+            });
+        }
+    };
     Ok(Stored {
         entity: entity_from_item(kind, item)?,
         parking,
+        due_at,
     })
 }
 

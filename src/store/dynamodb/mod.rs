@@ -11,6 +11,9 @@
 //! | parked-entity index | `PARKED#<0-f>` (a shard) | the entity's pk |
 //! | where the last sweep stopped | `SWEEP` | `CURSOR` |
 //!
+//! A process's state also holds `dueAt` and `dueShard` (`DUE#<0-f>`) while
+//! it has a deadline: the keys of the sparse index `due`.
+//!
 //! An entity item also holds `parked` (a number set: the sequences parked on
 //! it) and `parkedSince` while it has any; an item with only those is not
 //! an entity yet. The index holds one item (with `parkedSince`) per entity
@@ -28,6 +31,7 @@
 //! | `errors.rs` | DynamoDB's errors as the store's (refusals for good apart) |
 //! | `parked_index.rs` | the index of parked entities, spread over 16 partitions |
 //! | `sweep_mark.rs` | where the last sweep stopped, for the next one |
+//! | `due.rs` | the index of a process's due deadlines (the sparse index `due`) |
 //! | `admin.rs` | the table itself: connect, create if missing, check |
 
 use std::collections::BTreeSet;
@@ -41,6 +45,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 mod admin;
 mod commit;
 mod counters;
+mod due;
 pub(crate) mod errors;
 mod expression;
 mod items;
@@ -104,6 +109,8 @@ pub struct DynamoStore {
     /// The operations called, a bit each of [`OPERATIONS`] (for the
     /// policy test; one atomic `or` a call, the same in every build).
     operations: Arc<AtomicU32>,
+    /// The event store a process's steps append to, in their transactions.
+    events: Option<crate::producer::EventStore>,
 }
 
 impl DynamoStore {
@@ -116,7 +123,22 @@ impl DynamoStore {
             requests: Arc::new(AtomicU64::new(0)),
             xray: xray::XRay::from_env().map(Arc::new),
             operations: Arc::default(),
+            events: None,
         }
+    }
+
+    /// The store of a process's state, whose steps append to `events` in
+    /// the same transaction as they write the state (the event store's
+    /// table, in the same account and region).
+    #[must_use]
+    pub fn with_event_store(mut self, events: crate::producer::EventStore) -> Self {
+        self.events = Some(events);
+        self
+    }
+
+    /// The event store a process's steps append to, if any.
+    pub fn event_store(&self) -> Option<&crate::producer::EventStore> {
+        self.events.as_ref()
     }
 
     /// When a client call starts, if X-Ray is on (epoch seconds). The call
@@ -204,6 +226,9 @@ impl Store for DynamoStore {
                     if !stored.parking.sequences.is_empty() {
                         loaded.parking.insert(key.clone(), stored.parking);
                     }
+                    if let Some(at) = stored.due_at {
+                        loaded.due.insert(key.clone(), at);
+                    }
                     if let Some(entity) = stored.entity {
                         loaded.entities.insert(key, Ok(entity));
                     }
@@ -217,6 +242,9 @@ impl Store for DynamoStore {
     }
 
     async fn commit(&self, commit: &Commit) -> Result<Committed, StoreError> {
+        if let Some(outbound) = &commit.outbox {
+            return self.commit_with_outbox(commit, outbound).await;
+        }
         if commit.touches_entity() && commit.items() == 1 {
             return self.update_entity(commit).await;
         }
@@ -326,9 +354,15 @@ impl Store for DynamoStore {
         self.write_counter_conflicts(counter, id, conflicts).await
     }
 
+    async fn due(&self, shard: u8, now: u64, limit: usize) -> Result<Vec<String>, StoreError> {
+        self.due_page(shard, now, limit).await
+    }
+
     /// DynamoDB requests sent so far (each SDK call counts once, whatever
-    /// the SDK retried inside it).
+    /// the SDK retried inside it), a process's appends to the event store
+    /// included.
     fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
+            + self.events.as_ref().map_or(0, |events| events.requests())
     }
 }

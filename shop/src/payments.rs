@@ -1,0 +1,286 @@
+//! The shop's process: each order's payment. It cancels an order that is
+//! not paid within the window, and requests a refund of what was paid for
+//! an order that ends cancelled. It subscribes to the topic like any
+//! consumer (`payments-process`, its own queue and table) and appends to
+//! the order's stream: its state and what it appends are one transaction.
+//!
+//! | on | when | state becomes | appends to the order's stream |
+//! | --- | --- | --- | --- |
+//! | `OrderCreated` | | `AWAITING_PAYMENT`, deadline now + window | |
+//! | `OrderUpdated` | | `totalCents` follows | |
+//! | `PaymentReceived` | awaiting, paid in full | `PAID`, no deadline | |
+//! | `PaymentReceived` | cancelled | `CANCELLED` | `RefundRequested` (the amount) |
+//! | `OrderCancelled` | awaiting | `CANCELLED`, no deadline | `RefundRequested` (`paidCents`) if part was paid |
+//! | `OrderCancelled` | paid | `CANCELLED` | `RefundRequested` (`paidCents`) |
+//! | the deadline | still awaiting | `CANCELLING` | `OrderCancelled` ("payment not received"), at the sequence seen |
+//! | `RefundRequested` | | unchanged | |
+//!
+//! A cancel it asked for arrives as any `OrderCancelled` does, and ends it
+//! `CANCELLED`. If the order's stream moved before its cancel could be
+//! appended (a payment, say), nothing is written, and the event that moved
+//! it decides: a payment in full ends it `PAID`; anything else leaves it
+//! awaiting, and the next sweep fires the deadline again.
+//!
+//! Its item: `PAYMENT#<aggregateId>` / `STATE`, with `sequence`,
+//! `lastEventId`, `state`, `totalCents`, `paidCents`, and `dueAt` while it
+//! awaits payment (the engine's). Nothing personal.
+//!
+//! `PAYMENT_WINDOW_SECONDS` (default 900, 1 to 604800) sets the window.
+
+use sequence_guard::process::{Due, Outbox, Process};
+use sequence_guard::{Decision, Domain, Entity, Events, Handling, Sequenced};
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
+
+use crate::events::{OrderCancellation, OrderDetails, PaymentDetails, RefundRequest};
+
+/// The window's default, in seconds: 15 minutes.
+pub const DEFAULT_WINDOW_SECONDS: u64 = 900;
+
+/// The window's range, in seconds: a second to a week.
+pub const WINDOW_RANGE: std::ops::RangeInclusive<u64> = 1..=604_800;
+
+/// The reason of the cancels and refunds it appends.
+pub const NOT_PAID: &str = "payment not received";
+/// The reason of the refunds it requests for a cancelled order.
+pub const CANCELLED: &str = "order cancelled";
+
+/// `PAYMENT_WINDOW_SECONDS`, checked: the binaries refuse to start with
+/// the error.
+pub fn window() -> Result<u64, String> {
+    window_of(std::env::var("PAYMENT_WINDOW_SECONDS").ok().as_deref())
+}
+
+/// The window from the variable's value (`None`: unset).
+pub fn window_of(value: Option<&str>) -> Result<u64, String> {
+    let Some(value) = value.map(str::trim).filter(|value| !value.is_empty()) else {
+        return Ok(DEFAULT_WINDOW_SECONDS);
+    };
+    value
+        .parse::<u64>()
+        .ok()
+        .filter(|seconds| WINDOW_RANGE.contains(seconds))
+        .ok_or_else(|| {
+            format!(
+                "PAYMENT_WINDOW_SECONDS must be a whole number of seconds from {} to {}, got `{value}`",
+                WINDOW_RANGE.start(),
+                WINDOW_RANGE.end()
+            )
+        })
+}
+
+/// Where an order's payment stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PaymentState {
+    AwaitingPayment,
+    Paid,
+    /// The process appended the order's cancel; it has not arrived yet.
+    Cancelling,
+    Cancelled,
+}
+
+/// The process's state for one order: `PAYMENT#<aggregateId>` / `STATE`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Entity)]
+#[serde(rename_all = "camelCase")]
+#[entity(kind = "PAYMENT", summary = "summary_line")]
+pub struct Payment {
+    pub sequence: u64,
+    pub last_event_id: String,
+    pub state: PaymentState,
+    pub total_cents: u64,
+    pub paid_cents: u64,
+}
+
+impl Payment {
+    fn summary_line(&self) -> String {
+        format!(
+            "state {:?} totalCents {} paidCents {}",
+            self.state, self.total_cents, self.paid_cents
+        )
+    }
+
+    fn applied<D>(&mut self, event: &Sequenced<D>) {
+        self.sequence = event.sequence;
+        self.last_event_id.clone_from(&event.event_id);
+    }
+}
+
+/// The types the process receives; those of other streams are ignored.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", content = "data")]
+pub enum PaymentEvent {
+    OrderCreated(OrderDetails),
+    OrderUpdated(OrderDetails),
+    OrderCancelled(IgnoredAny),
+    PaymentReceived(PaymentDetails),
+    RefundRequested(IgnoredAny),
+    ProductCreated(IgnoredAny),
+    ProductPriceChanged(IgnoredAny),
+    InventoryAdjusted(IgnoredAny),
+}
+
+impl Events for PaymentEvent {
+    fn handling(self) -> Handling {
+        match self {
+            PaymentEvent::OrderCreated(data) => Handling::process(data, on_order_created),
+            PaymentEvent::OrderUpdated(data) => Handling::process(data, on_order_updated),
+            PaymentEvent::OrderCancelled(data) => Handling::process(data, on_order_cancelled),
+            PaymentEvent::PaymentReceived(data) => Handling::process(data, on_payment_received),
+            PaymentEvent::RefundRequested(data) => Handling::process(data, on_refund_requested),
+            PaymentEvent::ProductCreated(_)
+            | PaymentEvent::ProductPriceChanged(_)
+            | PaymentEvent::InventoryAdjusted(_) => Handling::ignore(),
+        }
+    }
+}
+
+/// The process, registered: its state, and its deadline; it appends to the
+/// shop's event store.
+pub fn domain() -> Domain {
+    Domain::new::<PaymentEvent>()
+        .entity::<Payment>()
+        .with_process(Process::new("payments", crate::domain()).on_deadline(on_deadline))
+        .with_crate_version(env!("CARGO_PKG_VERSION"))
+}
+
+/// The guard of an update: `Some` when the event is the state's next.
+fn next<'a, D>(
+    state: &'a mut Option<Payment>,
+    event: &Sequenced<D>,
+) -> Result<&'a mut Payment, Decision> {
+    let Some(state) = state else {
+        return Err(Decision::NotCreated);
+    };
+    if state.sequence != event.sequence - 1 {
+        return Err(if state.sequence >= event.sequence {
+            Decision::Duplicate
+        } else {
+            Decision::Gap
+        });
+    }
+    Ok(state)
+}
+
+/// Asks for what was paid back, if anything was.
+fn refund(outbox: &mut Outbox, order: &str, amount_cents: u64) {
+    if amount_cents > 0 {
+        let refund = RefundRequest {
+            amount_cents,
+            reason: CANCELLED.to_owned(),
+        };
+        outbox.append(order, "RefundRequested", &refund);
+    }
+}
+
+/// `OrderCreated`: awaiting payment, until the deadline.
+pub fn on_order_created(
+    state: &mut Option<Payment>,
+    event: &Sequenced<OrderDetails>,
+    outbox: &mut Outbox,
+) -> Decision {
+    if state.is_some() {
+        return Decision::Duplicate;
+    }
+    *state = Some(Payment {
+        sequence: event.sequence,
+        last_event_id: event.event_id.clone(),
+        state: PaymentState::AwaitingPayment,
+        total_cents: event.data.total_cents,
+        paid_cents: 0,
+    });
+    let window = window().unwrap_or(DEFAULT_WINDOW_SECONDS);
+    outbox.set_deadline(outbox.now().saturating_add(window));
+    Decision::Applied
+}
+
+/// `OrderUpdated`: the total follows.
+pub fn on_order_updated(
+    state: &mut Option<Payment>,
+    event: &Sequenced<OrderDetails>,
+    _: &mut Outbox,
+) -> Decision {
+    let state = match next(state, event) {
+        Ok(state) => state,
+        Err(decision) => return decision,
+    };
+    state.total_cents = event.data.total_cents;
+    state.applied(event);
+    Decision::Applied
+}
+
+/// `PaymentReceived`: paid in full while awaiting ends it paid; paid after
+/// a cancel is refunded.
+pub fn on_payment_received(
+    state: &mut Option<Payment>,
+    event: &Sequenced<PaymentDetails>,
+    outbox: &mut Outbox,
+) -> Decision {
+    let state = match next(state, event) {
+        Ok(state) => state,
+        Err(decision) => return decision,
+    };
+    let amount = event.data.amount_cents;
+    state.paid_cents = state.paid_cents.saturating_add(amount);
+    match state.state {
+        PaymentState::AwaitingPayment if state.paid_cents >= state.total_cents => {
+            state.state = PaymentState::Paid;
+            outbox.clear_deadline();
+        }
+        PaymentState::AwaitingPayment | PaymentState::Paid => {}
+        PaymentState::Cancelling | PaymentState::Cancelled => {
+            refund(outbox, &event.aggregate_id, amount);
+        }
+    }
+    state.applied(event);
+    Decision::Applied
+}
+
+/// `OrderCancelled` (the customer's, or the one it asked for): cancelled,
+/// and what was paid requested back.
+pub fn on_order_cancelled(
+    state: &mut Option<Payment>,
+    event: &Sequenced<IgnoredAny>,
+    outbox: &mut Outbox,
+) -> Decision {
+    let state = match next(state, event) {
+        Ok(state) => state,
+        Err(decision) => return decision,
+    };
+    if state.state != PaymentState::Cancelled {
+        // A second cancel of a cancelled order refunds nothing more.
+        refund(outbox, &event.aggregate_id, state.paid_cents);
+        state.state = PaymentState::Cancelled;
+        outbox.clear_deadline();
+    }
+    state.applied(event);
+    Decision::Applied
+}
+
+/// `RefundRequested`: the state only follows the stream.
+pub fn on_refund_requested(
+    state: &mut Option<Payment>,
+    event: &Sequenced<IgnoredAny>,
+    _: &mut Outbox,
+) -> Decision {
+    let state = match next(state, event) {
+        Ok(state) => state,
+        Err(decision) => return decision,
+    };
+    state.applied(event);
+    Decision::Applied
+}
+
+/// The deadline: an order still awaiting payment is cancelled, at the
+/// sequence the process has seen (if the stream moved, nothing happens:
+/// the event that moved it decides).
+pub fn on_deadline(state: &mut Payment, due: &Due, outbox: &mut Outbox) {
+    if state.state != PaymentState::AwaitingPayment {
+        return;
+    }
+    let cancel = OrderCancellation {
+        reason: NOT_PAID.to_owned(),
+    };
+    outbox.append_at(&due.stream, due.sequence, "OrderCancelled", &cancel);
+    state.state = PaymentState::Cancelling;
+}

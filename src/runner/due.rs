@@ -1,0 +1,238 @@
+//! Deadlines fired: the index of due deadlines read a partition at a time,
+//! each due state read, its process's deadline handler called, and the
+//! step written as a message's is (the state, the deadline, the appends:
+//! one transaction), on the condition that the state and its deadline are
+//! as read. A state that moved meanwhile is read again and the deadline
+//! decided again: one that is no longer due is left alone.
+
+use tracing::{error, info, warn};
+
+use super::plan::gathered;
+use super::{CallError, Invocation, Runner};
+use crate::entity::{AnyEntity, EntityKey};
+use crate::process::{Cause, DUE_SHARDS, DeadlineReport, Due, Outbox};
+use crate::store::{Commit, Committed, Expected, Store, StoreError, Stored};
+
+/// Due deadlines read at a time, per partition.
+const DUE_PAGE: usize = 100;
+
+/// What became of one due deadline.
+enum Fired {
+    Fired,
+    /// Not due (any more), or its state gone.
+    NotDue,
+    Moved,
+    Failed,
+}
+
+impl<S: Store> Runner<S> {
+    /// Fires every deadline due at `invocation.now`, each once, until the
+    /// invocation's deadline (less its margin); a domain without a process
+    /// that handles deadlines fires none.
+    pub async fn fire_due(&self, invocation: &Invocation) -> DeadlineReport {
+        let mut report = DeadlineReport::default();
+        let Some(kind) = self.domain.process().and_then(|p| p.deadline_kind()) else {
+            return report;
+        };
+        for shard in 0..DUE_SHARDS {
+            // Each page's deadlines fired leave the index: read it again
+            // until it has none due (or only ones that failed).
+            let mut failed_here = 0;
+            loop {
+                let read = self
+                    .store
+                    .due(shard, invocation.now, DUE_PAGE + failed_here);
+                let page = match self.timed("Query", invocation, read).await {
+                    Ok(page) => page,
+                    Err(CallError::Deadline) => {
+                        report.cut_short = true;
+                        return report;
+                    }
+                    Err(CallError::Store(err)) => {
+                        warn!(shard, error = %err, "cannot read the due deadlines: the next sweep tries again");
+                        report.failed += 1;
+                        break;
+                    }
+                };
+                let full = page.len() == DUE_PAGE + failed_here;
+                let mut progressed = false;
+                for pk in page.into_iter().skip(failed_here) {
+                    let Some(key) = self
+                        .domain
+                        .key_of_pk(&pk)
+                        .filter(|key| key.kind().name == kind.name)
+                    else {
+                        warn!(
+                            pk,
+                            "a deadline on an item that is not this process's state: left alone"
+                        );
+                        failed_here += 1;
+                        report.failed += 1;
+                        continue;
+                    };
+                    match self.fire_one(&key, invocation).await {
+                        Ok(Fired::Fired) => {
+                            report.fired += 1;
+                            progressed = true;
+                        }
+                        Ok(Fired::NotDue) => progressed = true,
+                        Ok(Fired::Moved) => {
+                            report.moved += 1;
+                            failed_here += 1;
+                        }
+                        Ok(Fired::Failed) => {
+                            report.failed += 1;
+                            failed_here += 1;
+                        }
+                        Err(CallError::Deadline) => {
+                            report.cut_short = true;
+                            return report;
+                        }
+                        Err(CallError::Store(err)) => {
+                            warn!(entity = %key, error = %err, "a deadline could not be fired: the next sweep tries again");
+                            report.failed += 1;
+                            failed_here += 1;
+                        }
+                    }
+                }
+                if !full || !progressed {
+                    break;
+                }
+            }
+        }
+        if report != DeadlineReport::default() {
+            info!(
+                fired = report.fired,
+                moved = report.moved,
+                failed = report.failed,
+                cut_short = report.cut_short,
+                "deadlines"
+            );
+        }
+        report
+    }
+
+    /// Fires one state's deadline if it is due: decided on the state as
+    /// read, written on the condition that it is still so; decided again
+    /// after a lost race.
+    async fn fire_one(&self, key: &EntityKey, invocation: &Invocation) -> Result<Fired, CallError> {
+        let Some(process) = self.domain.process() else {
+            return Ok(Fired::NotDue);
+        };
+        for _ in 0..=self.config.condition_retries {
+            let load = self.store.load(std::slice::from_ref(key), &[]);
+            let mut loaded = self.timed("BatchGetItem", invocation, load).await?;
+            let stored = Stored {
+                entity: loaded
+                    .entities
+                    .remove(key)
+                    .transpose()
+                    .map_err(CallError::Store)?,
+                parking: loaded.parking.remove(key).unwrap_or_default(),
+                due_at: loaded.due.remove(key),
+            };
+            let Some(at) = stored.due_at.filter(|at| *at <= invocation.now) else {
+                return Ok(Fired::NotDue);
+            };
+            let Some(commit) = self.deadline_step(process, key, stored, at, invocation.now) else {
+                return Ok(Fired::Failed);
+            };
+            let write = self.store.commit(&commit);
+            match Box::pin(self.timed("TransactWriteItems", invocation, write)).await? {
+                Committed::Written => return Ok(Fired::Fired),
+                Committed::LostRace { .. } => continue,
+                Committed::Moved {
+                    stream,
+                    expected,
+                    current,
+                } => {
+                    info!(
+                        entity = %key,
+                        stream,
+                        expected,
+                        current,
+                        "a deadline's append found its stream moved: nothing written; decided again at the next sweep"
+                    );
+                    return Ok(Fired::Moved);
+                }
+            }
+        }
+        Err(CallError::Store(StoreError::Request {
+            operation: "TransactWriteItems",
+            message: format!(
+                "the deadline's write lost the race {} times: the state keeps moving",
+                self.config.condition_retries + 1
+            ),
+        }))
+    }
+
+    /// The step of a deadline due at `at`: the handler's new state, its
+    /// appends, and the deadline cleared (or set later); `None` when the
+    /// handler broke its rule (logged).
+    fn deadline_step(
+        &self,
+        process: &crate::process::Process,
+        key: &EntityKey,
+        stored: Stored,
+        at: u64,
+        now: u64,
+    ) -> Option<Commit> {
+        let (entity, parking) = (stored.entity, stored.parking);
+        let mut outbox = Outbox::at(now);
+        let mut slot: Option<AnyEntity> = entity.clone();
+        let fired = match &mut slot {
+            // A deadline left on an item without a state: cleared.
+            None => Ok(()),
+            Some(state) => {
+                let due = Due {
+                    stream: key.id().to_owned(),
+                    at,
+                    sequence: state.sequence(),
+                };
+                process.fire(state, &due, &mut outbox)
+            }
+        };
+        let (appends, deadline) = outbox.take();
+        let outbox = match fired {
+            Ok(()) if appends.is_empty() => Ok(None),
+            Ok(()) => {
+                let cause = Cause::Deadline {
+                    stream: key.id().to_owned(),
+                    at,
+                };
+                gathered(process, &cause, appends).map(Some)
+            }
+            Err(fault) => Err(fault.to_string()),
+        };
+        let outbox = match outbox {
+            Ok(outbox) => outbox,
+            Err(problem) => {
+                error!(
+                    entity = %key,
+                    due_at = at,
+                    problem = %problem,
+                    "a deadline's handler broke its rule: nothing written; tried again at the next sweep"
+                );
+                return None;
+            }
+        };
+        let later = deadline.flatten().filter(|later| *later > now);
+        let changed = slot != entity;
+        Some(Commit {
+            key: key.clone(),
+            expected: Expected {
+                sequence: entity.as_ref().map(AnyEntity::sequence),
+                parked: parking.sequences,
+                entity: entity.clone(),
+                due_at: Some(at),
+            },
+            entity: if changed { slot } else { None },
+            park: Vec::new(),
+            drain: Vec::new(),
+            conflicts: Vec::new(),
+            now,
+            deadline: Some(later),
+            outbox,
+        })
+    }
+}

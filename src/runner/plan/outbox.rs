@@ -1,0 +1,155 @@
+//! A process's step: what its handlers append and the deadline they set,
+//! gathered into the step's commit (one stream, one request id), or the
+//! step cut before an event whose appends cannot join it.
+
+use super::Planner;
+use crate::entity::AnyEntity;
+use crate::envelope::Event;
+use crate::handling::{Decision, HandlerFault};
+use crate::process::{Cause, MAX_OUTGOING, Outbox, Outgoing};
+use crate::producer::{Append, AppendError, ExpectedSequence, check_append};
+use crate::store::Outbound;
+
+/// A handler's answer within a step.
+pub(super) enum Reacted {
+    /// Decided; for a process, what it appends joined the step.
+    Decided(Decision),
+    /// The handler broke its rule: the slot is as it was.
+    Fault(HandlerFault),
+    /// What it appends cannot join this step (another stream, another
+    /// expectation, no room): the slot is as it was, and the event is
+    /// decided again in the next step.
+    Cut,
+}
+
+impl Planner<'_> {
+    /// Runs the event's handler on the slot; for a process, with an outbox
+    /// whose appends and deadline join the step.
+    pub(super) fn react(&mut self, event: &Event) -> Reacted {
+        let Some(process) = self.domain.process() else {
+            return match event.decide(&mut self.slot) {
+                Ok(decision) => Reacted::Decided(decision),
+                Err(fault) => Reacted::Fault(fault),
+            };
+        };
+        let before: Option<AnyEntity> = self.slot.clone();
+        let mut outbox = Outbox::at(self.now);
+        let decision = match event.react(&mut self.slot, &mut outbox) {
+            Ok(decision) => decision,
+            Err(fault) => return Reacted::Fault(fault),
+        };
+        let (appends, deadline) = outbox.take();
+        if !appends.is_empty() {
+            let cause = Cause::Event(event.event_id().to_owned());
+            if let Err(refusal) = self.join(process, &cause, appends) {
+                self.slot = before;
+                return match refusal {
+                    Refusal::Cut => Reacted::Cut,
+                    Refusal::Fault(problem) => Reacted::Fault(HandlerFault {
+                        handler: event.handler(),
+                        problem: format!("{problem} ({} event)", event.type_name()),
+                    }),
+                };
+            }
+        }
+        if let Some(deadline) = deadline {
+            self.deadline = Some(deadline);
+        }
+        Reacted::Decided(decision)
+    }
+
+    /// Joins a handler's appends to the step's.
+    fn join(
+        &mut self,
+        process: &crate::process::Process,
+        cause: &Cause,
+        appends: Vec<Outgoing>,
+    ) -> Result<(), Refusal> {
+        let outbound = gathered(process, cause, appends).map_err(Refusal::Fault)?;
+        let Some(step) = &mut self.outgoing else {
+            self.outgoing = Some(outbound);
+            return Ok(());
+        };
+        // Another stream, an expectation of its own, or no room: in the
+        // next step (this one has an event already, so each makes progress).
+        if step.stream != outbound.stream
+            || outbound.expected != ExpectedSequence::Any
+            || step.events.len() + outbound.events.len() > MAX_OUTGOING
+        {
+            return Err(Refusal::Cut);
+        }
+        step.events.extend(outbound.events);
+        Ok(())
+    }
+}
+
+enum Refusal {
+    Cut,
+    Fault(String),
+}
+
+/// One handler's appends as one [`Outbound`]: to one stream, the first's
+/// expectation for all, each event's id derived from the cause, checked
+/// as the event store will check them.
+pub(crate) fn gathered(
+    process: &crate::process::Process,
+    cause: &Cause,
+    appends: Vec<Outgoing>,
+) -> Result<Outbound, String> {
+    let Some(first) = appends.first() else {
+        return Err("appended nothing".to_owned());
+    };
+    let (stream, expected) = (first.stream.clone(), first.expected);
+    if appends.len() > MAX_OUTGOING {
+        return Err(format!(
+            "appended {} events in one step: at most {MAX_OUTGOING} (a transaction holds 100 items, two an event)",
+            appends.len()
+        ));
+    }
+    if let Some(other) = appends.iter().find(|append| append.stream != stream) {
+        return Err(format!(
+            "appended to the streams `{stream}` and `{}` in one step: a step appends to one stream, in one transaction",
+            other.stream
+        ));
+    }
+    if appends
+        .iter()
+        .skip(1)
+        .any(|append| append.expected != ExpectedSequence::Any)
+    {
+        return Err(
+            "gave an expected sequence to an event that is not the step's first to its stream: the ones after it follow it"
+                .to_owned(),
+        );
+    }
+    let request_id = process.request_id(cause, 0);
+    let events = appends
+        .into_iter()
+        .enumerate()
+        .map(|(index, append)| {
+            let mut event = append.event;
+            event.event_id = Some(process.request_id(cause, index));
+            event
+        })
+        .collect();
+    let outbound = Outbound {
+        stream,
+        expected,
+        request_id,
+        events,
+    };
+    let append = Append {
+        stream_id: outbound.stream.clone(),
+        events: outbound.events.clone(),
+        expected: outbound.expected,
+        request_id: Some(outbound.request_id.clone()),
+        writes: Vec::new(),
+    };
+    check_append(process.store_domain(), &append).map_err(|err| match err {
+        AppendError::Invalid { index, reason } => {
+            format!("appended an event the event store refuses: event {index}: {reason}")
+        }
+        other => format!("appended what the event store refuses: {other}"),
+    })?;
+    Ok(outbound)
+}
