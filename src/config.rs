@@ -285,6 +285,7 @@ pub fn runner_from_lookup(
             MAX_PARKED_RANGE,
         )?)
         .unwrap_or(usize::MAX),
+        appends: defaults.appends,
     })
 }
 

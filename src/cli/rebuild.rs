@@ -46,7 +46,7 @@ use super::{arguments, events_table};
 use crate::domain::Domain;
 use crate::lambda::epoch_seconds;
 use crate::producer::EventStore;
-use crate::runner::{Invocation, Runner};
+use crate::runner::{Invocation, Runner, RunnerConfig};
 use crate::store::Store;
 use crate::store::dynamodb::{DynamoStore, check_table, connect, ready_table};
 use crate::store::memory::MemoryStore;
@@ -124,6 +124,12 @@ pub async fn rebuild(domain: Domain) -> ExitCode {
     if args.versions {
         return print_versions(&name, &events, &domain).await;
     }
+    // A process's appends are in the event store already: its states are
+    // rebuilt, nothing is appended again.
+    let config = RunnerConfig {
+        appends: false,
+        ..config
+    };
     let done = match &args.table {
         Some(table) => {
             if let Err(err) = ready_table(&client, table, args.create_table).await {

@@ -79,6 +79,10 @@ pub struct RunnerConfig {
     pub park_after_receives: u32,
     /// The most events parked on one entity; past it, gaps fail again.
     pub max_parked_per_entity: usize,
+    /// Whether a process's steps append what their handlers answer (and
+    /// not only move the state and the deadline): `false` for `rebuild`,
+    /// which reads the event store, where those appends are already.
+    pub appends: bool,
 }
 
 impl RunnerConfig {
@@ -102,6 +106,7 @@ impl Default for RunnerConfig {
             gap_policy: GapPolicy::Park,
             park_after_receives: 3,
             max_parked_per_entity: 1000,
+            appends: true,
         }
     }
 }

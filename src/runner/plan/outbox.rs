@@ -38,7 +38,11 @@ impl Planner<'_> {
             Ok(decision) => decision,
             Err(fault) => return Reacted::Fault(fault),
         };
-        let (appends, deadline) = outbox.take();
+        let (mut appends, deadline) = outbox.take();
+        if !self.config.appends {
+            // `rebuild`: what the process appended is in the store already.
+            appends.clear();
+        }
         if !appends.is_empty() {
             let cause = Cause::Event(event.event_id().to_owned());
             if let Err(refusal) = self.join(process, &cause, appends) {
