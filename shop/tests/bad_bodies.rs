@@ -32,10 +32,12 @@ fn any_value() -> impl Strategy<Value = Value> {
     })
 }
 
-const TYPES: [&str; 8] = [
+const TYPES: [&str; 10] = [
     "OrderCreated",
     "OrderUpdated",
     "OrderCancelled",
+    "PaymentReceived",
+    "RefundRequested",
     "ProductCreated",
     "ProductPriceChanged",
     "InventoryAdjusted",
@@ -43,11 +45,12 @@ const TYPES: [&str; 8] = [
     "",
 ];
 
-const DATA_FIELDS: [&str; 9] = [
+const DATA_FIELDS: [&str; 10] = [
     "customerName",
     "email",
     "totalCents",
     "reason",
+    "amountCents",
     "name",
     "priceCents",
     "sku",

@@ -56,6 +56,9 @@ fn every_type_parses() {
         json!({"eventId":"e","type":"OrderCreated","aggregateId":"o","sequence":1,
                "data":{"customerName":"A","email":"a@x","totalCents":0}}),
         json!({"eventId":"e","type":"OrderCancelled","aggregateId":"o","sequence":3,"data":{"reason":"r"}}),
+        json!({"eventId":"e","type":"PaymentReceived","aggregateId":"o","sequence":4,"data":{"amountCents":1}}),
+        json!({"eventId":"e","type":"RefundRequested","aggregateId":"o","sequence":5,
+               "data":{"amountCents":1,"reason":"order cancelled"}}),
         json!({"eventId":"e","type":"ProductCreated","aggregateId":"p","sequence":1,
                "data":{"name":"Lamp","priceCents":10}}),
         json!({"eventId":"e","type":"ProductPriceChanged","aggregateId":"p","sequence":2,"data":{"priceCents":0}}),
@@ -75,6 +78,8 @@ fn every_type_parses() {
         [
             "OrderCreated",
             "OrderCancelled",
+            "PaymentReceived",
+            "RefundRequested",
             "ProductCreated",
             "ProductPriceChanged",
             "InventoryAdjusted"

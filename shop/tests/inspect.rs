@@ -27,7 +27,7 @@ fn inspect(args: &[&str]) -> (i32, String, String) {
 async fn inspect_shows_the_state_the_parked_events_and_the_conflicts() {
     let store = fresh_table().await;
     let runner = Runner::new(shop::domain(), store.clone(), RunnerConfig::default());
-    let (last, story) = samples::ALL.split_last().expect("samples");
+    let (story, closing_sample) = samples::until_the_gap_closes();
     let run = |json: &'static str| {
         let runner = &runner;
         async move {
@@ -82,7 +82,7 @@ async fn inspect_shows_the_state_the_parked_events_and_the_conflicts() {
         "{stdout}"
     );
 
-    run(last.1).await;
+    run(closing_sample).await;
     let (code, stdout, _) = inspect(&with(&["order", "order-100"]));
     assert_eq!(code, 0);
     assert!(stdout.contains("  sequence 6 (last event "), "{stdout}");

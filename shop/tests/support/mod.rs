@@ -126,9 +126,12 @@ pub mod samples {
     pub const INVENTORY: &str = include_str!("../../../events/09-inventory.json");
     pub const GAP_PARKED: &str = include_str!("../../../events/10-gap-parked.json");
     pub const GAP_CLOSED: &str = include_str!("../../../events/11-gap-closed.json");
+    pub const PAYMENT_RECEIVED: &str = include_str!("../../../events/13-payment-received.json");
+    pub const REFUND_REQUESTED: &str = include_str!("../../../events/14-refund-requested.json");
 
-    /// Every sample, in the order of the story.
-    pub const ALL: [(&str, &str); 11] = [
+    /// Every SQS sample, in the order of the story (`12-scheduled-sweep.json`
+    /// is the schedule's event, not an SQS batch).
+    pub const ALL: [(&str, &str); 13] = [
         (
             "01-order-created-and-updated.json",
             ORDER_CREATED_AND_UPDATED,
@@ -143,7 +146,15 @@ pub mod samples {
         ("09-inventory.json", INVENTORY),
         ("10-gap-parked.json", GAP_PARKED),
         ("11-gap-closed.json", GAP_CLOSED),
+        ("13-payment-received.json", PAYMENT_RECEIVED),
+        ("14-refund-requested.json", REFUND_REQUESTED),
     ];
+
+    /// The samples before `11-gap-closed.json`, which closes the gap that
+    /// `10-gap-parked.json` parks, and that one.
+    pub fn until_the_gap_closes() -> (&'static [(&'static str, &'static str)], &'static str) {
+        (&ALL[..10], GAP_CLOSED)
+    }
 }
 
 /// An SQS FIFO record as Lambda delivers it, for a body made up in a test.
