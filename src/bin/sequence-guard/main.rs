@@ -18,9 +18,12 @@
 //! `template.yaml` is sequence-guard's, made for the crate's consumers:
 //! the first, and each that `[package.metadata.sequence-guard]` declares
 //! in its `Cargo.toml` (`consumers = [{ name = "status", description =
-//! "..." }]`). A template changed by hand since `sync` made it (its header
-//! holds the hash of what it made), or without that header, is not
-//! overwritten: `sync` shows the difference and exits 1, unless `--force`.
+//! "..." }]`; `process = true` for a process, `environment = [{ name,
+//! description, default, min, max }]` for variables its function is given
+//! from parameters of the stack). A template changed by hand since `sync`
+//! made it (its header holds the hash of what it made), or without that
+//! header, is not overwritten: `sync` shows the difference and exits 1,
+//! unless `--force`.
 
 mod scaffold;
 
@@ -265,6 +268,12 @@ struct Declared {
     description: String,
     #[serde(default = "deployed_by_default")]
     deployed: bool,
+    /// A process: `<crate>-<name>-process`, its deadlines and appends.
+    #[serde(default)]
+    process: bool,
+    /// Variables of its function, each set from a parameter of the stack.
+    #[serde(default)]
+    environment: Vec<scaffold::DeclaredVariable>,
 }
 
 fn deployed_by_default() -> bool {
@@ -284,6 +293,7 @@ fn declared_consumers(package: &serde_json::Value) -> Result<Vec<ConsumerDeclara
     for consumer in declared {
         let consumer =
             ConsumerDeclaration::new(&consumer.name, &consumer.description, consumer.deployed)
+                .and_then(|declared| declared.with(consumer.process, consumer.environment))
                 .map_err(|err| err.to_string())?;
         if consumers.iter().any(|seen| seen.name == consumer.name) {
             return Err(scaffold::Error::RepeatedConsumer(consumer.name).to_string());

@@ -12,16 +12,19 @@
 
 use std::path::PathBuf;
 
+mod declaration;
 mod dependency;
 mod names;
+#[cfg(test)]
+mod process_tests;
 pub mod stack;
 mod template;
 #[cfg(test)]
 mod tests;
 
+pub use declaration::{ConsumerDeclaration, DeclaredVariable, MAX_CONSUMER_NAME};
 pub use dependency::Dependency;
 pub use names::{MAX_NAME, Names};
-pub use stack::{ConsumerDeclaration, MAX_CONSUMER_NAME};
 pub use template::made_by_sync;
 use template::{samconfig, template};
 
@@ -38,7 +41,8 @@ pub const TOOLS: [&str; 8] = [
 ];
 
 /// The binaries of each further consumer: `<crate>-<consumer>-<tool>`, on
-/// `<crate>::<consumer>::domain()`.
+/// `<crate>::<consumer>::domain()`; a process's `projector` is named
+/// `<crate>-<consumer>-process`.
 pub const CONSUMER_TOOLS: [&str; 5] = ["projector", "replay", "rebuild", "verify", "inspect"];
 
 const PYTHON_TOOLS: &str = include_str!("../../../../scripts/python-tools.sh");
@@ -97,8 +101,16 @@ pub enum Error {
     BadConsumerDescription(String),
     #[error("consumer `{0}` is declared twice")]
     RepeatedConsumer(String),
-    #[error("a consumer's name makes `{0}`, a name the template already has: choose another name")]
+    #[error(
+        "a consumer's name (or a variable's) makes `{0}`, a name the template already has: choose another name"
+    )]
     NameTaken(String),
+    #[error("consumer `{consumer}`, variable `{variable}`: {reason}")]
+    BadVariable {
+        consumer: String,
+        variable: String,
+        reason: &'static str,
+    },
     #[error(
         "sequence-guard's template.yaml builds `{0}`, which is not one of a domain's binaries ({TOOLS:?}): the generator needs a substitution for it"
     )]
@@ -215,7 +227,12 @@ pub fn deployment(names: &Names, further: &[ConsumerDeclaration]) -> Result<Vec<
     for consumer in further {
         let domain = format!("{{{{crate}}}}::{}::domain()", consumer.module());
         for tool in CONSUMER_TOOLS {
-            let binary = names.binary(&format!("{}-{tool}", consumer.name));
+            let named = if tool == "projector" {
+                consumer.function()
+            } else {
+                tool
+            };
+            let binary = names.binary(&format!("{}-{named}", consumer.name));
             let text = BIN
                 .replace("{{name}}-{{tool}}", &binary)
                 .replace("{{tool}}", tool)

@@ -4,9 +4,13 @@
 //! its queues, subscription, table, function and sweep, alarms, log query,
 //! dashboard row and outputs), rendered once for the first consumer and
 //! once for each further consumer a crate declares. Every consumer is
-//! whole because there is one definition of a consumer.
+//! whole because there is one definition of a consumer. What a process
+//! adds to a consumer (its index of due deadlines, the event store's name
+//! and rights, its sweep's period, a dashboard line) is in the same file,
+//! in its `#@ process ...` sections, each inserted where a line holds only
+//! `{{process ...}}` (and that line dropped for a consumer that is not one).
 
-use super::{Error, Names};
+use super::{ConsumerDeclaration, Error, Names};
 
 const BASE: &str = include_str!("../../../../templates/stack/base.yaml");
 const CONSUMER: &str = include_str!("../../../../templates/stack/consumer.yaml");
@@ -18,69 +22,37 @@ const FIRST_ROW_OF_OTHERS: usize = 36;
 /// The height of one consumer's dashboard row.
 const ROW_HEIGHT: usize = 24;
 
-/// The longest name of a further consumer: its function is named
-/// `<stack>-<name>-projector`, at most 64 characters with the stack's.
-pub const MAX_CONSUMER_NAME: usize = 12;
+/// The height a process adds to its row (its deadlines and appends).
+const PROCESS_ROW_HEIGHT: usize = 6;
 
-/// A further consumer of the event store, as a crate declares it: its name
-/// (`status`: binaries `<crate>-status-projector`, ..., resources
-/// `Status...`), what it projects, and whether it is deployed by default.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConsumerDeclaration {
-    pub name: String,
-    pub description: String,
-    pub deployed: bool,
-}
+/// The sections of a process's additions, each inserted at the line
+/// `{{<section>}}` of the consumer's definition.
+const PROCESS_SECTIONS: [&str; 7] = [
+    "process parameters",
+    "process attributes",
+    "process indexes",
+    "process grants",
+    "process environment",
+    "process resources",
+    "process widgets",
+];
 
-impl ConsumerDeclaration {
-    /// A declaration, its name checked: lower-case letters, digits and `-`,
-    /// starting with a letter, at most [`MAX_CONSUMER_NAME`], not a name the
-    /// first consumer or the producer has.
-    pub fn new(name: &str, description: &str, deployed: bool) -> Result<Self, Error> {
-        let fits = !name.is_empty()
-            && name.len() <= MAX_CONSUMER_NAME
-            && name.starts_with(|c: char| c.is_ascii_lowercase())
-            && !name.ends_with('-')
-            && !name.contains("--")
-            && name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-        if !fits {
-            return Err(Error::BadConsumer(name.to_owned()));
-        }
-        if ["events", "projector", "dispatcher", "producer", "dispatch"].contains(&name) {
-            return Err(Error::ReservedConsumer(name.to_owned()));
-        }
-        let description = description.trim();
-        if description.is_empty() || description.contains(['"', '\n', '\\']) {
-            return Err(Error::BadConsumerDescription(name.to_owned()));
-        }
-        Ok(ConsumerDeclaration {
-            name: name.to_owned(),
-            description: description.to_owned(),
-            deployed,
-        })
-    }
+/// The sweep of a consumer that is not a process: every five minutes.
+const PARKED_SWEEP: [(&str, &str); 2] = [
+    ("{{sweep schedule}}", "rate(5 minutes)"),
+    (
+        "{{sweep description}}",
+        "Records how long events have stayed parked (OldestParkedAge).",
+    ),
+];
 
-    /// `status` → `Status`, `order-audit` → `OrderAudit`: its resources' prefix.
-    fn id(&self) -> String {
-        self.name
-            .split('-')
-            .map(|part| {
-                let mut chars = part.chars();
-                chars.next().map_or_else(String::new, |first| {
-                    first.to_ascii_uppercase().to_string() + chars.as_str()
-                })
-            })
-            .collect()
-    }
+/// The comment above the sweep of a consumer that is not a process.
+const PARKED_SWEEP_COMMENT: &str = "# Looks at parked events every five minutes: a stream whose missing\n\
+# event never comes sends nothing that would show it.";
 
-    /// `order-audit` → `order_audit`: the module of the crate whose
-    /// `domain()` the consumer's binaries run.
-    pub fn module(&self) -> String {
-        self.name.replace('-', "_")
-    }
-}
+/// The comment above a process's sweep.
+const PROCESS_SWEEP_COMMENT: &str = "# Looks at parked events and fires the due deadlines every\n\
+# {{Id}}DeadlinePeriod: a deadline fires up to one period late.";
 
 /// The values of one consumer's placeholders.
 struct Consumer {
@@ -89,6 +61,10 @@ struct Consumer {
     condition: Option<String>,
     /// The name of its dashboard row's `!Sub` variable.
     widgets: String,
+    /// What is inserted at a line holding only `{{process ...}}` or
+    /// `{{environment ...}}`, without indentation (the line's is added):
+    /// nothing for a consumer that is not a process and has no variables.
+    blocks: Vec<(String, String)>,
 }
 
 impl Consumer {
@@ -96,88 +72,147 @@ impl Consumer {
     /// (`EventsQueue`, `ProjectionTable`, `ProjectorFunction`, ...), so that
     /// an update replaces none of them.
     fn first(binary: &dyn Fn(&str) -> String) -> Self {
+        let mut values = vec![
+            ("{{Id}}", String::new()),
+            ("{{Queue}}", "Events".to_owned()),
+            ("{{Table}}", "ProjectionTable".to_owned()),
+            ("{{-name}}", String::new()),
+            ("{{queue}}", "events".to_owned()),
+            ("{{function}}", "projector".to_owned()),
+            ("{{binary}}", binary("projector")),
+            ("{{policy}}", "project".to_owned()),
+            ("{{service}}", "!Ref AWS::StackName".to_owned()),
+            ("{{consumer}}", "the projector".to_owned()),
+            ("{{Label}}", String::new()),
+            ("{{Title}}", "Projector: ".to_owned()),
+            (
+                "{{description}}",
+                "Projects ordered events from the FIFO queue into the table.".to_owned(),
+            ),
+            (
+                "{{queue description}}",
+                "Send events here (MessageGroupId = aggregateId, or a counter's id).".to_owned(),
+            ),
+            ("{{subscription condition}}", "WithProducer".to_owned()),
+            ("{{deployed}}", "true".to_owned()),
+            ("{{y}}", "0".to_owned()),
+            (
+                "{{undelivered}}",
+                format!(
+                    "!If\n  - WithProducer\n  - {}\n  - \"\"",
+                    undelivered("Events", 2)
+                ),
+            ),
+        ];
+        values.extend(PARKED_SWEEP.map(|(key, value)| (key, value.to_owned())));
         Consumer {
-            values: vec![
-                ("{{Id}}", String::new()),
-                ("{{Queue}}", "Events".to_owned()),
-                ("{{Table}}", "ProjectionTable".to_owned()),
-                ("{{-name}}", String::new()),
-                ("{{queue}}", "events".to_owned()),
-                ("{{binary}}", binary("projector")),
-                ("{{policy}}", "project".to_owned()),
-                ("{{service}}", "!Ref AWS::StackName".to_owned()),
-                ("{{consumer}}", "the projector".to_owned()),
-                ("{{Label}}", String::new()),
-                ("{{Title}}", "Projector: ".to_owned()),
-                (
-                    "{{description}}",
-                    "Projects ordered events from the FIFO queue into the table.".to_owned(),
-                ),
-                (
-                    "{{queue description}}",
-                    "Send events here (MessageGroupId = aggregateId, or a counter's id)."
-                        .to_owned(),
-                ),
-                ("{{subscription condition}}", "WithProducer".to_owned()),
-                ("{{deployed}}", "true".to_owned()),
-                ("{{y}}", "0".to_owned()),
-                (
-                    "{{undelivered}}",
-                    format!(
-                        "!If\n  - WithProducer\n  - {}\n  - \"\"",
-                        undelivered("Events", 2)
-                    ),
-                ),
-            ],
+            values,
             condition: None,
             widgets: "ProjectorWidgets".to_owned(),
+            blocks: vec![(
+                "{{sweep comment}}".to_owned(),
+                PARKED_SWEEP_COMMENT.to_owned(),
+            )],
         }
     }
 
-    /// A further consumer, the `nth` (from 0) after the first.
+    /// A further consumer, its dashboard row from `y` down; `section` gives
+    /// a section of the definition (a process's additions).
     fn further(
         binary: &dyn Fn(&str) -> String,
         declared: &ConsumerDeclaration,
-        nth: usize,
+        y: usize,
+        section: &dyn Fn(&str) -> String,
     ) -> Self {
         let id = declared.id();
         let name = &declared.name;
         let condition = format!("With{id}Consumer");
-        let label = format!("the {} consumer", name.replace('-', " "));
+        let kind = if declared.process {
+            "process"
+        } else {
+            "consumer"
+        };
+        let label = format!("the {} {kind}", name.replace('-', " "));
         let mut title = label.replacen("the ", "", 1);
         title[..1].make_ascii_uppercase();
+        let function = declared.function();
+        let mut values = vec![
+            ("{{Id}}", id.clone()),
+            ("{{Queue}}", id.clone()),
+            ("{{Table}}", format!("{id}Table")),
+            ("{{-name}}", format!("-{name}")),
+            ("{{queue}}", name.clone()),
+            ("{{function}}", function.to_owned()),
+            ("{{binary}}", binary(&format!("{name}-{function}"))),
+            ("{{policy}}", format!("project-{name}")),
+            (
+                "{{service}}",
+                format!("!Sub \"${{AWS::StackName}}-{name}\""),
+            ),
+            ("{{consumer}}", label),
+            ("{{Label}}", format!("{title} - ")),
+            ("{{Title}}", format!("{title}: ")),
+            ("{{description}}", declared.description.clone()),
+            (
+                "{{queue description}}",
+                format!("{title}'s queue, subscribed to the events topic."),
+            ),
+            ("{{subscription condition}}", condition.clone()),
+            ("{{deployed}}", declared.deployed.to_string()),
+            ("{{y}}", y.to_string()),
+            ("{{undelivered}}", undelivered(&id, 0)),
+        ];
+        let mut blocks = Vec::new();
+        if declared.process {
+            blocks.push((
+                "{{sweep comment}}".to_owned(),
+                PROCESS_SWEEP_COMMENT.to_owned(),
+            ));
+            values.extend([
+                ("{{sweep schedule}}", format!("!Ref {id}DeadlinePeriod")),
+                (
+                    "{{sweep description}}",
+                    "Fires the due deadlines (this period is their precision) and records how long events have stayed parked (OldestParkedAge).".to_owned(),
+                ),
+            ]);
+            for name in PROCESS_SECTIONS {
+                blocks.push((format!("{{{{{name}}}}}"), section(name)));
+            }
+        } else {
+            values.extend(PARKED_SWEEP.map(|(key, value)| (key, value.to_owned())));
+            blocks.push((
+                "{{sweep comment}}".to_owned(),
+                PARKED_SWEEP_COMMENT.to_owned(),
+            ));
+        }
+        blocks.push((
+            "{{environment parameters}}".to_owned(),
+            environment_parameters(declared),
+        ));
+        blocks.push((
+            "{{environment}}".to_owned(),
+            declared
+                .environment
+                .iter()
+                .map(|variable| format!("{}: !Ref {}\n", variable.name, variable.parameter()))
+                .collect(),
+        ));
         Consumer {
-            values: vec![
-                ("{{Id}}", id.clone()),
-                ("{{Queue}}", id.clone()),
-                ("{{Table}}", format!("{id}Table")),
-                ("{{-name}}", format!("-{name}")),
-                ("{{queue}}", name.clone()),
-                ("{{binary}}", binary(&format!("{name}-projector"))),
-                ("{{policy}}", format!("project-{name}")),
-                (
-                    "{{service}}",
-                    format!("!Sub \"${{AWS::StackName}}-{name}\""),
-                ),
-                ("{{consumer}}", label),
-                ("{{Label}}", format!("{title} - ")),
-                ("{{Title}}", format!("{title}: ")),
-                ("{{description}}", declared.description.clone()),
-                (
-                    "{{queue description}}",
-                    format!("{title}'s queue, subscribed to the events topic."),
-                ),
-                ("{{subscription condition}}", condition.clone()),
-                ("{{deployed}}", declared.deployed.to_string()),
-                (
-                    "{{y}}",
-                    (FIRST_ROW_OF_OTHERS + nth * ROW_HEIGHT).to_string(),
-                ),
-                ("{{undelivered}}", undelivered(&id, 0)),
-            ],
+            values,
             condition: Some(condition),
             widgets: format!("{id}ProjectorWidgets"),
+            blocks,
         }
+    }
+
+    /// The height of its dashboard row.
+    fn height(declared: &ConsumerDeclaration) -> usize {
+        ROW_HEIGHT
+            + if declared.process {
+                PROCESS_ROW_HEIGHT
+            } else {
+                0
+            }
     }
 
     /// A section of the consumer's definition with its values.
@@ -188,11 +223,28 @@ impl Consumer {
             .find(|(key, _)| *key == "{{y}}")
             .and_then(|(_, value)| value.parse().ok())
             .unwrap_or(0);
-        let mut text = String::with_capacity(section.len());
+        let mut expanded = String::with_capacity(section.len());
         for line in section.lines() {
+            let indent = &line[..line.len() - line.trim_start().len()];
+            let marker = line.trim();
+            if is_block(marker) {
+                let block = self
+                    .blocks
+                    .iter()
+                    .find(|(key, _)| key == marker)
+                    .map(|(_, block)| block.as_str())
+                    .unwrap_or_default();
+                expanded.push_str(&indented(block.trim_end(), indent.len()));
+            } else {
+                expanded.push_str(line);
+                expanded.push('\n');
+            }
+        }
+        let mut text = String::with_capacity(expanded.len());
+        for line in expanded.lines() {
+            let indent = &line[..line.len() - line.trim_start().len()];
             if line.trim() == "{{condition}}" {
                 if let Some(condition) = &self.condition {
-                    let indent = &line[..line.len() - line.trim_start().len()];
                     text.push_str(&format!("{indent}Condition: {condition}\n"));
                 }
                 continue;
@@ -200,7 +252,7 @@ impl Consumer {
             text.push_str(line);
             text.push('\n');
         }
-        for step in [6, 12, 18] {
+        for step in [6, 12, 18, 24] {
             text = text.replace(&format!("{{{{y+{step}}}}}"), &(y + step).to_string());
         }
         for (key, value) in &self.values {
@@ -242,6 +294,40 @@ impl Consumer {
         }
         entry
     }
+}
+
+/// Whether a line holding only `marker` is replaced by a block (or dropped).
+fn is_block(marker: &str) -> bool {
+    marker == "{{sweep comment}}"
+        || ((marker.starts_with("{{process ") || marker.starts_with("{{environment"))
+            && marker.ends_with("}}"))
+}
+
+/// The parameters of a consumer's variables: a `Number` within its bounds,
+/// or a `String`.
+fn environment_parameters(declared: &ConsumerDeclaration) -> String {
+    let mut text = String::new();
+    for variable in &declared.environment {
+        let numeric = variable.min.is_some() || variable.max.is_some();
+        text.push_str(&format!(
+            "{}:\n  Type: {}\n  Description: \"{} ({} of {{{{consumer}}}}).\"\n",
+            variable.parameter(),
+            if numeric { "Number" } else { "String" },
+            variable.description.trim_end_matches('.'),
+            variable.name,
+        ));
+        if numeric {
+            text.push_str(&format!("  Default: {}\n", variable.default));
+        } else {
+            text.push_str(&format!("  Default: \"{}\"\n", variable.default));
+        }
+        for (bound, value) in [("MinValue", variable.min), ("MaxValue", variable.max)] {
+            if let Some(value) = value {
+                text.push_str(&format!("  {bound}: {value}\n"));
+            }
+        }
+    }
+    text
 }
 
 /// The dashboard's line of a consumer's subscription dead-letter queue
@@ -303,7 +389,7 @@ fn sections(text: &str) -> Result<Vec<(&str, String)>, Error> {
             body.push('\n');
         }
     }
-    for expected in [
+    let expected = [
         "parameters",
         "conditions",
         "rules",
@@ -311,7 +397,8 @@ fn sections(text: &str) -> Result<Vec<(&str, String)>, Error> {
         "widgets",
         "widget variables",
         "outputs",
-    ] {
+    ];
+    for expected in expected.into_iter().chain(PROCESS_SECTIONS) {
         if !sections.iter().any(|(name, _)| *name == expected) {
             return Err(Error::Drifted {
                 file: "templates/stack/consumer.yaml",
@@ -345,8 +432,10 @@ pub fn render_with(
             .unwrap_or_default()
     };
     let mut consumers = vec![Consumer::first(binary)];
-    for (nth, declared) in further.iter().enumerate() {
-        consumers.push(Consumer::further(binary, declared, nth));
+    let mut y = FIRST_ROW_OF_OTHERS;
+    for declared in further {
+        consumers.push(Consumer::further(binary, declared, y, &section));
+        y += Consumer::height(declared);
     }
     let only_further = &consumers[1..];
     let joined = |of: &[Consumer], name: &str, separator: &str| {

@@ -5,7 +5,8 @@
 
 use sha2::{Digest, Sha256};
 
-use super::stack::{self, ConsumerDeclaration};
+use super::ConsumerDeclaration;
+use super::stack;
 use super::{Error, Names, TOOLS};
 
 const SAMCONFIG: &str = include_str!("../../../../samconfig.toml");
@@ -106,9 +107,9 @@ pub(super) fn builds_only(
         .map(str::trim);
     for binary in built {
         let ours = TOOLS.iter().any(|tool| names.binary(tool) == binary);
-        let theirs = further
-            .iter()
-            .any(|consumer| names.binary(&format!("{}-projector", consumer.name)) == binary);
+        let theirs = further.iter().any(|consumer| {
+            names.binary(&format!("{}-{}", consumer.name, consumer.function())) == binary
+        });
         if !ours && !theirs {
             return Err(Error::UnknownBinary(binary.to_owned()));
         }

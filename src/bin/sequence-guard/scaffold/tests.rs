@@ -3,10 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
+use super::declaration::DeclaredDefault;
 use super::dependency::relative;
-use super::stack::{ConsumerDeclaration, render_with};
+use super::stack::render_with;
 use super::template::{builds_only, made_by_sync, once, samconfig, substitute, template};
-use super::{Dependency, Error, MAX_NAME, Names, deployment, new_crate};
+use super::{
+    ConsumerDeclaration, DeclaredVariable, Dependency, Error, MAX_NAME, Names, deployment,
+    new_crate,
+};
 
 #[test]
 fn a_name_must_do_for_a_crate_and_a_stack() {
@@ -138,10 +142,34 @@ fn status() -> ConsumerDeclaration {
     .expect("a good declaration")
 }
 
+/// The worked example's process, as our template.yaml has it.
+fn payments() -> ConsumerDeclaration {
+    ConsumerDeclaration::new(
+        "payments",
+        "Each order's payment: cancels an order not paid in time, requests refunds.",
+        false,
+    )
+    .and_then(|declared| {
+        declared.with(
+            true,
+            vec![DeclaredVariable {
+                name: "PAYMENT_WINDOW_SECONDS".into(),
+                description: "Seconds an order may wait for its payment before the process cancels it".into(),
+                default: DeclaredDefault::Text("900".into()),
+                min: Some(1),
+                max: Some(604_800),
+            }],
+        )
+    })
+    .expect("a good declaration")
+}
+
 #[test]
 fn our_template_is_the_stack_rendered_for_the_shop() {
-    // GIVEN the stack rendered for the shop: the first consumer and `status`
-    let rendered = render_with(&|tool| tool.to_owned(), &[status()]).expect("the stack");
+    // GIVEN the stack rendered for the shop: the first consumer, `status`
+    // and the process `payments`
+    let rendered =
+        render_with(&|tool| tool.to_owned(), &[status(), payments()]).expect("the stack");
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/template.yaml");
     // (SEQUENCE_GUARD_BLESS=1 writes it, after a change of templates/stack/)
     if std::env::var_os("SEQUENCE_GUARD_BLESS").is_some() {
@@ -157,11 +185,14 @@ fn our_template_is_the_stack_rendered_for_the_shop() {
 
 #[test]
 fn every_consumer_has_what_the_first_has() {
-    // GIVEN a crate with two further consumers
+    // GIVEN a crate with three further consumers, one of them a process
     let names = Names::new("parcels").expect("a good name");
     let further = [
         ConsumerDeclaration::new("audit", "Each parcel's audit trail.", true).expect("audit"),
         ConsumerDeclaration::new("late-mail", "Parcels that are late.", false).expect("late"),
+        ConsumerDeclaration::new("returns", "Returns a parcel not collected.", false)
+            .and_then(|declared| declared.with(true, Vec::new()))
+            .expect("returns"),
     ];
     let text = template(&names, &further).expect("the template");
     let yaml: serde_yaml::Value = serde_yaml::from_str(&text).expect("YAML");
@@ -183,7 +214,7 @@ fn every_consumer_has_what_the_first_has() {
             .contains(id)
         })
         .collect();
-    for prefix in ["Audit", "LateMail"] {
+    for prefix in ["Audit", "LateMail", "Returns"] {
         for id in &first {
             let theirs = match *id {
                 "ProjectionTable" => format!("{prefix}Table"),
@@ -206,6 +237,7 @@ fn every_consumer_has_what_the_first_has() {
         assert!(text.contains(&format!("${{{prefix}ProjectorWidgets}}")));
     }
     assert!(text.contains("        Binary: parcels-late-mail-projector\n"));
+    assert!(text.contains("        Binary: parcels-returns-process\n"));
     let files = deployment(&names, &further).expect("the files");
     for tool in ["projector", "replay", "rebuild", "verify", "inspect"] {
         let bin = files

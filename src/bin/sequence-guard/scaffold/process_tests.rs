@@ -1,0 +1,356 @@
+//! What a process adds to a consumer, as the generator renders it for any
+//! crate; and the variables a consumer declares.
+
+use std::path::Path;
+
+use serde_yaml::Value;
+
+use super::declaration::DeclaredDefault;
+use super::template::{builds_only, template};
+use super::{ConsumerDeclaration, DeclaredVariable, Error, Names, deployment};
+
+fn variable(
+    name: &str,
+    default: DeclaredDefault,
+    bounds: (Option<i64>, Option<i64>),
+) -> DeclaredVariable {
+    DeclaredVariable {
+        name: name.to_owned(),
+        description: "What it sets.".to_owned(),
+        default,
+        min: bounds.0,
+        max: bounds.1,
+    }
+}
+
+/// `returns`, a process with a numeric and a text variable, between two
+/// consumers that are not.
+fn further() -> [ConsumerDeclaration; 3] {
+    let returns = ConsumerDeclaration::new("returns", "Returns a parcel not collected.", false)
+        .and_then(|declared| {
+            declared.with(
+                true,
+                vec![
+                    variable(
+                        "COLLECT_WITHIN_SECONDS",
+                        DeclaredDefault::Number(86_400),
+                        (Some(60), None),
+                    ),
+                    variable(
+                        "RETURN_DEPOT",
+                        DeclaredDefault::Text("north".into()),
+                        (None, None),
+                    ),
+                ],
+            )
+        })
+        .expect("returns");
+    [
+        ConsumerDeclaration::new("audit", "Each parcel's audit trail.", true).expect("audit"),
+        returns,
+        ConsumerDeclaration::new("late-mail", "Parcels that are late.", false).expect("late"),
+    ]
+}
+
+fn rendered() -> (String, Value) {
+    let names = Names::new("parcels").expect("a good name");
+    let text = template(&names, &further()).expect("the template");
+    let yaml = serde_yaml::from_str(&text).expect("YAML");
+    (text, yaml)
+}
+
+/// A `!Ref X` / `!GetAtt X` / `!Sub X` as `Ref X`.
+fn tagged(value: &Value) -> String {
+    match value {
+        Value::Tagged(tagged) => format!(
+            "{} {}",
+            tagged.tag.to_string().trim_start_matches('!'),
+            tagged.value.as_str().unwrap_or("?")
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_process_gets_its_index_of_deadlines_the_event_store_and_its_sweeps_period() {
+    let (text, yaml) = rendered();
+    let resources = &yaml["Resources"];
+
+    // Its table: the sparse index `due`, keys only.
+    let table = &resources["ReturnsTable"]["Properties"];
+    let attributes: Vec<(String, String)> = table["AttributeDefinitions"]
+        .as_sequence()
+        .expect("attributes")
+        .iter()
+        .map(|a| {
+            let field = |name: &str| a[name].as_str().unwrap_or_default().to_owned();
+            (field("AttributeName"), field("AttributeType"))
+        })
+        .collect();
+    let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+    assert_eq!(
+        attributes,
+        [
+            pair("pk", "S"),
+            pair("sk", "S"),
+            pair("dueShard", "S"),
+            pair("dueAt", "N")
+        ]
+    );
+    let indexes = table["GlobalSecondaryIndexes"]
+        .as_sequence()
+        .expect("indexes");
+    assert_eq!(indexes.len(), 1);
+    assert_eq!(indexes[0]["IndexName"], "due");
+    assert_eq!(indexes[0]["KeySchema"][0]["AttributeName"], "dueShard");
+    assert_eq!(indexes[0]["KeySchema"][0]["KeyType"], "HASH");
+    assert_eq!(indexes[0]["KeySchema"][1]["AttributeName"], "dueAt");
+    assert_eq!(indexes[0]["KeySchema"][1]["KeyType"], "RANGE");
+    assert_eq!(indexes[0]["Projection"]["ProjectionType"], "KEYS_ONLY");
+    for other in ["AuditTable", "LateMailTable", "ProjectionTable"] {
+        let properties = &resources[other]["Properties"];
+        assert!(properties["GlobalSecondaryIndexes"].is_null(), "{other}");
+        assert_eq!(
+            properties["AttributeDefinitions"]
+                .as_sequence()
+                .map(Vec::len),
+            Some(2)
+        );
+    }
+
+    // Its function: `-process`, the event store's name, its variables.
+    let function = &resources["ReturnsProjectorFunction"];
+    assert_eq!(
+        function["Metadata"]["BuildProperties"]["Binary"],
+        "parcels-returns-process"
+    );
+    let properties = &function["Properties"];
+    assert_eq!(
+        tagged(&properties["FunctionName"]),
+        "Sub ${AWS::StackName}-returns-process"
+    );
+    assert_eq!(
+        tagged(&resources["ReturnsProjectorLogGroup"]["Properties"]["LogGroupName"]),
+        "Sub /aws/lambda/${AWS::StackName}-returns-process"
+    );
+    let variables = &properties["Environment"]["Variables"];
+    assert_eq!(tagged(&variables["EVENT_STORE_TABLE"]), "Ref EventsTable");
+    assert_eq!(
+        tagged(&variables["COLLECT_WITHIN_SECONDS"]),
+        "Ref CollectWithinSeconds"
+    );
+    assert_eq!(tagged(&variables["RETURN_DEPOT"]), "Ref ReturnDepot");
+    for other in ["AuditProjectorFunction", "LateMailProjectorFunction"] {
+        let variables = &resources[other]["Properties"]["Environment"]["Variables"];
+        assert!(variables["EVENT_STORE_TABLE"].is_null(), "{other}");
+    }
+
+    // Its variables' parameters: a Number within its bounds, a String.
+    let parameters = &yaml["Parameters"];
+    let number = &parameters["CollectWithinSeconds"];
+    assert_eq!(number["Type"], "Number");
+    assert_eq!(number["Default"], 86_400);
+    assert_eq!(number["MinValue"], 60);
+    assert!(number["MaxValue"].is_null());
+    let text_parameter = &parameters["ReturnDepot"];
+    assert_eq!(text_parameter["Type"], "String");
+    assert_eq!(text_parameter["Default"], "north");
+    assert!(
+        text_parameter["Description"]
+            .as_str()
+            .is_some_and(|d| d.contains("RETURN_DEPOT of the returns process")),
+        "{text_parameter:?}"
+    );
+
+    // Its sweep: on its own period, the deadlines' precision.
+    let sweep = &properties["Events"]["ParkedSweep"]["Properties"];
+    assert_eq!(tagged(&sweep["Schedule"]), "Ref ReturnsDeadlinePeriod");
+    assert!(
+        sweep["Description"]
+            .as_str()
+            .is_some_and(|d| d.contains("precision")),
+        "{sweep:?}"
+    );
+    let period = &parameters["ReturnsDeadlinePeriod"];
+    assert_eq!(period["Default"], "rate(1 minute)");
+    assert!(
+        period["Description"]
+            .as_str()
+            .is_some_and(|d| d.contains("late"))
+    );
+    let audit_sweep = &resources["AuditProjectorFunction"]["Properties"]["Events"]["ParkedSweep"];
+    assert_eq!(audit_sweep["Properties"]["Schedule"], "rate(5 minutes)");
+
+    // Its role: the consumer's, plus the index and the event store.
+    let statements = resources["ReturnsProjectorRole"]["Properties"]["Policies"][0]
+        ["PolicyDocument"]["Statement"]
+        .as_sequence()
+        .expect("statements");
+    let on = |sid: &str| {
+        let statement = statements
+            .iter()
+            .find(|s| s["Sid"] == sid)
+            .unwrap_or_else(|| panic!("no {sid}"));
+        let actions: Vec<&str> = statement["Action"]
+            .as_sequence()
+            .expect("actions")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        (actions, tagged(&statement["Resource"]))
+    };
+    assert_eq!(
+        on("FindDueDeadlines"),
+        (
+            vec!["dynamodb:Query"],
+            "Sub ${ReturnsTable.Arn}/index/due".to_owned()
+        )
+    );
+    assert_eq!(
+        on("AppendEvents"),
+        (
+            vec![
+                "dynamodb:ConditionCheckItem",
+                "dynamodb:GetItem",
+                "dynamodb:PutItem",
+                "dynamodb:Query",
+            ],
+            "GetAtt EventsTable.Arn".to_owned()
+        )
+    );
+    let audit_role = &resources["AuditProjectorRole"]["Properties"]["Policies"][0];
+    assert_eq!(
+        audit_role["PolicyDocument"]["Statement"]
+            .as_sequence()
+            .map(Vec::len),
+        Some(statements.len() - 2),
+        "the others' roles are as before"
+    );
+
+    // Its dashboard row: the deadlines' line under the consumer's; the next
+    // consumer's row below it.
+    assert!(text.contains("\"title\": \"Returns process: deadlines and appended events\""));
+    assert!(
+        text.contains("[\"${MetricsNamespace}\", \"DeadlinesFired\", \"Service\", \"${Service}\"]")
+    );
+    let row = |title: &str| -> usize {
+        let at = text.find(title).unwrap_or_else(|| panic!("no {title}"));
+        let line = text[..at].rsplit_once("\"y\": ").expect("a y").1;
+        line.split(',')
+            .next()
+            .and_then(|y| y.trim().parse().ok())
+            .expect("a number")
+    };
+    assert_eq!(row("Audit consumer: outcomes per minute"), 36);
+    assert_eq!(row("Returns process: outcomes per minute"), 60);
+    assert_eq!(row("Returns process: deadlines and appended events"), 84);
+    assert_eq!(row("Late mail consumer: outcomes per minute"), 90);
+}
+
+#[test]
+fn a_process_has_its_binaries_and_no_projector() {
+    let names = Names::new("parcels").expect("a good name");
+    let further = further();
+    let files = deployment(&names, &further).expect("the files");
+    let bin = |name: &str| {
+        files
+            .iter()
+            .find(|file| file.path == Path::new(&format!("src/bin/{name}.rs")))
+    };
+    let process = bin("parcels-returns-process").expect("the process's function");
+    assert!(
+        process
+            .contents
+            .contains("sequence_guard::cli::projector(parcels::returns::domain())"),
+        "{}",
+        process.contents
+    );
+    assert!(bin("parcels-returns-projector").is_none());
+    for tool in ["replay", "rebuild", "verify", "inspect"] {
+        let file = bin(&format!("parcels-returns-{tool}")).expect(tool);
+        assert!(file.contents.contains(&format!(
+            "sequence_guard::cli::{tool}(parcels::returns::domain())"
+        )));
+    }
+    // The template builds it, and only the crate's binaries.
+    let built = "        Binary: parcels-returns-process\n";
+    assert!(builds_only(&names, &further, built).is_ok());
+    assert!(matches!(
+        builds_only(
+            &names,
+            &further,
+            "        Binary: parcels-returns-projector\n"
+        ),
+        Err(Error::UnknownBinary(_))
+    ));
+}
+
+#[test]
+fn a_variable_must_do_for_a_parameter() {
+    let declare = |variables: Vec<DeclaredVariable>| {
+        ConsumerDeclaration::new("audit", "d", true).and_then(|d| d.with(false, variables))
+    };
+    let text = |value: &str| DeclaredDefault::Text(value.to_owned());
+    for bad in [
+        variable("lower", text("x"), (None, None)),
+        variable("A__B", text("x"), (None, None)),
+        variable("TRAILING_", text("x"), (None, None)),
+        variable("9LIVES", text("x"), (None, None)),
+        variable("AWS_REGION", text("x"), (None, None)),
+        variable("TABLE_NAME", text("x"), (None, None)),
+        variable("EVENT_STORE_TABLE", text("x"), (None, None)),
+        variable("QUOTED", text("a \"b\""), (None, None)),
+        variable("WINDOW", text("soon"), (Some(1), None)),
+        variable("WINDOW", DeclaredDefault::Number(0), (Some(1), Some(10))),
+        variable("WINDOW", DeclaredDefault::Number(11), (None, Some(10))),
+    ] {
+        let name = bad.name.clone();
+        assert!(
+            matches!(declare(vec![bad]), Err(Error::BadVariable { ref variable, .. }) if *variable == name),
+            "{name}"
+        );
+    }
+    let twice = declare(vec![
+        variable("WINDOW", text("a"), (None, None)),
+        variable("WINDOW", text("b"), (None, None)),
+    ]);
+    assert!(matches!(twice, Err(Error::BadVariable { .. })));
+    let good = declare(vec![variable("WINDOW", text(" 5 "), (Some(1), Some(10)))])
+        .expect("a good variable");
+    assert_eq!(good.environment[0].default, "5");
+    assert_eq!(good.environment[0].parameter(), "Window");
+
+    // Two consumers whose variables make one parameter: refused.
+    let names = Names::new("parcels").expect("a good name");
+    let with_window = |name: &str| {
+        ConsumerDeclaration::new(name, "d", true)
+            .and_then(|d| d.with(false, vec![variable("WINDOW", text("a"), (None, None))]))
+            .expect("well formed")
+    };
+    assert!(matches!(
+        template(&names, &[with_window("audit"), with_window("late")]),
+        Err(Error::NameTaken(name)) if name == "Window"
+    ));
+    // Nor one the stack has.
+    let shadowing = ConsumerDeclaration::new("audit", "d", true)
+        .and_then(|d| {
+            d.with(
+                false,
+                vec![variable("GAP_POLICY_X", text("a"), (None, None))],
+            )
+        })
+        .expect("well formed");
+    assert!(template(&names, &[shadowing]).is_ok());
+    let taken = ConsumerDeclaration::new("audit", "d", true)
+        .and_then(|d| {
+            d.with(
+                false,
+                vec![variable("FUNCTION_MEMORY", text("a"), (None, None))],
+            )
+        })
+        .expect("well formed");
+    assert!(matches!(
+        template(&names, &[taken]),
+        Err(Error::NameTaken(name)) if name == "FunctionMemory"
+    ));
+}
