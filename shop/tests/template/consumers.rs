@@ -48,10 +48,11 @@ fn the_producer_half_deploys_only_with_the_producer() {
         for dependency in one_or_many(&item["DependsOn"]) {
             named.insert(dependency.as_str().unwrap_or("").to_owned());
         }
-        // The status consumer deploys only with the producer (its
-        // condition is checked in its own test).
-        let conditional =
-            item["Condition"] == "WithProducer" || item["Condition"] == "WithStatusConsumer";
+        // The status consumer and the payments process deploy only with
+        // the producer (their conditions are checked in their own tests).
+        let conditional = item["Condition"] == "WithProducer"
+            || item["Condition"] == "WithStatusConsumer"
+            || item["Condition"] == "WithPaymentsConsumer";
         let from_producer: Vec<&String> = named.intersection(&producer).collect();
         assert!(
             conditional || from_producer.is_empty(),
@@ -176,8 +177,10 @@ fn the_events_topic_fans_out_to_each_consumers_queue_raw_and_unfiltered() {
 fn every_subscription_redrives_what_sns_cannot_deliver_to_a_watched_fifo_queue() {
     let template = template();
     let resources = template["Resources"].as_mapping().expect("resources");
-    let every_condition =
-        dashboard_metrics_with(&template, &["WithProducer", "WithStatusConsumer"]);
+    let every_condition = dashboard_metrics_with(
+        &template,
+        &["WithProducer", "WithStatusConsumer", "WithPaymentsConsumer"],
+    );
     let mut dead_letter_queues = BTreeSet::new();
     let mut subscriptions = 0;
     for (name, subscription) in resources {
@@ -304,8 +307,8 @@ fn every_subscription_redrives_what_sns_cannot_deliver_to_a_watched_fifo_queue()
         );
     }
     assert!(
-        subscriptions >= 2,
-        "the projector's and the status consumer's subscriptions"
+        subscriptions >= 3,
+        "the projector's, the status consumer's and the payments process's subscriptions"
     );
 }
 

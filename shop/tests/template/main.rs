@@ -7,6 +7,7 @@
 mod support;
 
 mod consumers;
+mod process;
 mod producer;
 mod projector;
 mod roles;
@@ -319,7 +320,8 @@ fn references_without(value: &Value, condition: &str, found: &mut BTreeSet<Strin
 }
 
 /// A `Sub` or `Join` string as CloudFormation makes it, with the conditions
-/// that hold (`WithProducer`, `WithStatusConsumer`) and `<name>` for each
+/// that hold (`WithProducer`, `WithStatusConsumer`, `WithPaymentsConsumer`)
+/// and `<name>` for each
 /// name it does not define.
 fn render(value: &Value, conditions: &[&str]) -> String {
     let substitute = |text: &str, variables: Option<&serde_yaml::Mapping>| {
@@ -351,7 +353,8 @@ fn render(value: &Value, conditions: &[&str]) -> String {
             ("If", Value::Sequence(parts)) => {
                 let condition = parts[0].as_str().expect("a condition's name");
                 assert!(
-                    ["WithProducer", "WithStatusConsumer"].contains(&condition),
+                    ["WithProducer", "WithStatusConsumer", "WithPaymentsConsumer"]
+                        .contains(&condition),
                     "{condition} is not rendered"
                 );
                 let holds = conditions.contains(&condition);
