@@ -6,9 +6,10 @@
 //! once for each further consumer a crate declares. Every consumer is
 //! whole because there is one definition of a consumer. What a process
 //! adds to a consumer (its index of due deadlines, the event store's name
-//! and rights, its sweep's period, a dashboard line) is in the same file,
-//! in its `#@ process ...` sections, each inserted where a line holds only
-//! `{{process ...}}` (and that line dropped for a consumer that is not one).
+//! and rights, its sweep's period, an alarm, a dashboard line) is in the
+//! same file, in its `#@ process ...` sections, each inserted where a line
+//! holds only `{{process ...}}` (and that line dropped for a consumer that
+//! is not one); its sweep's schedule is a value of this module's.
 
 use super::{ConsumerDeclaration, Error, Names};
 
