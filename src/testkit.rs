@@ -63,20 +63,29 @@ use crate::domain::{Domain, Events};
 use crate::entity::{AnyEntity, Entity};
 use crate::envelope::InvalidMessage;
 use crate::handling::{Addition, Counter, Decision, HandlerFault, Handling, How};
+use crate::process::Outbox;
 
 /// The entity before the event.
 #[derive(Debug, Clone)]
 #[must_use = "a handler test does nothing until `.when(..)` and `.then(..)`"]
 pub struct Given<T> {
     entity: Option<T>,
+    now: u64,
 }
 
 /// Starts a handler test from this entity (`None`: it does not exist).
 pub fn given<T: Entity>(entity: Option<T>) -> Given<T> {
-    Given { entity }
+    Given { entity, now: 0 }
 }
 
 impl<T: Entity> Given<T> {
+    /// The clock a process's handler reads ([`Outbox::now`]), in epoch
+    /// seconds (0 unless set).
+    pub fn at(mut self, now: u64) -> Self {
+        self.now = now;
+        self
+    }
+
     /// Handles `event`, with these envelope fields, as the runner would.
     pub fn when<E: Events>(
         self,
@@ -87,10 +96,11 @@ impl<T: Entity> Given<T> {
     ) -> Then<T> {
         let Handling(how) = event.handling();
         let mut slot = self.entity.map(AnyEntity::new);
+        let mut outbox = Outbox::at(self.now);
         let decision = match how {
             How::Sequenced(mut apply) | How::Snapshot(mut apply) => {
                 apply.bind(event_id.to_owned(), aggregate_id.to_owned(), sequence);
-                apply.apply(&mut slot)
+                apply.react(&mut slot, &mut outbox)
             }
             How::Addition(effect) => Err(HandlerFault {
                 handler: effect.handler,
@@ -104,6 +114,7 @@ impl<T: Entity> Given<T> {
         Then {
             decision,
             entity: slot.and_then(|entity| entity.get::<T>().cloned()),
+            outbox,
         }
     }
 
@@ -123,16 +134,18 @@ impl<T: Entity> Given<T> {
         }
         let event = domain.parse(body)?;
         let mut slot = self.entity.map(AnyEntity::new);
+        let mut outbox = Outbox::at(self.now);
         let decision = match event.deduplicated() {
             Some(effect) => Err(HandlerFault {
                 handler: effect.handler,
                 problem: "is a deduplicated effect: it has no entity to test".to_owned(),
             }),
-            None => event.decide(&mut slot),
+            None => event.react(&mut slot, &mut outbox),
         };
         Ok(Then {
             decision,
             entity: slot.and_then(|entity| entity.get::<T>().cloned()),
+            outbox,
         })
     }
 }
@@ -143,6 +156,7 @@ impl<T: Entity> Given<T> {
 pub struct Then<T> {
     decision: Result<Decision, HandlerFault>,
     entity: Option<T>,
+    outbox: Outbox,
 }
 
 impl<T: Entity> Then<T> {
@@ -154,6 +168,26 @@ impl<T: Entity> Then<T> {
     /// The entity as the event leaves it.
     pub fn entity(&self) -> Option<&T> {
         self.entity.as_ref()
+    }
+
+    /// A process handler's outbox: the events it appends and the deadline
+    /// it sets or clears (empty for any other handler).
+    pub fn outbox(&self) -> &Outbox {
+        &self.outbox
+    }
+
+    /// Asserts that a process handler appends events of these types, to
+    /// these streams, in this order (`&[]`: none).
+    #[track_caller]
+    pub fn appends(self, expected: &[(&str, &str)]) -> Self {
+        let appended: Vec<(&str, &str)> = self
+            .outbox
+            .appends()
+            .iter()
+            .map(|out| (out.stream.as_str(), out.event.event_type.as_str()))
+            .collect();
+        assert_eq!(appended, expected, "the events appended (stream, type)");
+        self
     }
 
     /// Asserts the decision and the entity after it.

@@ -284,3 +284,133 @@ pub fn on_deadline(state: &mut Payment, due: &Due, outbox: &mut Outbox) {
     outbox.append_at(&due.stream, due.sequence, "OrderCancelled", &cancel);
     state.state = PaymentState::Cancelling;
 }
+
+#[cfg(test)]
+mod tests {
+    use sequence_guard::testkit::given;
+
+    use super::*;
+
+    const NOW: u64 = 1_800_000_000;
+
+    fn payment(sequence: u64, state: PaymentState, paid_cents: u64) -> Payment {
+        Payment {
+            sequence,
+            last_event_id: format!("e{sequence}"),
+            state,
+            total_cents: 1000,
+            paid_cents,
+        }
+    }
+
+    fn paid(amount_cents: u64) -> PaymentEvent {
+        PaymentEvent::PaymentReceived(PaymentDetails { amount_cents })
+    }
+
+    #[test]
+    fn an_order_created_awaits_payment_until_the_window_ends() {
+        let then = given(None::<Payment>).at(NOW).when(
+            "e1",
+            "o-1",
+            1,
+            PaymentEvent::OrderCreated(OrderDetails {
+                customer_name: "A".into(),
+                email: "a@example.com".into(),
+                total_cents: 1000,
+            }),
+        );
+        assert_eq!(
+            then.outbox().deadline(),
+            Some(Some(NOW + DEFAULT_WINDOW_SECONDS))
+        );
+        then.appends(&[]).then(
+            Decision::Applied,
+            Some(payment(1, PaymentState::AwaitingPayment, 0)),
+        );
+    }
+
+    #[test]
+    fn paid_in_full_while_awaiting_ends_paid_and_clears_the_deadline() {
+        let then = given(Some(payment(1, PaymentState::AwaitingPayment, 300)))
+            .at(NOW)
+            .when("e2", "o-1", 2, paid(700));
+        assert_eq!(then.outbox().deadline(), Some(None));
+        then.appends(&[]).then(
+            Decision::Applied,
+            Some(payment(2, PaymentState::Paid, 1000)),
+        );
+    }
+
+    #[test]
+    fn a_payment_after_the_cancel_is_refunded() {
+        given(Some(payment(2, PaymentState::Cancelled, 0)))
+            .when("e3", "o-1", 3, paid(500))
+            .appends(&[("o-1", "RefundRequested")])
+            .then(
+                Decision::Applied,
+                Some(payment(3, PaymentState::Cancelled, 500)),
+            );
+    }
+
+    #[test]
+    fn a_cancel_refunds_what_was_paid_and_a_duplicate_appends_nothing() {
+        let cancelled = || PaymentEvent::OrderCancelled(IgnoredAny);
+        given(Some(payment(2, PaymentState::Paid, 1000)))
+            .when("e3", "o-1", 3, cancelled())
+            .appends(&[("o-1", "RefundRequested")])
+            .then(
+                Decision::Applied,
+                Some(payment(3, PaymentState::Cancelled, 1000)),
+            );
+        given(Some(payment(1, PaymentState::AwaitingPayment, 0)))
+            .when("e2", "o-1", 2, cancelled())
+            .appends(&[])
+            .then(
+                Decision::Applied,
+                Some(payment(2, PaymentState::Cancelled, 0)),
+            );
+        given(Some(payment(3, PaymentState::Cancelled, 1000)))
+            .when("e3", "o-1", 3, cancelled())
+            .appends(&[])
+            .then(
+                Decision::Duplicate,
+                Some(payment(3, PaymentState::Cancelled, 1000)),
+            );
+    }
+
+    #[test]
+    fn the_deadline_cancels_only_an_order_still_awaiting_at_the_sequence_seen() {
+        let due = Due {
+            stream: "o-1".into(),
+            at: NOW,
+            sequence: 4,
+        };
+        let mut awaiting = payment(4, PaymentState::AwaitingPayment, 300);
+        let mut outbox = Outbox::at(NOW);
+        on_deadline(&mut awaiting, &due, &mut outbox);
+        assert_eq!(awaiting.state, PaymentState::Cancelling);
+        let appended = &outbox.appends()[0];
+        assert_eq!(
+            (appended.event.event_type.as_str(), appended.expected),
+            (
+                "OrderCancelled",
+                sequence_guard::producer::ExpectedSequence::Exact(4)
+            )
+        );
+        let mut paid = payment(4, PaymentState::Paid, 1000);
+        let mut outbox = Outbox::at(NOW);
+        on_deadline(&mut paid, &due, &mut outbox);
+        assert!(outbox.is_empty());
+        assert_eq!(paid.state, PaymentState::Paid);
+    }
+
+    #[test]
+    fn the_window_is_checked() {
+        assert_eq!(window_of(None), Ok(900));
+        assert_eq!(window_of(Some(" 60 ")), Ok(60));
+        for bad in ["0", "604801", "ten", "-1"] {
+            let err = window_of(Some(bad)).expect_err(bad);
+            assert!(err.contains("PAYMENT_WINDOW_SECONDS"), "{err}");
+        }
+    }
+}
