@@ -354,3 +354,53 @@ fn a_variable_must_do_for_a_parameter() {
         Err(Error::NameTaken(name)) if name == "FunctionMemory"
     ));
 }
+
+#[test]
+fn sync_reads_a_process_and_its_variables_from_the_metadata() {
+    // GIVEN a crate's metadata, as `cargo metadata` gives it
+    let package = serde_json::json!({ "metadata": { "sequence-guard": { "consumers": [
+        { "name": "audit", "description": "Each parcel's audit trail." },
+        { "name": "returns", "description": "Returns a parcel.", "deployed": false,
+          "process": true, "environment": [
+            { "name": "COLLECT_WITHIN_SECONDS", "description": "Seconds to collect.",
+              "default": 86400, "min": 60 },
+            { "name": "RETURN_DEPOT", "description": "Where.", "default": "north" }
+        ] }
+    ] } } });
+    // THEN the consumer that says so is a process, with its variables
+    let consumers = crate::declared_consumers(&package).expect("declared");
+    assert!(!consumers[0].process && consumers[0].environment.is_empty());
+    let returns = &consumers[1];
+    assert!(returns.process && !returns.deployed);
+    assert_eq!(returns.function(), "process");
+    let names: Vec<(&str, &str)> = returns
+        .environment
+        .iter()
+        .map(|variable| (variable.name.as_str(), variable.default.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("COLLECT_WITHIN_SECONDS", "86400"),
+            ("RETURN_DEPOT", "north")
+        ]
+    );
+    assert_eq!(returns.environment[0].min, Some(60));
+
+    // A field sync does not know, or a bad variable, is refused by name.
+    let unknown = serde_json::json!({ "metadata": { "sequence-guard": { "consumers": [
+        { "name": "returns", "description": "d", "process": true,
+          "environment": [{ "name": "X", "description": "d", "default": "a", "colour": 1 }] }
+    ] } } });
+    let err = crate::declared_consumers(&unknown).expect_err("unknown field");
+    assert!(err.contains("unknown field `colour`"), "{err}");
+    let bad = serde_json::json!({ "metadata": { "sequence-guard": { "consumers": [
+        { "name": "returns", "description": "d",
+          "environment": [{ "name": "lower", "description": "d", "default": "a" }] }
+    ] } } });
+    let err = crate::declared_consumers(&bad).expect_err("a bad name");
+    assert!(
+        err.contains("consumer `returns`, variable `lower`"),
+        "{err}"
+    );
+}
