@@ -5,6 +5,8 @@
 //! as read. A state that moved meanwhile is read again and the deadline
 //! decided again: one that is no longer due is left alone.
 
+use std::collections::HashSet;
+
 use tracing::{error, info, warn};
 
 use super::plan::gathered;
@@ -35,13 +37,13 @@ impl<S: Store> Runner<S> {
             return report;
         };
         for shard in 0..DUE_SHARDS {
-            // Each page's deadlines fired leave the index: read it again
-            // until it has none due (or only ones that failed).
-            let mut failed_here = 0;
+            // Fired deadlines leave the index (eventually: it is a global
+            // secondary index); each page is read again past the ones seen,
+            // until it brings none not seen.
+            let mut seen: HashSet<String> = HashSet::new();
             loop {
-                let read = self
-                    .store
-                    .due(shard, invocation.now, DUE_PAGE + failed_here);
+                let limit = DUE_PAGE + seen.len();
+                let read = self.store.due(shard, invocation.now, limit);
                 let page = match self.timed("Query", invocation, read).await {
                     Ok(page) => page,
                     Err(CallError::Deadline) => {
@@ -54,9 +56,13 @@ impl<S: Store> Runner<S> {
                         break;
                     }
                 };
-                let full = page.len() == DUE_PAGE + failed_here;
-                let mut progressed = false;
-                for pk in page.into_iter().skip(failed_here) {
+                let full = page.len() >= limit;
+                let fresh: Vec<String> = page.into_iter().filter(|pk| !seen.contains(pk)).collect();
+                if fresh.is_empty() {
+                    break;
+                }
+                for pk in fresh {
+                    seen.insert(pk.clone());
                     let Some(key) = self
                         .domain
                         .key_of_pk(&pk)
@@ -66,24 +72,14 @@ impl<S: Store> Runner<S> {
                             pk,
                             "a deadline on an item that is not this process's state: left alone"
                         );
-                        failed_here += 1;
                         report.failed += 1;
                         continue;
                     };
                     match self.fire_one(&key, invocation).await {
-                        Ok(Fired::Fired) => {
-                            report.fired += 1;
-                            progressed = true;
-                        }
-                        Ok(Fired::NotDue) => progressed = true,
-                        Ok(Fired::Moved) => {
-                            report.moved += 1;
-                            failed_here += 1;
-                        }
-                        Ok(Fired::Failed) => {
-                            report.failed += 1;
-                            failed_here += 1;
-                        }
+                        Ok(Fired::Fired) => report.fired += 1,
+                        Ok(Fired::NotDue) => {}
+                        Ok(Fired::Moved) => report.moved += 1,
+                        Ok(Fired::Failed) => report.failed += 1,
                         Err(CallError::Deadline) => {
                             report.cut_short = true;
                             return report;
@@ -91,11 +87,10 @@ impl<S: Store> Runner<S> {
                         Err(CallError::Store(err)) => {
                             warn!(entity = %key, error = %err, "a deadline could not be fired: the next sweep tries again");
                             report.failed += 1;
-                            failed_here += 1;
                         }
                     }
                 }
-                if !full || !progressed {
+                if !full {
                     break;
                 }
             }
