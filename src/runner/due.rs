@@ -41,8 +41,10 @@ impl<S: Store> Runner<S> {
             // secondary index); each page is read again past the ones seen,
             // until it brings none not seen.
             let mut seen: HashSet<String> = HashSet::new();
+            // Those seen that stay in the index: not fired.
+            let mut kept = 0;
             loop {
-                let limit = DUE_PAGE + seen.len();
+                let limit = DUE_PAGE + kept;
                 let read = self.store.due(shard, invocation.now, limit);
                 let page = match self.timed("Query", invocation, read).await {
                     Ok(page) => page,
@@ -73,9 +75,14 @@ impl<S: Store> Runner<S> {
                             "a deadline on an item that is not this process's state: left alone"
                         );
                         report.failed += 1;
+                        kept += 1;
                         continue;
                     };
-                    match self.fire_one(&key, invocation).await {
+                    let fired = self.fire_one(&key, invocation).await;
+                    if !matches!(fired, Ok(Fired::Fired)) {
+                        kept += 1;
+                    }
+                    match fired {
                         Ok(Fired::Fired) => report.fired += 1,
                         Ok(Fired::NotDue) => {}
                         Ok(Fired::Moved) => report.moved += 1,
