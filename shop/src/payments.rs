@@ -80,6 +80,18 @@ pub enum PaymentState {
     Cancelled,
 }
 
+impl PaymentState {
+    /// As the table stores it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaymentState::AwaitingPayment => "AWAITING_PAYMENT",
+            PaymentState::Paid => "PAID",
+            PaymentState::Cancelling => "CANCELLING",
+            PaymentState::Cancelled => "CANCELLED",
+        }
+    }
+}
+
 /// The process's state for one order: `PAYMENT#<aggregateId>` / `STATE`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Entity)]
 #[serde(rename_all = "camelCase")]
@@ -95,8 +107,10 @@ pub struct Payment {
 impl Payment {
     fn summary_line(&self) -> String {
         format!(
-            "state {:?} totalCents {} paidCents {}",
-            self.state, self.total_cents, self.paid_cents
+            "state {:<16} totalCents {:<6} paidCents {}",
+            self.state.as_str(),
+            self.total_cents,
+            self.paid_cents
         )
     }
 
