@@ -19,8 +19,8 @@ use crate::store::{Commit, Committed, Expected, Store, StoreError, Stored};
 const DUE_PAGE: usize = 100;
 
 /// What became of one due deadline.
-enum Fired {
-    Fired,
+enum Firing {
+    Done,
     /// Not due (any more), or its state gone.
     NotDue,
     Moved,
@@ -79,14 +79,14 @@ impl<S: Store> Runner<S> {
                         continue;
                     };
                     let fired = self.fire_one(&key, invocation).await;
-                    if !matches!(fired, Ok(Fired::Fired)) {
+                    if !matches!(fired, Ok(Firing::Done)) {
                         kept += 1;
                     }
                     match fired {
-                        Ok(Fired::Fired) => report.fired += 1,
-                        Ok(Fired::NotDue) => {}
-                        Ok(Fired::Moved) => report.moved += 1,
-                        Ok(Fired::Failed) => report.failed += 1,
+                        Ok(Firing::Done) => report.fired += 1,
+                        Ok(Firing::NotDue) => {}
+                        Ok(Firing::Moved) => report.moved += 1,
+                        Ok(Firing::Failed) => report.failed += 1,
                         Err(CallError::Deadline) => {
                             report.cut_short = true;
                             return report;
@@ -117,9 +117,9 @@ impl<S: Store> Runner<S> {
     /// Fires one state's deadline if it is due: decided on the state as
     /// read, written on the condition that it is still so; decided again
     /// after a lost race.
-    async fn fire_one(&self, key: &EntityKey, invocation: &Invocation) -> Result<Fired, CallError> {
+    async fn fire_one(&self, key: &EntityKey, invocation: &Invocation) -> Result<Firing, CallError> {
         let Some(process) = self.domain.process() else {
-            return Ok(Fired::NotDue);
+            return Ok(Firing::NotDue);
         };
         for _ in 0..=self.config.condition_retries {
             let load = self.store.load(std::slice::from_ref(key), &[]);
@@ -134,14 +134,14 @@ impl<S: Store> Runner<S> {
                 due_at: loaded.due.remove(key),
             };
             let Some(at) = stored.due_at.filter(|at| *at <= invocation.now) else {
-                return Ok(Fired::NotDue);
+                return Ok(Firing::NotDue);
             };
             let Some(commit) = self.deadline_step(process, key, stored, at, invocation.now) else {
-                return Ok(Fired::Failed);
+                return Ok(Firing::Failed);
             };
             let write = self.store.commit(&commit);
             match Box::pin(self.timed("TransactWriteItems", invocation, write)).await? {
-                Committed::Written => return Ok(Fired::Fired),
+                Committed::Written => return Ok(Firing::Done),
                 Committed::LostRace { .. } => continue,
                 Committed::Moved {
                     stream,
@@ -155,7 +155,7 @@ impl<S: Store> Runner<S> {
                         current,
                         "a deadline's append found its stream moved: nothing written; decided again at the next sweep"
                     );
-                    return Ok(Fired::Moved);
+                    return Ok(Firing::Moved);
                 }
             }
         }
