@@ -216,6 +216,18 @@ async fn show_entity(
             0
         }
     };
+    if let Some(due) = inspection.stored.due_at {
+        // A process's deadline: fired by the first sweep after it.
+        if due > now {
+            writeln!(out, "  deadline at {due} (in {} s)", due - now)?;
+        } else {
+            writeln!(
+                out,
+                "  deadline at {due} (due {} s ago: the next sweep fires it)",
+                now - due
+            )?;
+        }
+    }
     show_parked_events(out, &inspection, at, now)?;
     show_conflicts(out, &inspection.conflicts, now)
 }
