@@ -32,7 +32,11 @@
 //!   run, and the TLS connections each opened;
 //! - reading a body by its version (`--versions` runs this alone): parse
 //!   time of a body without `version`, with `"version":1`, at a current
-//!   version 2, and at version 1 upcast to 2.
+//!   version 2, and at version 1 upcast to 2;
+//! - on DynamoDB Local, a process's step (`--process` runs this alone): the
+//!   shop's payments process, requests, write and read units and dollars
+//!   per step (each kind of message it handles, a deadline fired) and per
+//!   order's lifecycle, one message a batch and ten.
 //!
 //! Layout: `main.rs` reads the arguments and runs the parts in turn;
 //! `workloads.rs` makes the batches and `naive.rs` is the naive handler;
@@ -40,7 +44,9 @@
 //! a warm entity cache could save; `cpu.rs` is the embedded store's time per
 //! message, `versions.rs` the time to read a body by its version;
 //! `functions.rs` starts the release functions, for `cold_start.rs`,
-//! `memory.rs` and `variants.rs` (several builds side by side).
+//! `memory.rs` and `variants.rs` (several builds side by side);
+//! `process.rs` is a process's step (`process/meter.rs`: the units DynamoDB
+//! Local reports).
 
 mod cache;
 mod cold_start;
@@ -49,6 +55,7 @@ mod functions;
 mod late_events;
 mod memory;
 mod naive;
+mod process;
 mod requests;
 mod variants;
 mod versions;
@@ -67,6 +74,10 @@ mod fault_proxy;
 
 #[path = "../support/producer.rs"]
 mod producer;
+
+#[allow(dead_code)] // only the DynamoDB prices are used here
+#[path = "../support/cost.rs"]
+mod cost;
 
 #[path = "../support/sqs_stand_in.rs"]
 mod sqs_stand_in;
@@ -115,6 +126,10 @@ struct Args {
     /// Local behind the 2 ms proxy).
     #[arg(long, conflicts_with_all = ["cpu_only", "versions"])]
     producer: bool,
+    /// Only a process's step (the shop's payments process, on DynamoDB
+    /// Local): requests, units and dollars per step.
+    #[arg(long, conflicts_with_all = ["cpu_only", "versions", "producer"])]
+    process: bool,
     /// A free port for the SQS stand-in (plain HTTP) the release dispatcher
     /// sends to, for its cold start.
     #[arg(long, value_name = "PORT")]
@@ -181,6 +196,10 @@ async fn main() {
         .await;
         return;
     }
+    if args.process {
+        process::print_process(&endpoint).await;
+        return;
+    }
     // A network between the function and DynamoDB: 2 ms per request, so that a
     // round trip is not hidden by the client's own time to issue a request.
     let upstream = endpoint.trim_start_matches("http://").to_owned();
@@ -206,6 +225,8 @@ async fn main() {
     versions::print_versions();
 
     producer::print_producer(&endpoint, &proxy.endpoint).await;
+
+    process::print_process(&endpoint).await;
 
     println!("\n== Release projector");
     cold_start::print_first_call().await;
