@@ -62,5 +62,8 @@ pub struct Operate;
 #[doc = include_str!("../../docs/performance.md")]
 pub struct Performance;
 #[cfg(doctest)]
+#[doc = include_str!("../../docs/processes.md")]
+pub struct Processes;
+#[cfg(doctest)]
 #[doc = include_str!("../../docs/testing.md")]
 pub struct Testing;
