@@ -54,6 +54,16 @@
 //!   word "stream" alone never means it.
 //! - **dispatch**: the dispatcher's sending of appended events to the queue
 //!   (or the topic), in stream order. Only the dispatcher dispatches.
+//! - **process**: a consumer whose handlers, besides moving its own state
+//!   (an entity, under the guard), append events to the event store and set
+//!   or clear a deadline ([`process`]). A **step** of a process is one
+//!   commit of its state with what it appends.
+//! - **outbox**: what a process's handler answers besides its decision: the
+//!   events to append and the deadline ([`process::Outbox`]), written with
+//!   the state in one transaction. No table of its own.
+//! - **deadline**: a time kept by the engine on a process's state (`dueAt`,
+//!   in the index `due`), fired once by the scheduled sweep through the
+//!   same guard; its precision is the sweep's period.
 //!
 //! # Layout
 //!
@@ -76,6 +86,10 @@
 //! - [`lambda`]: from a Lambda invocation to the partial batch response (an
 //!   SQS batch) or to a [`sweep`] (the schedule).
 //! - [`sweep`]: the scheduled look at parked events, for the alarm.
+//! - [`process`]: processes: what a domain declares ([`process::Process`]),
+//!   what a handler answers ([`process::Outbox`]) and what a deadline's
+//!   handler is given ([`process::Due`]); the runner writes a step's state
+//!   and appends in one transaction, and the sweep fires due deadlines.
 //! - [`metrics`], [`logging`]: CloudWatch metrics (EMF) and the log
 //!   subscriber; no level prints an event's data.
 //! - [`producer`]: the producer's half: events appended to an event store
