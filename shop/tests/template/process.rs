@@ -476,7 +476,7 @@ fn the_payments_role_grants_exactly_what_the_process_calls() {
 
 /// Alarmed for what signals trouble: every alarm a consumer has, and
 /// deadlines failing; not for a moved stream (a race, decided again).
-/// Its deadlines and appends on its dashboard row, only with it.
+/// Its deadlines on its dashboard row, only with it.
 #[test]
 fn the_payments_process_is_alarmed_and_on_the_dashboard() {
     let template = template();
@@ -531,7 +531,6 @@ fn the_payments_process_is_alarmed_and_on_the_dashboard() {
         "DeadlinesFired",
         "DeadlinesMoved",
         "DeadlinesFailed",
-        "OutgoingAppended",
     ] {
         assert!(shown.contains(metric), "the dashboard shows {metric}");
     }

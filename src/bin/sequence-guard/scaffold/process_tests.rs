@@ -229,7 +229,7 @@ fn a_process_gets_its_index_of_deadlines_the_event_store_and_its_sweeps_period()
 
     // Its dashboard row: the deadlines' line under the consumer's; the next
     // consumer's row below it.
-    assert!(text.contains("\"title\": \"Returns process: deadlines and appended events\""));
+    assert!(text.contains("\"title\": \"Returns process: deadlines\""));
     assert!(
         text.contains("[\"${MetricsNamespace}\", \"DeadlinesFired\", \"Service\", \"${Service}\"]")
     );
@@ -243,7 +243,7 @@ fn a_process_gets_its_index_of_deadlines_the_event_store_and_its_sweeps_period()
     };
     assert_eq!(row("Audit consumer: outcomes per minute"), 36);
     assert_eq!(row("Returns process: outcomes per minute"), 60);
-    assert_eq!(row("Returns process: deadlines and appended events"), 84);
+    assert_eq!(row("Returns process: deadlines\""), 84);
     assert_eq!(row("Late mail consumer: outcomes per minute"), 90);
 }
 

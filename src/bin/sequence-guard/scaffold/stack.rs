@@ -23,7 +23,7 @@ const FIRST_ROW_OF_OTHERS: usize = 36;
 /// The height of one consumer's dashboard row.
 const ROW_HEIGHT: usize = 24;
 
-/// The height a process adds to its row (its deadlines and appends).
+/// The height a process adds to its row (its deadlines: fired, moved, failed).
 const PROCESS_ROW_HEIGHT: usize = 6;
 
 /// The sections of a process's additions, each inserted at the line
