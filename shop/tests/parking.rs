@@ -99,12 +99,15 @@ async fn apply_two_without_draining<S: Store>(store: &S, order: &str, now: u64) 
             sequence: Some(1),
             parked: [3, 4].into(),
             entity: None,
+            due_at: None,
         },
         entity: Some(two),
         park: vec![],
         drain: vec![],
         conflicts: vec![],
         now,
+        deadline: None,
+        outbox: None,
     };
     assert_eq!(
         store.commit(&commit).await.expect("commit"),
@@ -580,12 +583,15 @@ mod suite {
                     },
                     parked: expected.iter().copied().collect(),
                     entity: None,
+                    due_at: None,
                 },
                 entity,
                 park,
                 drain,
                 conflicts: vec![],
                 now: 1,
+                deadline: None,
+                outbox: None,
             };
         let first = commit(&[], Some(order), vec![parked(3), parked(8)], vec![]);
         assert_eq!(
@@ -606,6 +612,7 @@ mod suite {
                 )
             }
             Committed::Written => panic!("written over a set it was not decided on"),
+            moved @ Committed::Moved { .. } => panic!("no append in this commit: {moved:?}"),
         }
         assert_eq!(parked_sequences(&inspect(&store, "v").await), [8, 9]);
     }

@@ -1108,12 +1108,15 @@ async fn dynamodb_refusals_for_good_are_told_apart_from_storage_errors() {
             sequence: None,
             parked: Default::default(),
             entity: None,
+            due_at: None,
         },
         entity: None,
         park: vec![parked(3)],
         drain: vec![],
         conflicts: vec![],
         now: now(),
+        deadline: None,
+        outbox: None,
     };
     match store.commit(&commit).await {
         Err(StoreError::Rejected { operation, .. }) => assert_eq!(operation, "TransactWriteItems"),
