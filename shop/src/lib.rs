@@ -6,6 +6,8 @@
 //! | `OrderCreated`        | [`order::on_order_created`]            | sequenced (a creation: checks existence) |
 //! | `OrderUpdated`        | [`order::on_order_updated`]            | sequenced  |
 //! | `OrderCancelled`      | [`order::on_order_cancelled`]          | sequenced  |
+//! | `PaymentReceived`     | [`order::on_payment_received`]         | sequenced  |
+//! | `RefundRequested`     | [`order::on_refund_requested`]         | sequenced  |
 //! | `ProductCreated`      | [`product::on_product_created`]        | sequenced (a creation) |
 //! | `ProductPriceChanged` | [`product::on_product_price_changed`]  | sequenced  |
 //! | `InventoryAdjusted`   | [`stock::on_inventory_adjusted`]       | a deduplicated effect: `ADD onHand` |
