@@ -11,6 +11,7 @@ pub mod fault_proxy;
 pub mod function;
 pub mod live;
 pub mod localstack;
+pub mod process;
 pub mod rng;
 pub mod runtime_api;
 pub mod streams;
