@@ -357,6 +357,13 @@ async fn check_orders(p: &Pipeline, orders: &[String]) -> (Vec<Fold>, Vec<(Strin
             .iter()
             .map(|event| event.event_type.as_str())
             .collect();
+        // What the process appended, and only that, under its request ids.
+        let appended = stored
+            .iter()
+            .filter(|event| event.event_id.starts_with("process-payments-"))
+            .count() as u64;
+        let asked = fold.refunds.len() as u64 + fold.cancels_by_deadline;
+        assert_eq!(appended, asked, "{order}: the process's appends: {types:?}");
         let cancelled = fold.cancels > 0;
         if cancelled {
             // Each payment that needs it requested back once: those after
