@@ -215,7 +215,8 @@ impl Planner<'_> {
             .iter()
             .map(|conflict| conflict.body.len())
             .sum();
-        parked + drained + conflicts
+        let appended = self.outgoing.as_ref().map_or(0, outbox::bytes);
+        parked + drained + conflicts + appended
     }
 
     /// Whether the step has no room for another item or body.

@@ -7,7 +7,8 @@ use crate::entity::AnyEntity;
 use crate::envelope::Event;
 use crate::handling::{Decision, HandlerFault};
 use crate::process::{Cause, MAX_OUTGOING, Outbox, Outgoing};
-use crate::producer::{Append, AppendError, ExpectedSequence, check_append};
+use crate::producer::{Append, AppendError, ExpectedSequence, MAX_BYTES, check_append};
+use crate::store::MAX_COMMIT_ITEMS;
 use crate::store::Outbound;
 
 /// A handler's answer within a step.
@@ -70,6 +71,19 @@ impl Planner<'_> {
         appends: Vec<Outgoing>,
     ) -> Result<(), Refusal> {
         let outbound = gathered(process, cause, appends).map_err(Refusal::Fault)?;
+        // With the step's other writes, one transaction: 100 items, 4 MB.
+        let items = outbound.events.len() + if self.outgoing.is_none() { 2 } else { 0 };
+        let size = bytes(&outbound);
+        if self.items() + items > MAX_COMMIT_ITEMS || self.bytes() + size > MAX_BYTES {
+            return Err(if self.has_work() {
+                Refusal::Cut
+            } else {
+                Refusal::Fault(format!(
+                    "appended {} events of {size} bytes: with the state's write they do not fit one transaction ({MAX_COMMIT_ITEMS} items, 4 MB)",
+                    outbound.events.len()
+                ))
+            });
+        }
         let Some(step) = &mut self.outgoing else {
             self.outgoing = Some(outbound);
             return Ok(());
@@ -85,6 +99,30 @@ impl Planner<'_> {
         step.events.extend(outbound.events);
         Ok(())
     }
+}
+
+impl Planner<'_> {
+    /// Whether the step writes something already (so that cutting it before
+    /// an event makes progress).
+    fn has_work(&self) -> bool {
+        !self.verdicts.is_empty()
+            || !self.drained.is_empty()
+            || !self.new_parks.is_empty()
+            || !self.cleared.is_empty()
+            || !self.conflicts.is_empty()
+            || self.outgoing.is_some()
+    }
+}
+
+/// What a step's appends take of a transaction's 4 MB, at most: each
+/// event's data, its envelope, its item's other attributes and its
+/// request record's share.
+pub(super) fn bytes(outbound: &Outbound) -> usize {
+    outbound
+        .events
+        .iter()
+        .map(|event| event.data.to_string().len() + 1024)
+        .sum()
 }
 
 enum Refusal {
