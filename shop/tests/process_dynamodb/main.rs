@@ -221,12 +221,26 @@ async fn produce(store: &EventStore, stream: &str, event_id: &str, event_type: &
         .unwrap_or_else(|err| panic!("{stream}: {event_type} {event_id}: {err}"));
 }
 
-/// A stream of the event store, in order, read back strongly.
+/// A stream of the event store, in order, read back strongly (page after
+/// page: one read holds at most 1 MB).
 async fn stream_events(store: &EventStore, stream: &str) -> Vec<Logged> {
-    store
-        .read(stream, 0, 1000)
-        .await
-        .unwrap_or_else(|err| panic!("{stream}: {err}"))
+    let mut events = Vec::new();
+    loop {
+        let after = events
+            .last()
+            .map_or(0, |event: &sequence_guard::producer::StoredEvent| {
+                event.sequence
+            });
+        let page = store
+            .read(stream, after, 1000)
+            .await
+            .unwrap_or_else(|err| panic!("{stream}: {err}"));
+        if page.is_empty() {
+            break;
+        }
+        events.extend(page);
+    }
+    events
         .into_iter()
         .map(|event| {
             let body: Value = serde_json::from_str(&event.body).expect("a body is JSON");
