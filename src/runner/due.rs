@@ -117,7 +117,11 @@ impl<S: Store> Runner<S> {
     /// Fires one state's deadline if it is due: decided on the state as
     /// read, written on the condition that it is still so; decided again
     /// after a lost race.
-    async fn fire_one(&self, key: &EntityKey, invocation: &Invocation) -> Result<Firing, CallError> {
+    async fn fire_one(
+        &self,
+        key: &EntityKey,
+        invocation: &Invocation,
+    ) -> Result<Firing, CallError> {
         let Some(process) = self.domain.process() else {
             return Ok(Firing::NotDue);
         };
