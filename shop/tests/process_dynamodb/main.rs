@@ -16,6 +16,7 @@ mod deliveries;
 mod limits;
 mod property;
 mod proxy;
+mod tools;
 mod transaction;
 
 use std::collections::BTreeMap;

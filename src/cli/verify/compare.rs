@@ -13,10 +13,12 @@ use crate::store::StoreError;
 use crate::store::memory::MemoryStore;
 
 /// The attributes of an item that are the engine's and not compared: the
-/// keys, and what parking leaves on an entity's item while events wait.
+/// keys, what parking leaves on an entity's item while events wait, and a
+/// process's deadline (set from the clock when an event was handled: a
+/// fold cannot know it).
 /// (`expiresAt` is compared: the engine writes it on deduplication records
 /// only, and on an entity or a counter its TTL would delete the item.)
-pub(super) const IGNORED: [&str; 4] = ["pk", "sk", "parked", "parkedSince"];
+pub(super) const IGNORED: [&str; 6] = ["pk", "sk", "parked", "parkedSince", "dueAt", "dueShard"];
 
 /// The sort key of an entity's item.
 pub(super) const STATE: &str = "STATE";
