@@ -7,6 +7,9 @@
 
 use std::collections::HashSet;
 
+use futures::future::join_all;
+use futures::stream::{self, StreamExt};
+
 use tracing::{error, info, warn};
 
 use super::plan::gathered;
@@ -17,6 +20,9 @@ use crate::store::{Commit, Committed, Expected, Store, StoreError, Stored};
 
 /// Due deadlines read at a time, per partition.
 const DUE_PAGE: usize = 100;
+
+/// Deadlines fired at once (each its own state's item).
+const FIRED_AT_ONCE: usize = 8;
 
 /// What became of one due deadline.
 enum Firing {
@@ -36,7 +42,15 @@ impl<S: Store> Runner<S> {
         let Some(kind) = self.domain.process().and_then(|p| p.deadline_kind()) else {
             return report;
         };
-        for shard in 0..DUE_SHARDS {
+        // The first page of every partition at once: a sweep's queries are
+        // most of its time.
+        let firsts = (0..DUE_SHARDS).map(|shard| {
+            let read = self.store.due(shard, invocation.now, DUE_PAGE);
+            self.timed("Query", invocation, read)
+        });
+        let mut firsts: Vec<Option<Result<Vec<String>, CallError>>> =
+            join_all(firsts).await.into_iter().map(Some).collect();
+        for (shard, first) in (0..DUE_SHARDS).zip(firsts.iter_mut()) {
             // Fired deadlines leave the index (eventually: it is a global
             // secondary index); each page is read again past the ones seen,
             // until it brings none not seen.
@@ -45,8 +59,14 @@ impl<S: Store> Runner<S> {
             let mut kept = 0;
             loop {
                 let limit = DUE_PAGE + kept;
-                let read = self.store.due(shard, invocation.now, limit);
-                let page = match self.timed("Query", invocation, read).await {
+                let read = match first.take() {
+                    Some(page) => page,
+                    None => {
+                        let read = self.store.due(shard, invocation.now, limit);
+                        self.timed("Query", invocation, read).await
+                    }
+                };
+                let page = match read {
                     Ok(page) => page,
                     Err(CallError::Deadline) => {
                         report.cut_short = true;
@@ -63,22 +83,36 @@ impl<S: Store> Runner<S> {
                 if fresh.is_empty() {
                     break;
                 }
+                let mut keys = Vec::with_capacity(fresh.len());
                 for pk in fresh {
                     seen.insert(pk.clone());
-                    let Some(key) = self
+                    match self
                         .domain
                         .key_of_pk(&pk)
                         .filter(|key| key.kind().name == kind.name)
-                    else {
-                        warn!(
-                            pk,
-                            "a deadline on an item that is not this process's state: left alone"
-                        );
-                        report.failed += 1;
-                        kept += 1;
-                        continue;
-                    };
-                    let fired = self.fire_one(&key, invocation).await;
+                    {
+                        Some(key) => keys.push(key),
+                        None => {
+                            warn!(
+                                pk,
+                                "a deadline on an item that is not this process's state: left alone"
+                            );
+                            report.failed += 1;
+                            kept += 1;
+                        }
+                    }
+                }
+                // Each state is its own item: fired a few at a time.
+                let fired: Vec<(EntityKey, Result<Firing, CallError>)> = stream::iter(keys)
+                    .map(|key| async move {
+                        let fired = self.fire_one(&key, invocation).await;
+                        (key, fired)
+                    })
+                    .buffer_unordered(FIRED_AT_ONCE)
+                    .collect()
+                    .await;
+                let mut cut = false;
+                for (key, fired) in fired {
                     if !matches!(fired, Ok(Firing::Done)) {
                         kept += 1;
                     }
@@ -87,15 +121,16 @@ impl<S: Store> Runner<S> {
                         Ok(Firing::NotDue) => {}
                         Ok(Firing::Moved) => report.moved += 1,
                         Ok(Firing::Failed) => report.failed += 1,
-                        Err(CallError::Deadline) => {
-                            report.cut_short = true;
-                            return report;
-                        }
+                        Err(CallError::Deadline) => cut = true,
                         Err(CallError::Store(err)) => {
                             warn!(entity = %key, error = %err, "a deadline could not be fired: the next sweep tries again");
                             report.failed += 1;
                         }
                     }
+                }
+                if cut {
+                    report.cut_short = true;
+                    return report;
                 }
                 if !full {
                     break;
