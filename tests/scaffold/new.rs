@@ -1,6 +1,7 @@
-//! `sequence-guard new`: a crate made from nothing builds, passes its tests,
-//! replays its samples and lints; its template is ours on its binaries; a bad
-//! name or a directory in use is refused.
+//! `sequence-guard new`: a crate made from nothing, with its process, builds,
+//! passes its tests, replays its samples, is as `sync` keeps it and lints;
+//! without its process, its template is ours on its binaries; a bad name or
+//! a directory in use is refused.
 
 use super::*;
 
@@ -16,6 +17,17 @@ fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
         let main = std::fs::read_to_string(&path).expect("a binary per tool");
         assert!(
             main.contains(&format!("sequence_guard::cli::{binary}(parcels::domain())")),
+            "{main}"
+        );
+    }
+    // Its process's, on its module's domain: the function runs the projector.
+    for (binary, tool) in ARCHIVER_BINARIES {
+        let path = dir.join(format!("src/bin/parcels-archiver-{binary}.rs"));
+        let main = std::fs::read_to_string(&path).expect("a binary per tool of the process");
+        assert!(
+            main.contains(&format!(
+                "sequence_guard::cli::{tool}(parcels::archiver::domain())"
+            )),
             "{main}"
         );
     }
@@ -57,7 +69,11 @@ fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
         "test tests::the_guard_answers_duplicate_gap_and_not_created ... ok",
         "test tests::a_view_adds_one_to_the_items_views ... ok",
         "test tests::every_sample_body_is_read_by_the_domain ... ok",
+        "test tests::an_archive_marks_the_item_archived_through_the_guard ... ok",
+        "test archiver::tests::the_process_is_well_declared ... ok",
+        "test archiver::tests::the_deadline_archives_an_active_item_at_the_sequence_seen ... ok",
         "test replay_tells_the_samples_story ... ok",
+        "test the_archiver_follows_each_item_and_keeps_a_deadline_while_active ... ok",
     ] {
         assert!(stdout.contains(passed), "{passed} missing:\n{stdout}");
     }
@@ -69,6 +85,7 @@ fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
                 "events/01-item-created-and-renamed.json",
                 "events/02-gap-parked.json",
                 "events/03-gap-closed.json",
+                "events/04-item-archived.json",
             ])
             .current_dir(&dir)
             .env_remove("GAP_POLICY")
@@ -79,14 +96,67 @@ fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
     for line in [
         "item-1  seq -  ItemViewed   duplicate",
         "drained item-1 seq 4 ItemRenamed",
-        "item    item-1       sequence 4   name \"Reading lamp\"",
+        "item    item-1       sequence 4   archived false name \"Reading lamp\"",
+        "item    item-2       sequence 2   archived true name \"Chair\"",
         "views   item-1       views 1",
     ] {
         assert!(story.contains(line), "{line} missing:\n{story}");
     }
 
+    // AND it is as `sync` keeps it: its process, declared in Cargo.toml,
+    // rendered whole in its template
+    let checked = run(Command::new(TOOL)
+        .args(["sync", "--check", "--path"])
+        .arg(&dir));
+    assert!(checked.status.success(), "sync --check: {}", seen(&checked));
+    assert_eq!(text(&checked.stdout), "");
+    let template = std::fs::read_to_string(dir.join("template.yaml")).expect("template");
+    for resource in [
+        "ArchiverQueue:",
+        "ArchiverTable:",
+        "ArchiverProjectorFunction:",
+        "ArchiverDeadlinePeriod:",
+        "DeployArchiverConsumer:",
+    ] {
+        assert!(template.contains(&format!("  {resource}")), "{resource}");
+    }
+    assert!(template.contains("        Binary: parcels-archiver-process\n"));
+
     // AND its template passes both linters
     lint(&dir);
+}
+
+/// The process's binaries, and the tool each runs.
+const ARCHIVER_BINARIES: [(&str, &str); 5] = [
+    ("process", "projector"),
+    ("replay", "replay"),
+    ("rebuild", "rebuild"),
+    ("verify", "verify"),
+    ("inspect", "inspect"),
+];
+
+/// Removes the crate's process as its README says: its module, tests and
+/// binaries, its `mod` line and its entry in Cargo.toml; then `sync`.
+fn remove_the_archiver(dir: &Path) {
+    for file in ["src/archiver.rs", "tests/archiver.rs"] {
+        std::fs::remove_file(dir.join(file)).expect(file);
+    }
+    for (binary, _) in ARCHIVER_BINARIES {
+        std::fs::remove_file(dir.join(format!("src/bin/parcels-archiver-{binary}.rs")))
+            .expect("a binary of the process");
+    }
+    let edit = |file: &str, line: &str| {
+        let path = dir.join(file);
+        let text = std::fs::read_to_string(&path).expect(file);
+        let kept: Vec<&str> = text.lines().filter(|l| !l.contains(line)).collect();
+        assert_eq!(kept.len() + 1, text.lines().count(), "{file}: {line}");
+        std::fs::write(&path, kept.join("\n") + "\n").expect(file);
+    };
+    edit("src/lib.rs", "pub mod archiver;");
+    edit("Cargo.toml", "{ name = \"archiver\"");
+    let synced = run(Command::new(TOOL).args(["sync", "--path"]).arg(dir));
+    assert!(synced.status.success(), "sync: {}", seen(&synced));
+    assert_eq!(text(&synced.stdout), "template.yaml: rewritten\n");
 }
 
 #[test]
@@ -94,6 +164,8 @@ fn the_generated_template_is_ours_on_the_crates_binaries() {
     let dir = scratch("template").join("parcels");
     let made = new_crate("parcels", &dir);
     assert!(made.status.success(), "{}", seen(&made));
+    // Without the process it shows (ours has the shop's, `payments`).
+    remove_the_archiver(&dir);
     let ours = std::fs::read_to_string(Path::new(ROOT).join("template.yaml")).expect("ours");
     let theirs = std::fs::read_to_string(dir.join("template.yaml")).expect("theirs");
     // Ours, line for line, but for these substitutions ...
@@ -109,6 +181,7 @@ fn the_generated_template_is_ours_on_the_crates_binaries() {
             "the runbook in sequence-guard's docs/operate.md",
         ),
         ("${StatusProjectorWidgets}", ""),
+        ("${PaymentsProjectorWidgets}", ""),
     ];
     // Under sync's header, which holds the hash of the rest.
     assert!(theirs.starts_with("# Made by `sequence-guard sync`"));
@@ -122,8 +195,8 @@ fn the_generated_template_is_ours_on_the_crates_binaries() {
             .iter()
             .fold(line.to_owned(), |line, (a, b)| line.replace(a, b))
     };
-    // ... and without the worked example's second consumer: every line of
-    // ours left out is in a block that names it.
+    // ... and without the worked example's further consumers: every line of
+    // ours left out is in a block that names one.
     let mut ours_lines = ours.lines();
     let mut left_out: Vec<Vec<&str>> = vec![Vec::new()];
     let mut changed = 0;
@@ -147,12 +220,15 @@ fn the_generated_template_is_ours_on_the_crates_binaries() {
         .filter(|b| b.iter().any(|l| !l.trim().is_empty()))
     {
         assert!(
-            block.iter().any(|line| line.contains("Status")),
-            "left out, not of the second consumer:\n{}",
+            block
+                .iter()
+                .any(|line| line.contains("Status") || line.contains("Payment")),
+            "left out, not of a further consumer:\n{}",
             block.join("\n")
         );
     }
     assert!(!theirs.contains("Status"), "the second consumer is gone");
+    assert!(!theirs.contains("Payment"), "the process is gone");
     // The stack's name is samconfig.toml's, everything else as ours.
     let ours = std::fs::read_to_string(Path::new(ROOT).join("samconfig.toml")).expect("ours");
     let theirs = std::fs::read_to_string(dir.join("samconfig.toml")).expect("theirs");

@@ -101,9 +101,12 @@ fn sync_never_deletes_a_teams_consumer() {
 
     // WHEN the consumer is declared instead, and synced with --force
     let manifest = dir.join("Cargo.toml");
-    let mut cargo = std::fs::read_to_string(&manifest).expect("read");
-    cargo.push_str(
-        "\n[package.metadata.sequence-guard]\nconsumers = [{ name = \"audit\", description = \"Each parcel's audit trail.\" }]\n",
+    let cargo = std::fs::read_to_string(&manifest).expect("read");
+    // Beside the process a new crate declares.
+    let cargo = cargo.replacen(
+        "consumers = [\n",
+        "consumers = [\n  { name = \"audit\", description = \"Each parcel's audit trail.\" },\n",
+        1,
     );
     std::fs::write(&manifest, cargo).expect("write");
     let synced = run(Command::new(TOOL)

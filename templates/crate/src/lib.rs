@@ -6,11 +6,16 @@
 //! | ------------- | ---------- | ------- |
 //! | `ItemCreated` | sequenced, a creation (checks existence) | [`on_item_created`] |
 //! | `ItemRenamed` | sequenced (the guard) | [`on_item_renamed`] |
+//! | `ItemArchived` | sequenced (the guard) | [`on_item_archived`] |
 //! | `ItemViewed`  | a deduplicated effect: `ADD views` on the item's `VIEWS` item | [`on_item_viewed`] |
 //!
 //! Items, in one partition per item: `ITEM#<aggregateId>` / `STATE`
-//! (`sequence`, `lastEventId`, `name`) and `ITEM#<itemId>` / `VIEWS`
-//! (`views`).
+//! (`sequence`, `lastEventId`, `name`, `archived`) and `ITEM#<itemId>` /
+//! `VIEWS` (`views`).
+//!
+//! [`archiver`] is a process, a second consumer of the same events that
+//! reacts with events of its own: it archives an item not renamed for 30
+//! days (its own binaries, table and queue; see the README).
 //!
 //! To add an event type: a variant (with its data struct), a handler, one
 //! arm in `handling`. A new entity kind: its struct, its `impl Entity`, and
@@ -19,6 +24,8 @@
 use sequence_guard::limits::Text;
 use sequence_guard::{Counter, Decision, Domain, Entity, Events, Handling, Sequenced};
 use serde::{Deserialize, Serialize};
+
+pub mod archiver;
 
 /// The item projection: the item `ITEM#<aggregateId>` / `STATE`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Entity)]
@@ -29,6 +36,7 @@ pub struct Item {
     pub sequence: u64,
     pub last_event_id: String,
     pub name: String,
+    pub archived: bool,
 }
 
 /// How often an item was viewed, counted once per `ItemViewed`: an item of
@@ -48,6 +56,12 @@ pub struct Naming {
     pub name: Text<1, 256>,
 }
 
+/// `ItemArchived` data: why (a person's reason, or the archiver's).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Reason {
+    pub reason: Text<1, 256>,
+}
+
 /// `ItemViewed` data: not sequenced; the item is its stream.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -61,6 +75,7 @@ pub struct View {
 pub enum ItemEvent {
     ItemCreated(Naming),
     ItemRenamed(Naming),
+    ItemArchived(Reason),
     ItemViewed(View),
 }
 
@@ -70,6 +85,7 @@ impl Events for ItemEvent {
         match self {
             ItemEvent::ItemCreated(data) => Handling::sequenced(data, on_item_created),
             ItemEvent::ItemRenamed(data) => Handling::sequenced(data, on_item_renamed),
+            ItemEvent::ItemArchived(data) => Handling::sequenced(data, on_item_archived),
             ItemEvent::ItemViewed(view) => on_item_viewed(view),
         }
     }
@@ -90,23 +106,49 @@ pub fn on_item_created(item: &mut Option<Item>, event: &Sequenced<Naming>) -> De
         sequence: event.sequence,
         last_event_id: event.event_id.clone(),
         name: event.data.name.to_string(),
+        archived: false,
     });
     Decision::Applied
 }
 
-/// `ItemRenamed`: the guard, then the new name.
-pub fn on_item_renamed(item: &mut Option<Item>, event: &Sequenced<Naming>) -> Decision {
-    let Some(item) = item else {
-        return Decision::NotCreated;
+/// The guard of an update: the entity, when the event is its next;
+/// otherwise the decision (a duplicate, a gap, or not created yet).
+pub fn guard<'a, T: Entity, D>(
+    entity: &'a mut Option<T>,
+    event: &Sequenced<D>,
+) -> Result<&'a mut T, Decision> {
+    let Some(entity) = entity else {
+        return Err(Decision::NotCreated);
     };
-    if item.sequence != event.sequence - 1 {
-        return if item.sequence >= event.sequence {
+    if entity.sequence() != event.sequence - 1 {
+        return Err(if entity.sequence() >= event.sequence {
             Decision::Duplicate
         } else {
             Decision::Gap
-        };
+        });
     }
+    Ok(entity)
+}
+
+/// `ItemRenamed`: the guard, then the new name.
+pub fn on_item_renamed(item: &mut Option<Item>, event: &Sequenced<Naming>) -> Decision {
+    let item = match guard(item, event) {
+        Ok(item) => item,
+        Err(decision) => return decision,
+    };
     item.name = event.data.name.to_string();
+    item.last_event_id.clone_from(&event.event_id);
+    item.sequence = event.sequence;
+    Decision::Applied
+}
+
+/// `ItemArchived`: the guard, then archived (a rename is still applied).
+pub fn on_item_archived(item: &mut Option<Item>, event: &Sequenced<Reason>) -> Decision {
+    let item = match guard(item, event) {
+        Ok(item) => item,
+        Err(decision) => return decision,
+    };
+    item.archived = true;
     item.last_event_id.clone_from(&event.event_id);
     item.sequence = event.sequence;
     Decision::Applied
@@ -127,6 +169,7 @@ mod tests {
             sequence,
             last_event_id: format!("e{sequence}"),
             name: name.into(),
+            archived: false,
         }
     }
 
@@ -180,6 +223,25 @@ mod tests {
     }
 
     #[test]
+    fn an_archive_marks_the_item_archived_through_the_guard() {
+        let archived = || {
+            ItemEvent::ItemArchived(Reason {
+                reason: Text::new("sold out").expect("a valid reason"),
+            })
+        };
+        let archived_at = |sequence, name| Item {
+            archived: true,
+            ..at(sequence, name)
+        };
+        given(Some(at(1, "Lamp")))
+            .when("e2", "item-1", 2, archived())
+            .then(Decision::Applied, Some(archived_at(2, "Lamp")));
+        given(Some(at(1, "Lamp")))
+            .when("e3", "item-1", 3, archived())
+            .then(Decision::Gap, Some(at(1, "Lamp")));
+    }
+
+    #[test]
     fn a_view_adds_one_to_the_items_views() {
         let view = ItemEvent::ItemViewed(View {
             item_id: Text::new("item-1").expect("a valid id"),
@@ -208,6 +270,7 @@ mod tests {
             ),
             ("02", include_str!("../events/02-gap-parked.json")),
             ("03", include_str!("../events/03-gap-closed.json")),
+            ("04", include_str!("../events/04-item-archived.json")),
         ] {
             let event: serde_json::Value = serde_json::from_str(sample)
                 .unwrap_or_else(|err| panic!("events/{file}: not JSON: {err}"));

@@ -3,10 +3,11 @@
 
 use std::process::Command;
 
-const SAMPLES: [&str; 3] = [
+const SAMPLES: [&str; 4] = [
     "events/01-item-created-and-renamed.json",
     "events/02-gap-parked.json",
     "events/03-gap-closed.json",
+    "events/04-item-archived.json",
 ];
 
 #[test]
@@ -31,8 +32,10 @@ fn replay_tells_the_samples_story() {
         "parked  item-1 seq 4 (waiting for 3; 1 parked on it)",
         "drained item-1 seq 4 ItemRenamed",
         // The table at the end.
-        "item    item-1       sequence 4   name \"Reading lamp\"",
-        "item    item-2       sequence 1   name \"Chair\"",
+        // An item archived (as the archiver would, after 30 days).
+        "item-2  seq 2  ItemArchived  applied",
+        "item    item-1       sequence 4   archived false name \"Reading lamp\"",
+        "item    item-2       sequence 2   archived true name \"Chair\"",
         "views   item-1       views 1",
     ] {
         assert!(stdout.contains(line), "{line} missing:\n{stdout}");

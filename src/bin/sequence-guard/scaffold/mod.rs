@@ -52,11 +52,13 @@ const CARGO_TOML: &str = include_str!("../../../../templates/crate/Cargo.toml.in
 const README: &str = include_str!("../../../../templates/crate/README.md");
 const GITIGNORE: &str = include_str!("../../../../templates/crate/gitignore");
 const LIB: &str = include_str!("../../../../templates/crate/src/lib.rs");
+const ARCHIVER: &str = include_str!("../../../../templates/crate/src/archiver.rs");
 const BIN: &str = include_str!("../../../../templates/crate/bin.rs.in");
 const REPLAY_TEST: &str = include_str!("../../../../templates/crate/tests/replay.rs");
+const ARCHIVER_TEST: &str = include_str!("../../../../templates/crate/tests/archiver.rs");
 const BUILD_LAMBDA: &str = include_str!("../../../../templates/crate/scripts/build-lambda");
 const CARGO_CONFIG: &str = include_str!("../../../../templates/crate/cargo-config.toml");
-const SAMPLES: [(&str, &str); 3] = [
+const SAMPLES: [(&str, &str); 4] = [
     (
         "events/01-item-created-and-renamed.json",
         include_str!("../../../../templates/crate/events/01-item-created-and-renamed.json"),
@@ -69,7 +71,22 @@ const SAMPLES: [(&str, &str); 3] = [
         "events/03-gap-closed.json",
         include_str!("../../../../templates/crate/events/03-gap-closed.json"),
     ),
+    (
+        "events/04-item-archived.json",
+        include_str!("../../../../templates/crate/events/04-item-archived.json"),
+    ),
 ];
+
+/// The process a new crate shows (`src/archiver.rs`), as its `Cargo.toml`
+/// declares it; `sync` reads the same declaration from there.
+fn archiver() -> Result<ConsumerDeclaration, Error> {
+    ConsumerDeclaration::new(
+        "archiver",
+        "Archives an item not renamed for 30 days.",
+        false,
+    )?
+    .with(true, Vec::new())
+}
 
 /// What went wrong, naming the input.
 #[derive(Debug, thiserror::Error)]
@@ -164,8 +181,8 @@ impl File {
     }
 }
 
-/// Every file of a new crate: the domain to start from, its samples and
-/// manifest, and the deployment files of [`deployment`].
+/// Every file of a new crate: the domain to start from and its process,
+/// their samples and manifest, and the deployment files of [`deployment`].
 pub fn new_crate(names: &Names, dependency: &Dependency) -> Result<Vec<File>, Error> {
     let fill = |text: &str| fill(text, names);
     let mut files = vec![
@@ -179,12 +196,14 @@ pub fn new_crate(names: &Names, dependency: &Dependency) -> Result<Vec<File>, Er
         File::new("README.md", fill(README), Kept::Theirs),
         File::new(".gitignore", fill(GITIGNORE), Kept::Theirs),
         File::new("src/lib.rs", fill(LIB), Kept::Theirs),
+        File::new("src/archiver.rs", fill(ARCHIVER), Kept::Theirs),
         File::new("tests/replay.rs", fill(REPLAY_TEST), Kept::Theirs),
+        File::new("tests/archiver.rs", fill(ARCHIVER_TEST), Kept::Theirs),
     ];
     for (path, sample) in SAMPLES {
         files.push(File::new(path, fill(sample), Kept::Theirs));
     }
-    files.extend(deployment(names, &[])?);
+    files.extend(deployment(names, &[archiver()?])?);
     Ok(files)
 }
 

@@ -294,3 +294,34 @@ fn sync_knows_the_template_it_made() {
         "an earlier release's template"
     );
 }
+
+#[test]
+fn a_new_crate_declares_the_process_it_shows() {
+    // GIVEN a new crate's files
+    let names = Names::new("parcels").expect("a good name");
+    let dependency = Dependency::Version("0.2.0".into());
+    let files = new_crate(&names, &dependency).expect("the files");
+    let contents = |path: &str| {
+        files
+            .iter()
+            .find(|file| file.path == Path::new(path))
+            .map(|file| file.contents.as_str())
+            .unwrap_or_else(|| panic!("{path} missing"))
+    };
+    // THEN its Cargo.toml declares the process as `new` rendered it (what
+    // `sync` reads back), and its template and binaries have it
+    let archiver = super::archiver().expect("the declaration");
+    let entry = format!(
+        "{{ name = \"{}\", description = \"{}\", deployed = {}, process = {} }}",
+        archiver.name, archiver.description, archiver.deployed, archiver.process
+    );
+    assert!(contents("Cargo.toml").contains(&entry), "{entry}");
+    assert!(archiver.process && archiver.environment.is_empty());
+    assert!(contents("src/lib.rs").contains("\npub mod archiver;\n"));
+    assert!(contents("src/archiver.rs").contains("Process::new(\"archiver\", crate::domain())"));
+    assert!(contents("template.yaml").contains("        Binary: parcels-archiver-process\n"));
+    assert!(
+        contents("src/bin/parcels-archiver-process.rs")
+            .contains("sequence_guard::cli::projector(parcels::archiver::domain())")
+    );
+}
