@@ -180,6 +180,12 @@ impl Process {
     }
 }
 
+// A domain stays unwind safe with a process in it (it was before): the
+// deadline handler is only ever called through `unwound`, on a copy of the
+// state, so a panic in it leaves nothing half changed that anyone sees.
+impl std::panic::UnwindSafe for Process {}
+impl std::panic::RefUnwindSafe for Process {}
+
 impl fmt::Debug for Process {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Process")
