@@ -40,6 +40,10 @@ struct Tables {
     requests: HashSet<String>,
     /// The (stream, sequence) of the events a process appended.
     appended: HashSet<(String, u64)>,
+    /// The last sequence of each stream seen elsewhere (`replay`'s
+    /// input): the embedded event store does not hold those events, and a
+    /// stream stands at least there.
+    observed: HashMap<String, u64>,
 }
 
 /// An event in the embedded event store a process appends to.
@@ -67,10 +71,7 @@ impl Tables {
                 current: Stored::default(),
             });
         }
-        let current = self
-            .streams
-            .get(&outbound.stream)
-            .map_or(0, |events| events.len() as u64);
+        let current = self.head(&outbound.stream);
         match outbound.expected {
             ExpectedSequence::Exact(expected) if expected != current => Err(Committed::Moved {
                 stream: outbound.stream.clone(),
@@ -81,12 +82,24 @@ impl Tables {
         }
     }
 
+    /// Where a stream of the embedded event store stands: its last event,
+    /// or the last one seen elsewhere.
+    fn head(&self, stream: &str) -> u64 {
+        let logged = self
+            .streams
+            .get(stream)
+            .and_then(|events| events.last())
+            .map_or(0, |event| event.sequence);
+        logged.max(self.observed.get(stream).copied().unwrap_or(0))
+    }
+
     /// Appends a step's events at the stream's next sequences.
     fn append(&mut self, outbound: &Outbound) {
         self.requests.insert(outbound.request_id.clone());
+        let mut sequence = self.head(&outbound.stream);
         let events = self.streams.entry(outbound.stream.clone()).or_default();
         for event in &outbound.events {
-            let sequence = events.len() as u64 + 1;
+            sequence += 1;
             self.appended.insert((outbound.stream.clone(), sequence));
             events.push(LoggedEvent {
                 stream: outbound.stream.clone(),
@@ -235,8 +248,8 @@ impl MemoryStore {
         data: serde_json::Value,
     ) -> u64 {
         let mut tables = self.tables();
+        let sequence = tables.head(stream) + 1;
         let events = tables.streams.entry(stream.to_owned()).or_default();
-        let sequence = events.len() as u64 + 1;
         events.push(LoggedEvent {
             stream: stream.to_owned(),
             sequence,
@@ -264,6 +277,16 @@ impl MemoryStore {
             .collect();
         events.sort_by(|a, b| (&a.stream, a.sequence).cmp(&(&b.stream, b.sequence)));
         events
+    }
+
+    /// Notes that `stream` holds an event at `sequence` elsewhere (an
+    /// event `replay` reads from its input): what the embedded event store
+    /// appends to it goes after it, and an exact expectation is checked
+    /// against it.
+    pub fn observe(&self, stream: &str, sequence: u64) {
+        let mut tables = self.tables();
+        let seen = tables.observed.entry(stream.to_owned()).or_default();
+        *seen = (*seen).max(sequence);
     }
 
     /// A stream of the embedded event store, in order.

@@ -102,6 +102,12 @@ pub async fn replay(domain: Domain) -> ExitCode {
     };
     let mut out = io::stdout().lock();
     let done = match &args.table {
+        Some(_) if domain.process().is_some() => {
+            eprintln!(
+                "{name}: a process's replay runs on the embedded store, which is also its event store (what it would append is printed): drop --table"
+            );
+            return ExitCode::from(2);
+        }
         Some(table) => {
             let client = connect(args.endpoint_url.as_deref()).await;
             if let Err(err) = ready_table(&client, table, args.create_table).await {
@@ -109,7 +115,7 @@ pub async fn replay(domain: Domain) -> ExitCode {
                 return ExitCode::FAILURE;
             }
             let runner = Runner::new(domain, DynamoStore::new(client, table.clone()), config);
-            run_all(&mut out, &runner, &inputs)
+            run_all(&mut out, &runner, &inputs, &|_| {})
                 .await
                 .and_then(|failed| {
                     writeln!(out, "\nDynamoDB requests: {}", runner.store().requests())?;
@@ -118,7 +124,22 @@ pub async fn replay(domain: Domain) -> ExitCode {
         }
         None => {
             let runner = Runner::new(domain, MemoryStore::new(), config);
-            run_all(&mut out, &runner, &inputs)
+            // The streams stand at least where the input has them: what a
+            // process appends goes after, as in the event store.
+            let observe = |event: &SqsEvent| {
+                for body in event
+                    .records
+                    .iter()
+                    .filter_map(|record| record.body.as_deref())
+                {
+                    if let Ok(read) = runner.domain().parse(body)
+                        && let Some(sequence) = read.sequence()
+                    {
+                        runner.store().observe(read.stream(), sequence);
+                    }
+                }
+            };
+            run_all(&mut out, &runner, &inputs, &observe)
                 .await
                 .and_then(|failed| {
                     print_state(&mut out, runner.domain(), runner.store())?;
@@ -170,6 +191,7 @@ async fn run_all<S: Store>(
     out: &mut impl Write,
     runner: &Runner<S>,
     inputs: &[(String, Input)],
+    observe: &dyn Fn(&SqsEvent),
 ) -> io::Result<usize> {
     let mut storage_failures = 0;
     for (file, input) in inputs {
@@ -179,6 +201,7 @@ async fn run_all<S: Store>(
         };
         match input {
             Input::Batch(event) => {
+                observe(event);
                 storage_failures += run_batch(out, runner, file, event, invocation).await?;
             }
             Input::Batches(events) => {
@@ -188,6 +211,7 @@ async fn run_all<S: Store>(
                     } else {
                         format!("{file}, batch {}", index + 1)
                     };
+                    observe(event);
                     storage_failures += run_batch(out, runner, &name, event, invocation).await?;
                 }
             }

@@ -157,6 +157,14 @@ pub(super) fn print_sweep(out: &mut impl Write, report: &SweepReport) -> io::Res
             stream.key, stream.waiting_for, stream.parked, stream.parked_for_seconds
         )?;
     }
+    let deadlines = &report.deadlines;
+    if *deadlines != crate::process::DeadlineReport::default() {
+        writeln!(
+            out,
+            "  deadlines: fired {}, moved {}, failed {}",
+            deadlines.fired, deadlines.moved, deadlines.failed
+        )?;
+    }
     writeln!(
         out,
         "  {} with events parked; drained {drained}; oldest waiting {}",
@@ -226,8 +234,8 @@ pub(in crate::cli) fn print_state(
         for event in appended {
             writeln!(
                 out,
-                "  {:<12} {:<16} {} {}",
-                event.stream, event.event_type, event.event_id, event.data
+                "  {:<12} seq {:<3} {:<16} {} {}",
+                event.stream, event.sequence, event.event_type, event.event_id, event.data
             )?;
         }
     }
