@@ -7,7 +7,8 @@
 //! ```
 //!
 //! `new` writes a crate: a small domain (an entity with a creation and an
-//! update holding the guard, a deduplicated counter, their tests), its
+//! update holding the guard, a deduplicated counter, their tests, and a
+//! process that archives an item by a deadline), its
 //! binaries (`parcels-projector`, `parcels-dispatcher`, `parcels-replay`,
 //! ...), samples in `events/`, `template.yaml` and `samconfig.toml` for
 //! the stack `parcels`, and `scripts/build-lambda`. `sync` writes the
