@@ -400,6 +400,43 @@ async fn an_entry_still_refused_after_retries_is_the_redelivery_point() {
     );
 }
 
+/// A stream's events out of order in the shard (each event is an item of
+/// its own: a transaction's, or a split partition's, may come so): sent in
+/// sequence order, and a refused one names its own record for redelivery.
+#[tokio::test]
+async fn a_streams_events_out_of_order_in_a_batch_go_in_sequence_order() {
+    // Shard order: a:3, b:2, a:1, b:1, a:2.
+    let records: Vec<Value> = [("a", 3), ("b", 2), ("a", 1), ("b", 1), ("a", 2)]
+        .into_iter()
+        .zip(1..)
+        .map(|((stream, sequence), seq)| insert(seq, stream, sequence))
+        .collect();
+    let queue = TestQueue::default();
+    let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
+    assert_eq!(outcome.failure, None);
+    let sent = taken(&queue);
+    assert_eq!(of_stream(&sent, "a"), [1, 2, 3]);
+    assert_eq!(of_stream(&sent, "b"), [1, 2]);
+
+    let refuse: Rule = Box::new(|entry, _| (entry.deduplication_id == "a:1").then(throttled));
+    let queue = TestQueue {
+        refuse: Some(refuse),
+        ..TestQueue::default()
+    };
+    let outcome = dispatch(&records, &domain(), &queue, quick(), None).await;
+    // a:1 went first of its request, refused; the queue took a:2 and a:3
+    // after it in that request (as the earlier test's queue does).
+    assert_eq!(outcome.failure, Some(sequence_number(3)), "a:1's record");
+    let sent = taken(&queue);
+    assert_eq!(of_stream(&sent, "a"), [2, 3]);
+    assert_eq!(of_stream(&sent, "b"), [1, 2], "b goes on");
+    // Lambda delivers a:1's record and those after it again: a:1 taken.
+    let again = TestQueue::default();
+    let outcome = dispatch(&records[2..], &domain(), &again, quick(), None).await;
+    assert_eq!(outcome.failure, None);
+    assert_eq!(of_stream(&taken_again(&again), "a"), [1, 2]);
+}
+
 fn taken_again(queue: &TestQueue) -> Vec<(String, u64)> {
     taken(queue)
 }

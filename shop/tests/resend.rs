@@ -91,6 +91,7 @@ fn dispatched(stream: &str, events: &[StoredEvent]) -> Vec<Outgoing> {
         .map(|event| Outgoing {
             sequence_number: event.sequence.to_string(),
             stream: stream.to_owned(),
+            sequence: event.sequence,
             group_id: group_id(stream),
             deduplication_id: deduplication_id(stream, Some(event.sequence), &event.event_id),
             body: event.body.clone(),

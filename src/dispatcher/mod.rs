@@ -18,15 +18,16 @@
 //! metrics. Only the producer's trace does not ride along (a `PublishBatch`
 //! entry has no `AWSTraceHeader`).
 //!
-//! What it promises, and what it cannot: within one shard, records come in
-//! the order DynamoDB wrote them, and the dispatcher keeps that order per
-//! stream. DynamoDB Streams orders records per item; the events of one
-//! stream are different items (one sort key each), and a transaction's
-//! items may reach the stream at different moments, or, after a partition
-//! split, in different shards. So an event may reach the queue before an
-//! earlier one of its stream; the consumer's guard answers such an event
-//! "retry later", parks it if the gap lasts, and applies it when the
-//! earlier one lands. Redelivered records (a retry after a partial failure,
+//! What it promises, and what it cannot: DynamoDB Streams orders records
+//! per item; the events of one stream are different items (one sort key
+//! each), and a transaction's items may reach the stream at different
+//! moments, or, after a partition split, in different shards. Within a
+//! batch, the dispatcher sends each stream's events in sequence order,
+//! whatever order their records came in (each still names its own record
+//! for redelivery). Across batches and shards it cannot: an event may reach
+//! the queue before an earlier one of its stream; the consumer's guard
+//! answers such an event "retry later", parks it if the gap lasts, and
+//! applies it when the earlier one lands. Redelivered records (a retry after a partial failure,
 //! a crash, a timeout) come as duplicates that SQS deduplication (five
 //! minutes) and the guard absorb.
 //!

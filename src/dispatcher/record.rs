@@ -16,6 +16,9 @@ pub struct Outgoing {
     pub sequence_number: String,
     /// The stream id (the item's `pk` without `STREAM#`).
     pub stream: String,
+    /// The event's place in its stream (the item's sort key): a batch's
+    /// messages of one stream go in this order.
+    pub sequence: u64,
     /// `MessageGroupId`: the stream id ([`group_id`]).
     pub group_id: String,
     /// `MessageDeduplicationId`: `<aggregateId>:<sequence>`, or the
@@ -192,8 +195,10 @@ fn outgoing(item: EventItem, sequence_number: String, domain: &Domain) -> Result
             item.sequence
         ));
     }
+    let sequence = stored.unwrap_or_default();
     Ok(Outgoing {
         sequence_number,
+        sequence,
         group_id: group_id(&stream),
         deduplication_id: deduplication_id(&stream, event.sequence(), event.event_id()),
         stream,

@@ -2,7 +2,7 @@
 //! at most ten per request; refusals retried while that is safe; corrupt
 //! items reported; the first record left unsent named for redelivery.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -262,6 +262,7 @@ pub async fn dispatch<Q: Queue>(
         return batch.dispatch;
     };
     batch.report_corrupt(corrupt).await;
+    let pending = in_stream_order(pending);
     batch.send_all(pending).await;
     batch.name_failure();
     batch.dispatch
@@ -323,7 +324,7 @@ impl<Q: Queue> Batch<'_, Q> {
                 self.send_wave(wave, &mut this).await;
             }
             this.again.sort_by_key(|(index, _)| *index);
-            pending = this.again;
+            pending = in_stream_order(this.again);
             round += 1;
             let late = out_of_time(self.deadline, self.settings);
             if !pending.is_empty() && (round > self.settings.retries || late) {
@@ -461,6 +462,43 @@ impl<Q: Queue> Batch<'_, Q> {
         );
         self.dispatch.failure_reason = Some(first.reason.clone());
     }
+}
+
+/// The messages with each stream's in sequence order, whatever order their
+/// change records came in: DynamoDB Streams orders records per item, and
+/// each event is an item of its own, so a transaction's events, or a
+/// stream's after a partition split, may come out of order. A stream keeps
+/// the places its messages had in the batch (the waves still see the
+/// shard's interleaving), filled in sequence order; each message keeps the
+/// index of the record that brought it, so a message not sent still names
+/// its own record, and the first record not done is redelivered with all
+/// after it. Records already in order (nearly always) are left as they are.
+fn in_stream_order(pending: Pending) -> Pending {
+    let mut last: HashMap<&str, u64> = HashMap::new();
+    let ordered = pending.iter().all(|(_, outgoing)| {
+        let before = last.insert(&outgoing.stream, outgoing.sequence);
+        before.is_none_or(|before| before < outgoing.sequence)
+    });
+    if ordered {
+        return pending;
+    }
+    let mut places: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (place, (_, outgoing)) in pending.iter().enumerate() {
+        places.entry(&outgoing.stream).or_default().push(place);
+    }
+    // The message each place takes: the stream's, in sequence order.
+    let mut from: Vec<usize> = (0..pending.len()).collect();
+    for places in places.values().filter(|places| places.len() > 1) {
+        let mut sorted = places.clone();
+        sorted.sort_by_key(|&place| pending[place].1.sequence);
+        for (&place, source) in places.iter().zip(sorted) {
+            from[place] = source;
+        }
+    }
+    let mut taken: Vec<Option<(usize, Outgoing)>> = pending.into_iter().map(Some).collect();
+    from.into_iter()
+        .filter_map(|source| taken[source].take())
+        .collect()
 }
 
 /// Whether less than the margin is left before the deadline.

@@ -9,6 +9,7 @@ fn outgoing(stream: &str, sequence: u64) -> Outgoing {
     Outgoing {
         sequence_number: format!("{sequence:021}"),
         stream: stream.to_owned(),
+        sequence,
         group_id: stream.to_owned(),
         deduplication_id: format!("{stream}:{sequence}"),
         body: format!("{{\"aggregateId\":\"{stream}\",\"sequence\":{sequence}}}"),
@@ -289,4 +290,130 @@ proptest::proptest! {
             );
         }
     }
+}
+
+/// `a` 3, `b` 2, `a` 1, `b` 1, `a` 2, `c` 1: two streams out of order, as
+/// a transaction's events or a split partition's may come.
+fn out_of_order() -> Pending {
+    [("a", 3), ("b", 2), ("a", 1), ("b", 1), ("a", 2), ("c", 1)]
+        .into_iter()
+        .enumerate()
+        .map(|(index, (stream, sequence))| (index, outgoing(stream, sequence)))
+        .collect()
+}
+
+#[test]
+fn each_stream_goes_in_sequence_order_in_its_own_places_with_its_records() {
+    let sorted: Vec<(usize, String)> = in_stream_order(out_of_order())
+        .into_iter()
+        .map(|(index, entry)| (index, entry.deduplication_id))
+        .collect();
+    let expected = [
+        (2, "a:1"),
+        (3, "b:1"),
+        (4, "a:2"),
+        (1, "b:2"),
+        (0, "a:3"),
+        (5, "c:1"),
+    ]
+    .map(|(index, id)| (index, id.to_owned()));
+    assert_eq!(sorted, expected);
+    // In order already: as it was.
+    let ordered = interleaved(5, 5);
+    let ids = |pending: &Pending| -> Vec<(usize, String)> {
+        pending
+            .iter()
+            .map(|(index, entry)| (index.to_owned(), entry.deduplication_id.clone()))
+            .collect()
+    };
+    assert_eq!(ids(&in_stream_order(ordered.clone())), ids(&ordered));
+}
+
+/// A queue that refuses every entry of one stream, and takes the rest.
+struct Refusing(&'static str, Mutex<Vec<Outgoing>>);
+
+impl Queue for Refusing {
+    async fn send(&self, entries: &[Outgoing]) -> Result<Vec<Refused>, SendError> {
+        let mut refused = Vec::new();
+        for (index, entry) in entries.iter().enumerate() {
+            if entry.stream == self.0 {
+                refused.push(Refused {
+                    index,
+                    code: "ThrottlingException".to_owned(),
+                    message: "slow down".to_owned(),
+                    sender_fault: false,
+                });
+            } else {
+                self.1.lock().unwrap().push(entry.clone());
+            }
+        }
+        Ok(refused)
+    }
+
+    async fn report(&self, _report: &str) -> Result<(), SendError> {
+        Ok(())
+    }
+}
+
+fn records(count: usize) -> Vec<Value> {
+    (0..count)
+        .map(|index| serde_json::json!({"dynamodb": {"SequenceNumber": format!("{index:021}")}}))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_stream_that_came_out_of_order_is_sent_in_order_and_redelivered_from_its_first_record() {
+    // Taken: each stream in sequence order.
+    let queue = SlowQueue::default();
+    let records = records(6);
+    let mut batch = Batch {
+        records: &records,
+        queue: &queue,
+        settings: Settings::default(),
+        deadline: None,
+        dispatch: Dispatch::default(),
+        unfinished: Vec::new(),
+        troubled: HashSet::new(),
+    };
+    batch.send_all(in_stream_order(out_of_order())).await;
+    let taken: Vec<String> = queue
+        .taken
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|entry| entry.stream == "a")
+        .map(|entry| entry.deduplication_id.clone())
+        .collect();
+    assert_eq!(taken, ["a:1", "a:2", "a:3"]);
+
+    // `a` refused: its first record (the one that brought `a` 3) is where
+    // the redelivery starts, so none of its events is lost.
+    let queue = Refusing("a", Mutex::new(Vec::new()));
+    let mut batch = Batch {
+        records: &records,
+        queue: &queue,
+        settings: Settings {
+            retries: 1,
+            backoff: Duration::from_millis(1),
+            ..Settings::default()
+        },
+        deadline: None,
+        dispatch: Dispatch::default(),
+        unfinished: Vec::new(),
+        troubled: HashSet::new(),
+    };
+    batch.send_all(in_stream_order(out_of_order())).await;
+    batch.name_failure();
+    assert_eq!(
+        batch.dispatch.failure.as_deref(),
+        Some(format!("{:021}", 0).as_str())
+    );
+    let others: Vec<String> = queue
+        .1
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|entry| entry.deduplication_id.clone())
+        .collect();
+    assert_eq!(others, ["b:1", "b:2", "c:1"]);
 }

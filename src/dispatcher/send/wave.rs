@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use super::{MAX_ENTRIES, MAX_IN_FLIGHT, MAX_REQUEST_BYTES, Request, Round};
+use super::{MAX_ENTRIES, MAX_IN_FLIGHT, MAX_REQUEST_BYTES, Request, Round, in_stream_order};
 use crate::dispatcher::record::Outgoing;
 
 /// A request being filled, and the bytes of its bodies.
@@ -93,7 +93,7 @@ pub(super) fn next_wave(
     }
     let mut left: Vec<(usize, Outgoing)> = streams.into_iter().flatten().collect();
     left.sort_by_key(|(index, _)| *index);
-    rest.extend(left);
+    rest.extend(in_stream_order(left));
     wave.into_iter()
         .map(|filling| in_order(filling.request))
         .collect()
@@ -122,10 +122,11 @@ fn place(wave: &mut Vec<Filling>, sizes: &[usize]) -> Option<usize> {
         .map(|(at, _)| at)
 }
 
-/// A request's entries in record order (the service takes a request's
-/// entries in order; only a stream's own order matters, and it holds).
+/// A request's entries in record order, each stream's in sequence order
+/// (the service takes a request's entries in order; only a stream's own
+/// order matters, and it holds).
 fn in_order((indexes, entries): Request) -> Request {
     let mut pairs: Vec<(usize, Outgoing)> = indexes.into_iter().zip(entries).collect();
     pairs.sort_by_key(|(index, _)| *index);
-    pairs.into_iter().unzip()
+    in_stream_order(pairs).into_iter().unzip()
 }
