@@ -125,7 +125,13 @@ impl EventStore {
             let (plan, layout) = self.plan(&attempt)?;
             let answer = self.send(plan).await;
             match self.absorb(&mut attempt, layout, answer).await? {
-                Next::Done(appended) => return Ok(appended),
+                Next::Done(appended) => {
+                    if !appended.duplicate_request {
+                        let kind = attempt.kind().map(|(kind, _)| kind);
+                        self.known.note(&append.stream_id, appended.sequence, kind);
+                    }
+                    return Ok(appended);
+                }
                 Next::Again { lost } => self.pause(&mut attempt, lost).await?,
             }
         }
@@ -160,12 +166,22 @@ impl EventStore {
                 }
                 (expected, true, found)
             }
-            // The kind is checked in the transaction, with the sequence.
-            ExpectedSequence::Exact(expected) => (expected, false, None),
-            ExpectedSequence::Any => {
-                let (last, found) = self.last_event(&append.stream_id).await?;
-                (last, true, found)
-            }
+            // Event `expected` seen (this store wrote or read it, or a later
+            // one): no check, one conditional put; a stream moved past it is
+            // found by the put.
+            ExpectedSequence::Exact(expected) => match self.known.get(&append.stream_id) {
+                Some(seen) if seen.sequence >= expected => (expected, true, seen.kind),
+                // The kind is checked in the transaction, with the sequence.
+                _ => (expected, false, None),
+            },
+            // The last event seen: the next put finds a stream moved on.
+            ExpectedSequence::Any => match self.known.get(&append.stream_id) {
+                Some(seen) => (seen.sequence, true, seen.kind),
+                None => {
+                    let (last, found) = self.last_event(&append.stream_id).await?;
+                    (last, true, found)
+                }
+            },
         };
         let attempt = Try {
             append,

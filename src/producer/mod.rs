@@ -24,12 +24,14 @@
 //! | `kind.rs` | a stream is one kind's: the kind an event projects onto, checked |
 //! | `capacity.rs` | capacity units, reported and by AWS's rules |
 //! | `turn.rs` | one append at a time per stream within a store |
+//! | `known.rs` | the streams' events a store saw: an append after one needs no read nor check |
 
 mod append;
 pub mod capacity;
 mod check;
 mod items;
 mod kind;
+mod known;
 mod send;
 mod store;
 mod turn;

@@ -28,6 +28,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
 use super::capacity::{Consumed, Meter, item_bytes, read_units};
 use super::items::{event_sk, number, request_key, stream_pk, text};
 use super::kind::recorded;
+use super::known::Known;
 use super::turn::Turns;
 use super::{AppendError, Appended};
 use crate::domain::Domain;
@@ -93,6 +94,8 @@ pub struct EventStore {
     pub(super) budget: Duration,
     pub(super) exact: ExactCheck,
     pub(super) turns: Turns,
+    /// The streams' events it saw (wrote or read).
+    pub(super) known: Known,
 }
 
 impl EventStore {
@@ -107,6 +110,7 @@ impl EventStore {
             budget: RETRY_BUDGET,
             exact: ExactCheck::default(),
             turns: Turns::default(),
+            known: Known::default(),
         }
     }
 
@@ -186,7 +190,9 @@ impl EventStore {
             Some(item) => {
                 let sequence =
                     number(item, "sequence").ok_or_else(|| corrupt(stream_id, "sequence"))?;
-                Ok((sequence, recorded(&self.domain, item)))
+                let kind = recorded(&self.domain, item);
+                self.known.note(stream_id, sequence, kind.as_deref());
+                Ok((sequence, kind))
             }
         }
     }

@@ -287,3 +287,75 @@ async fn an_exact_sequence_read_first_appends_and_refuses_as_in_the_transaction(
     store.append(append).await.expect("append");
     assert_eq!(store.requests() - requests, 2, "a Query, then a PutItem");
 }
+
+/// A store that wrote (or read) event `n` appends after it with one
+/// conditional put, 1 write unit, no read and no check, exact or not; a
+/// stream moved on by another writer is found by that put, and refused as
+/// an exact append should be, or appended after as any other.
+#[tokio::test]
+async fn after_an_event_it_saw_a_store_appends_with_one_put_of_one_unit() {
+    let local = dynamodb_local();
+    let store = fresh_store(&local.endpoint).await;
+    let append = |expected, event| Append {
+        expected,
+        ..Append::one("order-k", event)
+    };
+    store
+        .append(append(ExpectedSequence::Exact(0), created(1)))
+        .await
+        .expect("created");
+    for (expected, sequence) in [
+        (ExpectedSequence::Exact(1), 2),
+        (ExpectedSequence::Any, 3),
+        (ExpectedSequence::Exact(3), 4),
+    ] {
+        let (requests, consumed) = (store.requests(), store.consumed());
+        let appended = store
+            .append(append(expected, updated(sequence)))
+            .await
+            .expect("appended");
+        assert_eq!(appended.sequence, sequence);
+        assert_eq!(store.requests() - requests, 1, "{expected:?}: one PutItem");
+        let used = store.consumed().since(&consumed);
+        assert_eq!(
+            (used.by_rules.write, used.by_rules.read),
+            (1.0, 0.0),
+            "{expected:?}"
+        );
+        assert_eq!(
+            used.reported.write, 1.0,
+            "{expected:?}: as DynamoDB reports it"
+        );
+    }
+    // Another writer moves the stream on: the first store's knowledge is
+    // behind, and its put finds it.
+    let other = EventStore::new(
+        store.client().clone(),
+        store.table().to_owned(),
+        shop::domain(),
+    );
+    other
+        .append(append(ExpectedSequence::Any, updated(5)))
+        .await
+        .expect("the other writer's");
+    assert_eq!(
+        store
+            .append(append(ExpectedSequence::Exact(4), updated(6)))
+            .await,
+        Err(AppendError::ExpectedSequence {
+            expected: 4,
+            current: 5
+        })
+    );
+    let appended = store
+        .append(append(ExpectedSequence::Any, updated(6)))
+        .await
+        .expect("after the other's");
+    assert_eq!(appended.sequence, 6);
+    let sequences: Vec<u64> = events(&store, "order-k")
+        .await
+        .iter()
+        .map(|event| event.sequence)
+        .collect();
+    assert_eq!(sequences, [1, 2, 3, 4, 5, 6], "gapless");
+}
