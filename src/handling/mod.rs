@@ -13,6 +13,12 @@
 //! are missing; `NotCreated` only with no entity; any answer but `Applied`
 //! leaves it unchanged. A handler that breaks this (one that forgot the
 //! guard) gets a [`HandlerFault`] for that message, never a write.
+//!
+//! | file | what it holds |
+//! | --- | --- |
+//! | `mod.rs` | [`Decision`], [`Sequenced`], [`Counter`], [`Handling`], and the calls of sequenced, snapshot and pass handlers |
+//! | `checks.rs` | the checks of a guarded answer against the entity |
+//! | `reacting.rs` | a process's handler: the same checks, and its outbox |
 
 use std::any::{Any, type_name};
 use std::fmt;
@@ -21,6 +27,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::entity::{AnyEntity, Entity, Kind};
 use crate::process::Outbox;
+
+mod checks;
+mod reacting;
+
+use checks::{misapplied, misplaced};
 
 /// What a handler decided for one event.
 ///
@@ -495,69 +506,6 @@ where
     }
 }
 
-/// What is wrong with a guarded handler's answer for the entity's sequence
-/// before it (`None`: no entity) and the event's, as the contract decides:
-/// `Applied` only on the entity's next sequence (or with no entity: a
-/// creation); `Duplicate` never with no entity (and on an entity behind
-/// the event only from a creation: [`Call::duplicate_behind`]); `Gap` only
-/// when events are missing between them; `NotCreated` only with no entity.
-fn misplaced(decision: Decision, before: Option<u64>, sequence: u64) -> Option<String> {
-    let answered = decision.as_str();
-    let next = sequence.saturating_sub(1);
-    match (decision, before) {
-        (Decision::Applied, Some(at)) if at >= sequence => Some(format!(
-            "answered applied to event {sequence} on an entity already at sequence {at}"
-        )),
-        (Decision::Applied, Some(at)) if at < next => Some(format!(
-            "answered applied to event {sequence} on an entity at sequence {at}: applied is right only on its next sequence, {} (does the handler check the entity's sequence?)",
-            at.saturating_add(1)
-        )),
-        (Decision::Duplicate, None) => Some(format!(
-            "answered duplicate to event {sequence} with no entity: nothing was applied that it could duplicate"
-        )),
-        (Decision::Gap, Some(at)) if at >= next => Some(format!(
-            "answered gap to event {sequence} on an entity at sequence {at}: no event is missing between them"
-        )),
-        (Decision::NotCreated, Some(at)) => Some(format!(
-            "answered {answered} to event {sequence}, and the entity exists (at sequence {at})"
-        )),
-        _ => None,
-    }
-}
-
-/// What is wrong with the entity as a guarded handler's answer left it:
-/// `Applied` leaves an entity at the event's sequence and id; any other
-/// answer leaves it as it was.
-fn misapplied<T: Entity, D>(
-    decision: Decision,
-    before: Option<&T>,
-    after: Option<&T>,
-    event: &Sequenced<D>,
-) -> Option<String> {
-    let sequence = event.sequence;
-    match (decision, after) {
-        (Decision::Applied, None) => Some(format!(
-            "answered applied to event {sequence} and left no entity"
-        )),
-        (Decision::Applied, Some(after)) if after.sequence() != sequence => Some(format!(
-            "answered applied to event {sequence} and left the entity at sequence {}",
-            after.sequence()
-        )),
-        (Decision::Applied, Some(after)) if after.last_event_id() != event.event_id => {
-            Some(format!(
-                "answered applied to event {sequence} and left the entity's last event id at `{}`, not the event's",
-                after.last_event_id()
-            ))
-        }
-        (Decision::Applied, Some(_)) => None,
-        (other, after) if after != before => Some(format!(
-            "answered {} to event {sequence} and changed the entity",
-            other.as_str()
-        )),
-        _ => None,
-    }
-}
-
 impl<T, D, F> Apply for Call<T, D, F, Complete>
 where
     T: Entity,
@@ -604,91 +552,4 @@ where
     fn apply_unchecked(&self, slot: &mut Option<AnyEntity>) -> Option<Decision> {
         self.apply(slot).ok()
     }
-}
-
-impl<T, D, F> Apply for Call<T, D, F, Reacting>
-where
-    T: Entity,
-    D: Send + Sync,
-    F: Fn(&mut Option<T>, &Sequenced<D>, &mut Outbox) -> Decision + Send + Sync,
-{
-    /// Outside a process's step (`replay`'s fold, `rebuild`, `verify`):
-    /// what it would append is not wanted, the events are in the store.
-    fn apply(&self, slot: &mut Option<AnyEntity>) -> Result<Decision, HandlerFault> {
-        self.react(slot, &mut Outbox::default())
-    }
-
-    fn apply_unchecked(&self, slot: &mut Option<AnyEntity>) -> Option<Decision> {
-        let mut entity: Option<T> = AnyEntity::take(slot).ok()?;
-        let mut outbox = Outbox::default();
-        let decision = unwound(self.handler(), || {
-            (self.handler)(&mut entity, &self.event, &mut outbox)
-        });
-        *slot = decision
-            .is_ok()
-            .then(|| entity.map(AnyEntity::new))
-            .flatten();
-        decision.ok()
-    }
-
-    fn react(
-        &self,
-        slot: &mut Option<AnyEntity>,
-        outbox: &mut Outbox,
-    ) -> Result<Decision, HandlerFault> {
-        let mut entity: Option<T> = typed(slot, self.handler())?;
-        let mut answered = Outbox::at(outbox.now());
-        let decision = unwound(self.handler(), || {
-            (self.handler)(&mut entity, &self.event, &mut answered)
-        })?;
-        let before = slot.as_ref().and_then(AnyEntity::get::<T>);
-        let at = before.map(Entity::sequence);
-        let problem = misapplied(decision, before, entity.as_ref(), &self.event)
-            .or_else(|| misplaced(decision, at, self.event.sequence))
-            .or_else(|| reacted(decision, &answered, self.event.sequence))
-            .or_else(|| {
-                // A duplicate behind the entity is a creation's answer only.
-                let behind = at.filter(|at| decision == Decision::Duplicate && *at < self.event.sequence)?;
-                let mut nothing: Option<T> = None;
-                let creates = matches!(
-                    unwound(self.handler(), || {
-                        (self.handler)(&mut nothing, &self.event, &mut Outbox::default())
-                    }),
-                    Ok(Decision::Applied)
-                );
-                (!creates).then(|| {
-                    format!(
-                        "answered duplicate to event {} on an entity at sequence {behind}: only a creation answers so (does the handler check for a gap?)",
-                        self.event.sequence
-                    )
-                })
-            });
-        if let Some(problem) = problem {
-            return Err(HandlerFault {
-                handler: self.handler(),
-                problem,
-            });
-        }
-        if decision == Decision::Applied {
-            *slot = entity.map(AnyEntity::new);
-            *outbox = answered;
-        }
-        Ok(decision)
-    }
-}
-
-/// What is wrong with a process handler's outbox for its answer: only
-/// `Applied` appends or moves the deadline (a duplicate that appended would
-/// append again on every redelivery).
-fn reacted(decision: Decision, outbox: &Outbox, sequence: u64) -> Option<String> {
-    if let Some(problem) = outbox.problem() {
-        return Some(problem.to_owned());
-    }
-    if decision != Decision::Applied && !outbox.is_empty() {
-        return Some(format!(
-            "answered {} to event {sequence} and filled the outbox: only an applied event appends or sets a deadline",
-            decision.as_str()
-        ));
-    }
-    None
 }

@@ -1,0 +1,116 @@
+//! A store behind a pointer is a store: `Arc<S>` and `&S` delegate every
+//! operation of [`Store`].
+
+use std::future::Future;
+
+use super::{
+    Added, Addition, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded, ParkedEvent,
+    ParkedPage, Store, StoreError, SweepMark,
+};
+use crate::entity::EntityKey;
+use crate::handling::Counter;
+
+/// A store behind a pointer is a store: `Arc<S>` (two runners on one table, as
+/// two concurrent invocations are) and `&S`.
+macro_rules! delegate_store {
+    ($($pointer:ty),+) => {$(
+        impl<S: Store> Store for $pointer {
+            fn load(
+                &self,
+                keys: &[EntityKey],
+                dedup: &[DedupKey],
+            ) -> impl Future<Output = Result<Loaded, StoreError>> + Send {
+                S::load(self, keys, dedup)
+            }
+
+            fn commit(
+                &self,
+                commit: &Commit,
+            ) -> impl Future<Output = Result<Committed, StoreError>> + Send {
+                S::commit(self, commit)
+            }
+
+            fn parked(
+                &self,
+                key: &EntityKey,
+                sequences: &[u64],
+            ) -> impl Future<Output = Result<Vec<ParkedEvent>, StoreError>> + Send {
+                S::parked(self, key, sequences)
+            }
+
+            fn parked_entities(
+                &self,
+                after: Option<&str>,
+                limit: usize,
+            ) -> impl Future<Output = Result<ParkedPage, StoreError>> + Send {
+                S::parked_entities(self, after, limit)
+            }
+
+            fn upgrade_parked_index(
+                &self,
+                limit: usize,
+            ) -> impl Future<Output = Result<usize, StoreError>> + Send {
+                S::upgrade_parked_index(self, limit)
+            }
+
+            fn sweep_mark(
+                &self,
+            ) -> impl Future<Output = Result<Option<SweepMark>, StoreError>> + Send {
+                S::sweep_mark(self)
+            }
+
+            fn save_sweep_mark(
+                &self,
+                mark: &SweepMark,
+            ) -> impl Future<Output = Result<(), StoreError>> + Send {
+                S::save_sweep_mark(self, mark)
+            }
+
+            fn inspect(
+                &self,
+                key: &EntityKey,
+            ) -> impl Future<Output = Result<Inspection, StoreError>> + Send {
+                S::inspect(self, key)
+            }
+
+            fn add(
+                &self,
+                additions: &[Addition],
+            ) -> impl Future<Output = Result<Added, StoreError>> + Send {
+                S::add(self, additions)
+            }
+
+            fn counter(
+                &self,
+                counter: &'static Counter,
+                id: &str,
+            ) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send {
+                S::counter(self, counter, id)
+            }
+
+            fn record_counter_conflicts(
+                &self,
+                counter: &'static Counter,
+                id: &str,
+                conflicts: &[ConflictRecord],
+            ) -> impl Future<Output = Result<(), StoreError>> + Send {
+                S::record_counter_conflicts(self, counter, id, conflicts)
+            }
+
+            fn due(
+                &self,
+                shard: u8,
+                now: u64,
+                limit: usize,
+            ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send {
+                S::due(self, shard, now, limit)
+            }
+
+            fn requests(&self) -> u64 {
+                S::requests(self)
+            }
+        }
+    )+};
+}
+
+delegate_store!(std::sync::Arc<S>, &S);
