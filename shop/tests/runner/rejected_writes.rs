@@ -1,0 +1,131 @@
+//! Writes the table refuses for good: `rejected`, not a storage error, and
+//! one verdict per message when a stock step is refused twice.
+
+use super::*;
+
+/// A write the table refuses for good (DynamoDB's ValidationException) is
+/// its own outcome, not a storage error: failed with a reason that says
+/// retrying will not help; the rest of its stream waits, other streams go on.
+#[tokio::test]
+async fn a_write_the_table_refuses_for_good_is_rejected_not_a_storage_error() {
+    let store = FaultyStore::with(Faults::default());
+    let runner = Runner::new(shop::domain(), store.clone(), RunnerConfig::default());
+    let created = batch(vec![
+        message(
+            "big-1",
+            "order-big",
+            &order_body("OrderCreated", "order-big", 1),
+        ),
+        message(
+            "ok-1",
+            "order-ok",
+            &order_body("OrderCreated", "order-ok", 1),
+        ),
+    ]);
+    runner.run(&created, no_deadline()).await.expect("run");
+    store.set(Faults {
+        save_rejected_for: vec!["order-big".into()],
+        ..Default::default()
+    });
+    let report = runner
+        .run(
+            &batch(vec![
+                message(
+                    "big-2",
+                    "order-big",
+                    &order_body("OrderUpdated", "order-big", 2),
+                ),
+                message(
+                    "big-3",
+                    "order-big",
+                    &order_body("OrderUpdated", "order-big", 3),
+                ),
+                message(
+                    "ok-2",
+                    "order-ok",
+                    &order_body("OrderUpdated", "order-ok", 2),
+                ),
+            ]),
+            no_deadline(),
+        )
+        .await
+        .expect("run");
+    assert_eq!(
+        outcomes(&report),
+        [
+            ("big-2", Outcome::Rejected),
+            ("big-3", Outcome::Skipped),
+            ("ok-2", Outcome::Applied)
+        ]
+    );
+    let reason = report.messages[0].reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains("refused by the table")
+            && reason.contains("ValidationException")
+            && reason.contains("will not help"),
+        "{reason}"
+    );
+    assert_eq!(report.count(Outcome::StorageError), 0);
+    assert_eq!(
+        sequence_of(&*store, EntityKey::of::<shop::Order>("order-big")).await,
+        Some(1)
+    );
+    assert!(sequence_guard::metrics::emitted().contains(&"Rejected"));
+}
+
+/// onHand moves between two attempts of a stream's stock transaction: the
+/// first refusal cuts at the fourth adjustment, the second (onHand higher
+/// now) at the second. Every message still gets exactly one verdict: the
+/// first applied, the second rejected, the rest not attempted.
+#[tokio::test]
+async fn a_second_refusal_of_a_stock_step_keeps_one_verdict_per_message() {
+    let store = FaultyStore::with(Faults {
+        adjust_answers: vec![
+            Added::OutOfRange {
+                counter: &shop::STOCK,
+                id: "SKU-Q".into(),
+                value: Some(i64::MAX - 35),
+            },
+            Added::OutOfRange {
+                counter: &shop::STOCK,
+                id: "SKU-Q".into(),
+                value: Some(i64::MAX - 15),
+            },
+        ],
+        ..Default::default()
+    });
+    let runner = Runner::new(shop::domain(), store.clone(), RunnerConfig::default());
+    let messages: Vec<_> = (1..=5)
+        .map(|n| {
+            let id = format!("q{n}");
+            message(&id, "SKU-Q", &inventory_adjusted(&id, "SKU-Q", 10))
+        })
+        .collect();
+    let report = runner
+        .run(&batch(messages), no_deadline())
+        .await
+        .expect("run");
+    assert_eq!(
+        outcomes(&report),
+        [
+            ("q1", Outcome::Applied),
+            ("q2", Outcome::Rejected),
+            ("q3", Outcome::Skipped),
+            ("q4", Outcome::Skipped),
+            ("q5", Outcome::Skipped),
+        ]
+    );
+    assert_eq!(
+        store
+            .inner
+            .counter(&shop::STOCK, "SKU-Q")
+            .await
+            .expect("read"),
+        Some(10)
+    );
+    assert_eq!(
+        store.calls().2,
+        3,
+        "two refusals, then the one adjustment before both"
+    );
+}
