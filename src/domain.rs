@@ -81,6 +81,7 @@
 //! ```
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::de::value::MapDeserializer;
@@ -90,6 +91,7 @@ use crate::entity::{ENGINE_ATTRIBUTES, Entity, EntityKey, Kind};
 use crate::envelope::Table;
 use crate::envelope::{self, Event, InvalidMessage, Parser, ReadData};
 use crate::handling::{Counter, Handling};
+use crate::personal::{self, Declared, Keyring, Personal};
 use crate::process::Process;
 use crate::reason::path_from;
 use crate::versions::Versions;
@@ -106,6 +108,13 @@ pub trait Events: DeserializeOwned + 'static {
     /// ([`Versions`]); by default every type is at version 1.
     fn versions() -> Versions {
         Versions::none()
+    }
+
+    /// Which fields of which types are personal data, and whose
+    /// ([`Personal`]); by default none. `append` seals them with their
+    /// subject's key, and a consumer that declares them opens them.
+    fn personal() -> Personal {
+        Personal::new()
     }
 }
 
@@ -126,6 +135,10 @@ pub struct Domain {
     versions: Table,
     /// The process its handlers belong to, for a process's domain.
     process: Option<Process>,
+    /// Its personal fields, by type ([`Events::personal`]).
+    personal: Arc<Declared>,
+    /// The keys its personal data is sealed with ([`Domain::with_keys`]).
+    keys: Option<Arc<Keyring>>,
 }
 
 /// A domain whose declarations cannot work, with what is wrong and how to
@@ -145,15 +158,20 @@ impl Domain {
     /// A domain of the events `E`.
     pub fn new<E: Events>() -> Self {
         let types = type_names::<E>();
+        let declared = E::personal();
+        let mut problems = type_problems(std::any::type_name::<E>(), types);
+        problems.extend(personal::fields::problems::<E>(types, &declared));
         Domain {
             read: payload::<E>,
             types,
             kinds: Vec::new(),
             counters: Vec::new(),
-            problems: type_problems(std::any::type_name::<E>(), types),
+            problems,
             versions: Table::default(),
             crate_version: None,
             process: None,
+            personal: Arc::new(Declared::new(&declared)),
+            keys: None,
         }
         .versions_of::<E>()
     }
@@ -175,6 +193,7 @@ impl Domain {
     /// refuses such a domain.
     pub fn check(&self) -> Result<(), DeclarationError> {
         let mut problems = self.problems.clone();
+        problems.extend(self.personal_problems());
         if let Some(process) = &self.process {
             problems.extend(process.problems());
             if let Some(kind) = process.deadline_kind()
@@ -193,6 +212,84 @@ impl Domain {
         } else {
             Err(DeclarationError(problems))
         }
+    }
+
+    /// What the personal declarations of the events and the entities
+    /// need of each other: the erasure event registered, one placeholder.
+    fn personal_problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let personal_kinds: Vec<&Kind> = self
+            .kinds
+            .iter()
+            .copied()
+            .filter(|kind| !kind.personal().is_empty())
+            .collect();
+        let holds = if !self.personal.is_empty() {
+            Some("the domain declares personal data".to_owned())
+        } else {
+            personal_kinds
+                .first()
+                .map(|kind| format!("the entity {} declares personal fields", kind.type_name()))
+        };
+        if let Some(holds) = holds {
+            problems.extend(personal::fields::erasure_problem(self.types, &holds));
+        }
+        for kind in personal_kinds {
+            problems.extend(personal::fields::entity_problems(kind));
+            if kind.placeholder() != self.personal.placeholder && !self.personal.is_empty() {
+                problems.push(format!(
+                    "the entity {} erases to {:?} and the events to {:?}: one placeholder, or rebuild and verify disagree (Entity::PLACEHOLDER, Personal::placeholder)",
+                    kind.type_name(),
+                    kind.placeholder(),
+                    self.personal.placeholder
+                ));
+            }
+        }
+        problems
+    }
+
+    /// The keys the domain's personal data is sealed and opened with: a
+    /// consumer that declares personal fields, and an event store that
+    /// appends them, need one (the binaries give it from
+    /// `PERSONAL_DATA_KEY`); one that declares none never reads a key.
+    #[must_use]
+    pub fn with_keys(mut self, keys: Arc<Keyring>) -> Self {
+        self.keys = Some(keys);
+        self
+    }
+
+    /// The keyring given with [`Domain::with_keys`].
+    pub fn keys(&self) -> Option<&Arc<Keyring>> {
+        self.keys.as_ref()
+    }
+
+    /// Whether the domain declares personal fields of its events (and so
+    /// needs keys to read and append them).
+    pub fn declares_personal(&self) -> bool {
+        !self.personal.is_empty()
+    }
+
+    pub(crate) fn personal(&self) -> &Declared {
+        &self.personal
+    }
+
+    /// The keys reading `bodies` needs and the keyring does not hold,
+    /// fetched: call it before reading stored bodies in bulk.
+    pub async fn fetch_keys<'a>(
+        &self,
+        bodies: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(), personal::KeyError> {
+        let Some(keys) = &self.keys else {
+            return Ok(());
+        };
+        if self.personal.is_empty() {
+            return Ok(());
+        }
+        let subjects: Vec<String> = bodies
+            .into_iter()
+            .filter_map(|body| personal::reading::needed(body, &self.personal, keys))
+            .collect();
+        keys.fetch(&subjects).await
     }
 
     /// Declares the domain a process's ([`crate::process`]): its handlers
@@ -262,7 +359,13 @@ impl Domain {
 
     /// Reads one message body.
     pub fn parse(&self, body: &str) -> Result<Event, InvalidMessage> {
-        let event = envelope::parse_body(self.read, self.types, &self.versions, body)?;
+        let event = envelope::parse_body(
+            self.read,
+            self.types,
+            &self.versions,
+            (&self.personal, self.keys.as_deref()),
+            body,
+        )?;
         self.check_declared(&event)?;
         Ok(event)
     }

@@ -84,6 +84,37 @@ pub trait Entity:
         Ok(())
     }
 
+    /// The attributes that hold personal data (as serde names them):
+    /// erasure ([`crate::Handling::erase`]) replaces each with
+    /// [`Entity::PLACEHOLDER`], keeping every other attribute.
+    /// `#[entity(personal("customerName", "email"))]` declares them.
+    const PERSONAL: &'static [&'static str] = &[];
+
+    /// What an erased personal attribute holds: the domain's placeholder
+    /// ([`crate::personal::Personal::placeholder`]), by default
+    /// [`crate::personal::PLACEHOLDER`].
+    const PLACEHOLDER: &'static str = crate::personal::PLACEHOLDER;
+
+    /// Replaces each of [`Entity::PERSONAL`] with [`Entity::PLACEHOLDER`],
+    /// through serde as [`Entity::advance`]. `Err` says why it cannot.
+    fn erase_personal(&mut self) -> Result<(), String> {
+        if Self::PERSONAL.is_empty() {
+            return Ok(());
+        }
+        let mut value = serde_json::to_value(&*self).map_err(|err| err.to_string())?;
+        let serde_json::Value::Object(fields) = &mut value else {
+            return Err("it is not serialized as a map".to_owned());
+        };
+        for field in Self::PERSONAL {
+            if fields.get(*field).is_some_and(|value| !value.is_null()) {
+                fields.insert((*field).to_owned(), Self::PLACEHOLDER.into());
+            }
+        }
+        *self = serde_json::from_value(value)
+            .map_err(|err| crate::reason::without_value(&err.to_string()).naming("it"))?;
+        Ok(())
+    }
+
     /// One line for `replay` and `inspect`: the fields an operator looks at
     /// (by default, every attribute but `sequence` and `lastEventId`).
     fn summary(&self) -> String {
@@ -125,6 +156,10 @@ pub struct Kind {
     fields: fn() -> Option<&'static [&'static str]>,
     /// The struct's Rust name, for errors.
     type_name: fn() -> &'static str,
+    /// [`Entity::PERSONAL`].
+    personal: &'static [&'static str],
+    /// [`Entity::PLACEHOLDER`].
+    placeholder: &'static str,
 }
 
 impl Kind {
@@ -143,6 +178,21 @@ impl Kind {
     /// The entity struct's Rust name (`shop::order::Order`).
     pub fn type_name(&self) -> &'static str {
         (self.type_name)()
+    }
+
+    /// The attribute names serde declares for the struct, when it can tell.
+    pub(crate) fn fields(&self) -> Option<&'static [&'static str]> {
+        (self.fields)()
+    }
+
+    /// The attributes that hold personal data ([`Entity::PERSONAL`]).
+    pub fn personal(&self) -> &'static [&'static str] {
+        self.personal
+    }
+
+    /// What an erased personal attribute holds ([`Entity::PLACEHOLDER`]).
+    pub fn placeholder(&self) -> &'static str {
+        self.placeholder
     }
 
     /// How people name it (`order` for `ORDER`): in `replay` and `inspect`.
@@ -194,10 +244,10 @@ fn declared_fields<T: DeserializeOwned>() -> Option<&'static [&'static str]> {
     }
 }
 
-struct FieldNames;
+pub(crate) struct FieldNames;
 
 #[derive(Debug)]
-struct Fields(Option<&'static [&'static str]>);
+pub(crate) struct Fields(pub(crate) Option<&'static [&'static str]>);
 
 impl fmt::Display for Fields {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -244,6 +294,8 @@ impl<T: Entity> KindOf<T> {
         decode: decode::<T>,
         fields: declared_fields::<T>,
         type_name: std::any::type_name::<T>,
+        personal: T::PERSONAL,
+        placeholder: T::PLACEHOLDER,
     };
 }
 

@@ -72,6 +72,11 @@ pub enum InvalidMessage {
     /// fixed, and the message retried.
     #[error("{0}")]
     Undeclared(String),
+    /// The body holds personal data of this subject, whose key the reader
+    /// has not fetched ([`crate::Domain::fetch_keys`]): the one refusal
+    /// that heals, once the key is read (or the subject found erased).
+    #[error("the personal data of `{0}` needs its key, not read yet")]
+    KeyNeeded(String),
     /// The `type` names none of the domain's event types (its first 64
     /// characters).
     #[error("unknown event type `{0}`")]

@@ -111,6 +111,7 @@
 
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
+#![recursion_limit = "256"]
 
 // `#[derive(Entity)]` names `::sequence_guard::Entity`, in this crate too.
 extern crate self as sequence_guard;
@@ -127,6 +128,7 @@ pub mod lambda;
 pub mod limits;
 pub mod logging;
 pub mod metrics;
+pub mod personal;
 pub mod process;
 pub mod producer;
 mod reason;

@@ -5,7 +5,8 @@
 //! ```ignore
 //! #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Entity)]
 //! #[serde(rename_all = "camelCase")]
-//! #[entity(kind = "ACCOUNT")]                 // optional: summary = "line"
+//! #[entity(kind = "ACCOUNT")]                 // optional: summary = "line",
+//!                                             // personal("holderName"), placeholder = "(erased)"
 //! pub struct Account {
 //!     pub sequence: u64,                      // read by the guard's condition
 //!     pub last_event_id: String,              // the event at `sequence`
@@ -15,7 +16,11 @@
 //!
 //! It writes `impl sequence_guard::Entity for Account` with `KIND`,
 //! `sequence()` and `last_event_id()` and, given `summary = "line"`,
-//! `summary()` calling the entity's own `fn line(&self) -> String`. The kind
+//! `summary()` calling the entity's own `fn line(&self) -> String`; given
+//! `personal("holderName")` (attribute names, as serde writes them),
+//! `PERSONAL`, and given `placeholder = "..."`, `PLACEHOLDER` (what
+//! erasure writes in their place; `Domain::check` finds a name the struct
+//! does not have). The kind
 //! is checked here, when the crate compiles: upper-case letters, digits and
 //! `_`, neither `MESSAGE` nor `PARKED` (the engine's own items). An entity
 //! whose fields are named otherwise implements `Entity` by hand.
@@ -42,6 +47,10 @@ pub fn derive_entity(input: TokenStream) -> TokenStream {
 struct Options {
     kind: LitStr,
     summary: Option<Ident>,
+    /// `personal("customerName", "email")`: the attributes erasure replaces.
+    personal: Vec<LitStr>,
+    /// `placeholder = "..."`: what they hold once erased.
+    placeholder: Option<LitStr>,
 }
 
 fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
@@ -50,6 +59,17 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
     let name = &input.ident;
     let kind = &options.kind;
     let (impl_generics, type_generics, where_clause) = input.generics.split_for_impl();
+    let personal = &options.personal;
+    let personal = (!personal.is_empty()).then(|| {
+        quote! {
+            const PERSONAL: &'static [&'static str] = &[#(#personal),*];
+        }
+    });
+    let placeholder = options.placeholder.as_ref().map(|text| {
+        quote! {
+            const PLACEHOLDER: &'static str = #text;
+        }
+    });
     let summary = options.summary.map(|method| {
         quote! {
             fn summary(&self) -> ::std::string::String {
@@ -60,6 +80,8 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
     Ok(quote! {
         impl #impl_generics ::sequence_guard::Entity for #name #type_generics #where_clause {
             const KIND: &'static str = #kind;
+            #personal
+            #placeholder
 
             fn sequence(&self) -> u64 {
                 self.sequence
@@ -78,6 +100,8 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
 fn options(input: &DeriveInput) -> syn::Result<Options> {
     let mut kind: Option<LitStr> = None;
     let mut summary: Option<Ident> = None;
+    let mut personal: Vec<LitStr> = Vec::new();
+    let mut placeholder: Option<LitStr> = None;
     for attribute in input.attrs.iter().filter(|a| a.path().is_ident("entity")) {
         attribute.parse_nested_meta(|meta| {
             if meta.path.is_ident("kind") {
@@ -87,8 +111,22 @@ fn options(input: &DeriveInput) -> syn::Result<Options> {
                 let method: LitStr = meta.value()?.parse()?;
                 summary = Some(method.parse()?);
                 Ok(())
+            } else if meta.path.is_ident("personal") {
+                let content;
+                syn::parenthesized!(content in meta.input);
+                let names = content.parse_terminated(
+                    |input: syn::parse::ParseStream<'_>| input.parse::<LitStr>(),
+                    syn::Token![,],
+                )?;
+                personal.extend(names);
+                Ok(())
+            } else if meta.path.is_ident("placeholder") {
+                placeholder = Some(meta.value()?.parse()?);
+                Ok(())
             } else {
-                Err(meta.error("expected `kind = \"KIND\"` or `summary = \"method\"`"))
+                Err(meta.error(
+                    "expected `kind = \"KIND\"`, `summary = \"method\"`, `personal(\"field\", ...)` or `placeholder = \"text\"`",
+                ))
             }
         })?;
     }
@@ -99,7 +137,12 @@ fn options(input: &DeriveInput) -> syn::Result<Options> {
         ));
     };
     check_kind(&kind)?;
-    Ok(Options { kind, summary })
+    Ok(Options {
+        kind,
+        summary,
+        personal,
+        placeholder,
+    })
 }
 
 fn check_kind(kind: &LitStr) -> syn::Result<()> {

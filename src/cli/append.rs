@@ -153,7 +153,11 @@ pub async fn append(domain: Domain) -> ExitCode {
             }
             ExitCode::FAILURE
         }
-        Err(err @ AppendError::Contention { .. }) => {
+        Err(err @ AppendError::Erased { .. }) => {
+            eprintln!("{name}: {err}; nothing appended");
+            ExitCode::from(2)
+        }
+        Err(err @ (AppendError::Contention { .. } | AppendError::Keys(_))) => {
             eprintln!("{name}: {err}; {MAYBE}");
             ExitCode::FAILURE
         }

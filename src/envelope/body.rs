@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use super::versions::{self, Table};
 use super::{Event, InvalidMessage, MAX_DATA_STRING, MAX_SEQUENCE};
 use crate::handling::{Handling, How};
+use crate::personal::{Declared, Keyring, is_sealed};
 use crate::reason::{Refusal, key_segment, without_value};
 
 /// How a domain reads `data` ([`crate::Domain`]): the envelope's `type`
@@ -22,9 +23,13 @@ pub(crate) fn parse_body(
     read: ReadData,
     types: &'static [&'static str],
     versions: &Table,
+    (personal, keys): (&Declared, Option<&Keyring>),
     body: &str,
 ) -> Result<Event, InvalidMessage> {
     let mut envelope = object(body)?;
+    if !personal.is_empty() || keys.is_some() {
+        crate::personal::reading::open(&mut envelope, personal, keys)?;
+    }
     string(&envelope, "eventId", 128)?;
     let event_id = take_string(&mut envelope, "eventId");
     check_type_and_data(&envelope)?;
@@ -222,8 +227,16 @@ fn check_strings(data: &Map<String, Value>) -> Result<(), InvalidMessage> {
 /// Whether a string holds more than [`MAX_DATA_STRING`] characters. Bytes
 /// bound characters: most strings need no counting.
 fn over_limit(text: &str) -> bool {
+    if is_sealed(text) {
+        // Sealed: its plain value is held to the limit where it is opened.
+        return text.len() > MAX_SEALED_STRING;
+    }
     text.len() > MAX_DATA_STRING && text.chars().take(MAX_DATA_STRING + 1).count() > MAX_DATA_STRING
 }
+
+/// The longest sealed value read without opening it: a value of
+/// [`MAX_DATA_STRING`] characters of 4 bytes each, sealed.
+const MAX_SEALED_STRING: usize = 8 * 1024;
 
 /// The path, innermost first, to the first string in `value` over the limit.
 fn too_long(value: &Value) -> Option<Vec<String>> {

@@ -117,7 +117,9 @@ impl EventStore {
     /// Appends the events, with gapless sequences, all or nothing; see the
     /// module's documentation.
     pub async fn append(&self, append: Append) -> Result<Appended, AppendError> {
-        let events = check(&self.domain, &append)?;
+        let mut events = check(&self.domain, &append)?;
+        crate::personal::writing::seal(&self.domain, &append.stream_id, &mut events).await?;
+        super::check::sealed_sizes(&append, &events)?;
         let _turn = self.turns.take(&append.stream_id).await;
         let mut attempt = self.start(&append, &events).await?;
         loop {

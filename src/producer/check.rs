@@ -92,6 +92,27 @@ pub(crate) fn check(domain: &Domain, append: &Append) -> Result<Vec<Checked>, Ap
     Ok(checked)
 }
 
+/// The bodies' sizes again, once their personal values are sealed
+/// (a sealed value is longer than its plain one).
+pub(crate) fn sealed_sizes(append: &Append, events: &[Checked]) -> Result<(), AppendError> {
+    let mut bytes = 0;
+    for (index, event) in events.iter().enumerate() {
+        let size = event.body(&append.stream_id, u64::MAX >> 1).len();
+        if size > MAX_BODY {
+            return Err(AppendError::Refused(format!(
+                "event {index}: its body is {size} bytes once its personal data is sealed, more than the {MAX_BODY} an SQS message holds"
+            )));
+        }
+        bytes += size;
+    }
+    if bytes > MAX_BYTES {
+        return Err(AppendError::Refused(format!(
+            "{bytes} bytes of bodies once sealed: a transaction holds about {MAX_BYTES}"
+        )));
+    }
+    Ok(())
+}
+
 /// The kind an append's events project onto (the first that projects onto
 /// one), and the type of that event.
 pub(crate) fn append_kind(events: &[Checked]) -> Option<(&str, &str)> {

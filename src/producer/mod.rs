@@ -44,6 +44,7 @@ use crate::store::StoreError;
 
 pub use crate::sqs::MAX_BODY;
 pub use capacity::{Consumed, Units};
+pub(crate) use check::Checked;
 pub use store::{EventStore, ExactCheck, REQUEST_TTL_SECONDS, RETRY_BUDGET, StoredEvent};
 
 /// The most items one append writes: DynamoDB's transaction limit.
@@ -195,6 +196,17 @@ pub enum AppendError {
         /// The write's position in [`Append::writes`].
         index: usize,
     },
+    /// The append carries personal data of an erased subject: refused for
+    /// ever, nothing written.
+    #[error("the subject `{subject}` is erased: no personal data of theirs can be appended")]
+    Erased {
+        /// The subject.
+        subject: String,
+    },
+    /// The subject's key could not be had (the key table or KMS did not
+    /// answer); nothing written, safe to try again.
+    #[error("the personal data's key: {0}")]
+    Keys(crate::personal::KeyError),
     /// The table did not take it (after retries); with a request id, safe to
     /// run again.
     #[error(transparent)]

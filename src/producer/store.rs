@@ -143,6 +143,11 @@ impl EventStore {
         &self.client
     }
 
+    /// The domain its appends are checked (and sealed) with.
+    pub fn domain(&self) -> &Domain {
+        &self.domain
+    }
+
     /// The table's name.
     pub fn table(&self) -> &str {
         &self.table

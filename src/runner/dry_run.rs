@@ -13,7 +13,7 @@ use super::deadline::CallError;
 use super::verdict::Verdict;
 use super::{Invocation, Outcome, Runner};
 use crate::entity::{AnyEntity, EntityKey};
-use crate::envelope::{Event, Record};
+use crate::envelope::{Event, InvalidMessage, Record};
 use crate::handling::Decision;
 use crate::store::{Addition, Store, Stored};
 
@@ -56,6 +56,14 @@ impl<S: Store> Runner<S> {
         let mut seen: HashSet<&str> = HashSet::new();
         for (position, record) in stream.iter().enumerate() {
             let event = match &record.event {
+                Err(InvalidMessage::KeyNeeded(subject)) => {
+                    // Its key could not be read (logged with the batch):
+                    // retried, like any store call that failed.
+                    let reason = format!("the key of `{subject}` could not be read");
+                    plan.verdicts[position] =
+                        Some(Verdict::new(Outcome::StorageError, Some(reason)));
+                    break;
+                }
                 Err(invalid) => {
                     let reason = invalid.to_string();
                     log_invalid(record, &reason);

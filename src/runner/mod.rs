@@ -33,6 +33,7 @@ mod due;
 mod parking;
 mod plan;
 mod report;
+mod sealed;
 mod settle;
 mod stream;
 mod verdict;
@@ -178,7 +179,8 @@ impl<S: Store> Runner<S> {
         event: &SqsEvent,
         invocation: Invocation,
     ) -> Result<BatchReport, BatchError> {
-        let records = batch::read_records(event, &self.domain)?;
+        let mut records = batch::read_records(event, &self.domain)?;
+        self.open_sealed(event, &mut records).await;
         let requests_before = self.store.requests();
         let streams = batch::streams_of(&records);
         trace!(

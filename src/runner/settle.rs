@@ -113,6 +113,16 @@ impl<S: Store> Runner<S> {
         let events = Box::pin(self.timed("BatchGetItem", invocation, read))
             .await
             .map_err(|err| err.outcome())?;
+        // Their personal data's keys, for the drain to read them.
+        let keys = self
+            .domain
+            .fetch_keys(events.iter().map(|event| event.body.as_str()));
+        Box::pin(keys).await.map_err(|err| {
+            (
+                Outcome::StorageError,
+                format!("reading the parked events' keys: {err}"),
+            )
+        })?;
         for sequence in sequences {
             settling.fetched.insert(sequence, None);
         }

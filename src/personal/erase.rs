@@ -1,0 +1,110 @@
+//! [`erase`]: a subject forgotten. Its key is deleted first (every stored
+//! copy of its values is unreadable from then on, and an append of its
+//! personal data is refused), then each of its streams is told with an
+//! [`ERASURE_TYPE`] event, which every consumer applies under the guard.
+//! Run again, it appends nothing it appended before (request ids) and
+//! ends with nothing more to do.
+
+use serde_json::json;
+
+use super::ERASURE_TYPE;
+use super::keys::KeyError;
+use crate::digest::digest;
+use crate::producer::{Append, AppendError, EventStore, ExpectedSequence, NewEvent};
+
+/// What [`erase`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Erased {
+    /// The subject.
+    pub subject: String,
+    /// Whether its key was deleted now (`false`: it had none, or it was
+    /// deleted before).
+    pub key_deleted: bool,
+    /// The streams told now, with the sequence of the erasure event.
+    pub told: Vec<(String, u64)>,
+    /// Whether there was nothing left to do.
+    pub already_done: bool,
+}
+
+/// Why an erasure stopped; safe to run again.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EraseError {
+    /// The event store's domain declares no personal data, or has no key
+    /// source.
+    #[error("{0}")]
+    NotConfigured(String),
+    /// The key could not be deleted.
+    #[error(transparent)]
+    Keys(#[from] KeyError),
+    /// A stream could not be told.
+    #[error("telling the stream `{stream}`: {reason}")]
+    Append {
+        /// The stream.
+        stream: String,
+        /// Why.
+        reason: AppendError,
+    },
+}
+
+/// Forgets `subject` in the event store `store`: see the module's
+/// documentation.
+pub async fn erase(store: &EventStore, subject: &str) -> Result<Erased, EraseError> {
+    let keys = store.domain().keys().cloned().ok_or_else(|| {
+        EraseError::NotConfigured(
+            "the event store has no key source: set PERSONAL_DATA_KEY (or give the domain a keyring)"
+                .to_owned(),
+        )
+    })?;
+    let before = keys.source().erase(subject).await?;
+    keys.forget(subject);
+    let key_deleted = before
+        .as_ref()
+        .is_some_and(|stored| stored.wrapped.is_some());
+    let already_done = before
+        .as_ref()
+        .is_some_and(|stored| stored.wrapped.is_none() && stored.told);
+    let mut erased = Erased {
+        subject: subject.to_owned(),
+        key_deleted,
+        told: Vec::new(),
+        already_done,
+    };
+    if already_done {
+        return Ok(erased);
+    }
+    let streams = before.map(|stored| stored.streams).unwrap_or_default();
+    for stream in streams {
+        if store
+            .last_sequence(&stream)
+            .await
+            .map_err(|err| EraseError::Append {
+                stream: stream.clone(),
+                reason: AppendError::Store(err),
+            })?
+            == 0
+        {
+            continue;
+        }
+        let mut event = NewEvent::new(ERASURE_TYPE, json!({ "subject": subject }));
+        event.event_id = Some(format!("erasure-{}-{}", digest(subject), digest(&stream)));
+        let append = Append {
+            stream_id: stream.clone(),
+            events: vec![event],
+            expected: ExpectedSequence::Any,
+            request_id: Some(format!("erase-{}-{}", digest(subject), digest(&stream))),
+            writes: Vec::new(),
+        };
+        let appended = store
+            .append(append)
+            .await
+            .map_err(|reason| EraseError::Append {
+                stream: stream.clone(),
+                reason,
+            })?;
+        if !appended.duplicate_request {
+            erased.told.push((stream, appended.sequence));
+        }
+    }
+    keys.source().told(subject).await?;
+    Ok(erased)
+}

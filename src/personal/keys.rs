@@ -1,0 +1,285 @@
+//! The [`Keyring`]: the data keys a process used, kept for a bounded time,
+//! over a [`KeySource`] that stores them wrapped (DynamoDB and KMS in AWS,
+//! [`super::LocalKeys`] in memory).
+//!
+//! A consumer reads a subject's key once and keeps it for [`DEFAULT_TTL`]
+//! (or until it reads the subject's erasure); an append reads the key item
+//! every time, because that read is what refuses an erased subject, and
+//! unwraps the key only when it has not kept it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+
+use super::cipher::DataKey;
+
+/// How long a consumer keeps a key it read: 5 minutes.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
+
+/// The most subjects a keyring keeps at once.
+pub const MAX_KEPT: usize = 10_000;
+
+/// A subject's key item, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Stored {
+    /// The data key wrapped under the KMS key; `None` once erased.
+    pub wrapped: Option<Vec<u8>>,
+    /// The streams the subject's values were appended to (what erasure
+    /// tells).
+    pub streams: Vec<String>,
+    /// For an erased subject: whether every stream was told.
+    pub told: bool,
+}
+
+/// Why a key could not be had. Every one but [`KeyError::Erased`] is
+/// safe to retry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyError {
+    /// The subject was erased: its personal data can be neither read nor
+    /// appended.
+    #[error("the subject `{0}` is erased: no personal data of theirs can be appended")]
+    Erased(String),
+    /// The table holding the keys did not answer (after retries).
+    #[error("the key store: {0}")]
+    Store(String),
+    /// KMS did not answer, or refused.
+    #[error("KMS: {0}")]
+    Kms(String),
+    /// A key item that cannot be read.
+    #[error("the key item of `{subject}` {problem}")]
+    Corrupt {
+        /// Whose.
+        subject: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
+/// Where the wrapped keys live, and what unwraps them. Every call is one
+/// or two requests; the [`Keyring`] decides when to make them.
+pub trait KeySource: Send + Sync {
+    /// The key items of `subjects`, read strongly consistent; a subject
+    /// without one is absent from the answer.
+    fn read<'a>(
+        &'a self,
+        subjects: &'a [String],
+    ) -> BoxFuture<'a, Result<HashMap<String, Stored>, KeyError>>;
+
+    /// The data key `wrapped` holds, unwrapped for `subject` (KMS
+    /// `Decrypt`, the subject its encryption context).
+    fn unwrap_key<'a>(
+        &'a self,
+        subject: &'a str,
+        wrapped: &'a [u8],
+    ) -> BoxFuture<'a, Result<DataKey, KeyError>>;
+
+    /// A new data key for `subject`, whose first stream is `stream` (KMS
+    /// `GenerateDataKey`), stored wrapped if the subject has no item yet:
+    /// `Ok(Ok((wrapped, key)))`. When another writer stored one first, or
+    /// the subject was erased, that item: `Ok(Err(stored))`.
+    #[allow(clippy::type_complexity)]
+    fn create<'a>(
+        &'a self,
+        subject: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, Result<Result<(Vec<u8>, DataKey), Stored>, KeyError>>;
+
+    /// `stream` added to the subject's streams while its key exists;
+    /// `false` when it was erased meanwhile.
+    fn add_stream<'a>(
+        &'a self,
+        subject: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, Result<bool, KeyError>>;
+
+    /// The subject's key deleted: its item replaced by an erased one that
+    /// keeps its streams (one with none when it had no item). Answers the
+    /// item as it was (`None`: there was none).
+    fn erase<'a>(&'a self, subject: &'a str) -> BoxFuture<'a, Result<Option<Stored>, KeyError>>;
+
+    /// The erased subject's streams all told.
+    fn told<'a>(&'a self, subject: &'a str) -> BoxFuture<'a, Result<(), KeyError>>;
+
+    /// The KMS requests made so far (`GenerateDataKey` and `Decrypt`).
+    fn kms_requests(&self) -> u64;
+}
+
+/// What a keyring knows of a subject.
+#[derive(Debug, Clone)]
+pub(crate) enum Known {
+    /// Its data key.
+    Key(DataKey),
+    /// Erased: its values read as the placeholder.
+    Erased,
+    /// It has no key item: nothing of it was sealed by this store.
+    None,
+}
+
+struct Kept {
+    known: Known,
+    /// The wrapped form of [`Known::Key`]'s key: an append reuses the key
+    /// while the item holds the same.
+    wrapped: Vec<u8>,
+    at: Instant,
+}
+
+/// The data keys a process used, over their [`KeySource`].
+pub struct Keyring {
+    source: Arc<dyn KeySource>,
+    ttl: Duration,
+    kept: Mutex<HashMap<String, Kept>>,
+}
+
+impl std::fmt::Debug for Keyring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keyring").field("ttl", &self.ttl).finish()
+    }
+}
+
+impl Keyring {
+    /// A keyring over `source`, keeping keys for [`DEFAULT_TTL`].
+    pub fn new(source: impl KeySource + 'static) -> Self {
+        Keyring::shared(Arc::new(source))
+    }
+
+    /// A keyring over a shared source.
+    pub fn shared(source: Arc<dyn KeySource>) -> Self {
+        Keyring {
+            source,
+            ttl: DEFAULT_TTL,
+            kept: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Keeps keys for `ttl` instead (zero: read every time).
+    #[must_use]
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// The source.
+    pub fn source(&self) -> &dyn KeySource {
+        &*self.source
+    }
+
+    /// The KMS requests made so far.
+    pub fn kms_requests(&self) -> u64 {
+        self.source.kms_requests()
+    }
+
+    fn kept(&self) -> std::sync::MutexGuard<'_, HashMap<String, Kept>> {
+        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What is kept of `subject`, while fresh.
+    pub(crate) fn known(&self, subject: &str) -> Option<Known> {
+        let kept = self.kept();
+        let entry = kept.get(subject)?;
+        (entry.at.elapsed() < self.ttl || matches!(entry.known, Known::Erased))
+            .then(|| entry.known.clone())
+    }
+
+    fn keep(&self, subject: &str, known: Known, wrapped: Vec<u8>) {
+        let mut kept = self.kept();
+        if kept.len() >= MAX_KEPT && !kept.contains_key(subject) {
+            let ttl = self.ttl;
+            kept.retain(|_, entry| entry.at.elapsed() < ttl);
+            if kept.len() >= MAX_KEPT {
+                kept.clear();
+            }
+        }
+        kept.insert(
+            subject.to_owned(),
+            Kept {
+                known,
+                wrapped,
+                at: Instant::now(),
+            },
+        );
+    }
+
+    /// The subject is erased (its erasure event was read): its values read
+    /// as the placeholder from now on.
+    pub(crate) fn forget(&self, subject: &str) {
+        self.keep(subject, Known::Erased, Vec::new());
+    }
+
+    /// Reads the keys of the `subjects` not kept: one read of their items,
+    /// then one unwrap per key. Afterwards each is known (a key, erased, or
+    /// none), unless this fails.
+    pub async fn fetch(&self, subjects: &[String]) -> Result<(), KeyError> {
+        let mut wanted: Vec<String> = subjects
+            .iter()
+            .filter(|subject| self.known(subject).is_none())
+            .cloned()
+            .collect();
+        wanted.sort();
+        wanted.dedup();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let mut items = self.source.read(&wanted).await?;
+        for subject in wanted {
+            match items.remove(&subject) {
+                None => self.keep(&subject, Known::None, Vec::new()),
+                Some(Stored { wrapped: None, .. }) => self.forget(&subject),
+                Some(Stored {
+                    wrapped: Some(wrapped),
+                    ..
+                }) => {
+                    let key = self.unwrapped(&subject, &wrapped).await?;
+                    self.keep(&subject, Known::Key(key), wrapped);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The key `wrapped` holds: the kept one when it is the same.
+    async fn unwrapped(&self, subject: &str, wrapped: &[u8]) -> Result<DataKey, KeyError> {
+        if let Some(Kept {
+            known: Known::Key(key),
+            wrapped: kept,
+            ..
+        }) = self.kept().get(subject)
+            && kept == wrapped
+        {
+            return Ok(key.clone());
+        }
+        self.source.unwrap_key(subject, wrapped).await
+    }
+
+    /// The key to seal `subject`'s values appended to `stream` with: its
+    /// item read (an erased subject is refused), made on first use, and
+    /// `stream` added to its streams.
+    pub async fn for_append(&self, subject: &str, stream: &str) -> Result<DataKey, KeyError> {
+        let subjects = [subject.to_owned()];
+        let stored = match self.source.read(&subjects).await?.remove(subject) {
+            Some(stored) => stored,
+            None => match self.source.create(subject, stream).await? {
+                Ok((wrapped, key)) => {
+                    self.keep(subject, Known::Key(key.clone()), wrapped);
+                    return Ok(key);
+                }
+                Err(stored) => stored,
+            },
+        };
+        let Some(wrapped) = stored.wrapped else {
+            self.forget(subject);
+            return Err(KeyError::Erased(subject.to_owned()));
+        };
+        if !stored.streams.iter().any(|known| known == stream)
+            && !self.source.add_stream(subject, stream).await?
+        {
+            self.forget(subject);
+            return Err(KeyError::Erased(subject.to_owned()));
+        }
+        let key = self.unwrapped(subject, &wrapped).await?;
+        self.keep(subject, Known::Key(key.clone()), wrapped);
+        Ok(key)
+    }
+}
