@@ -14,6 +14,7 @@
 //! | `PARK_AFTER_RECEIVES`| the delivery (`ApproximateReceiveCount`) from which a gap is parked; keep it below the queue's `maxReceiveCount` | 1 to 1000 | 3 |
 //! | `MAX_PARKED_PER_STREAM` | the most events parked on one entity | 1 to 10000 | 1000 |
 //! | `EVENT_STORE_TABLE`  | a process's (required there, unread elsewhere): the event store's table, which its steps append to | as `TABLE_NAME` | |
+//! | `PERSONAL_DATA_KEY`  | a consumer's whose domain declares personal data (required there, unread elsewhere): the KMS key (id, ARN or `alias/...`) the subjects' data keys are wrapped under; their items are read from `EVENT_STORE_TABLE` | a KMS key id, ARN or alias | |
 //! | `METRICS_NAMESPACE`  | CloudWatch namespace of the metrics                  | 1 to 255 of `a-z A-Z 0-9 . - _ / # : space`, not starting with `AWS/` | `SequenceGuard` |
 //! | `METRICS_SERVICE`    | the `Service` dimension of the metrics               | 1 to 1024 characters | `sequence-guard` |
 //! | `POWERTOOLS_METRICS_NAMESPACE`, `POWERTOOLS_SERVICE_NAME` | Powertools for AWS Lambda's names for the two above; when set, they win | as above | |
@@ -43,9 +44,10 @@ pub const PARK_AFTER_RECEIVES_RANGE: RangeInclusive<u64> = 1..=1000;
 pub const MAX_PARKED_RANGE: RangeInclusive<u64> = 1..=MAX_PARKED_LIMIT;
 
 /// Every variable the projector reads (besides the SDK's and the runtime's).
-pub const VARIABLES: [&str; 12] = [
+pub const VARIABLES: [&str; 13] = [
     "TABLE_NAME",
     "EVENT_STORE_TABLE",
+    "PERSONAL_DATA_KEY",
     "DEDUP_TTL_SECONDS",
     "DEADLINE_MARGIN_MS",
     "CONDITION_RETRIES",
@@ -116,6 +118,9 @@ pub struct Config {
     /// `EVENT_STORE_TABLE`: the event store's table a process appends to,
     /// trimmed; `None` when unset.
     pub event_store_table: Option<String>,
+    /// `PERSONAL_DATA_KEY`: the KMS key personal data's keys are wrapped
+    /// under, trimmed; `None` when unset.
+    pub personal_data_key: Option<String>,
     /// The runner's part (see [`runner_from_lookup`]).
     pub runner: RunnerConfig,
     /// The CloudWatch namespace of the metrics: `POWERTOOLS_METRICS_NAMESPACE`,
@@ -156,10 +161,23 @@ impl Config {
                 name,
             ));
         }
+        let personal_data_key = lookup("PERSONAL_DATA_KEY")
+            .map(|key| key.trim().to_owned())
+            .filter(|key| !key.is_empty());
+        if let Some(key) = &personal_data_key
+            && (key.len() > 2048 || key.chars().any(char::is_whitespace))
+        {
+            return Err(ConfigError::invalid(
+                "PERSONAL_DATA_KEY",
+                "a KMS key id, ARN or alias",
+                key,
+            ));
+        }
         let (metrics_namespace, metrics_service) = metrics_names(&lookup, "sequence-guard")?;
         Ok(Config {
             table_name: table_name.trim().to_owned(),
             event_store_table,
+            personal_data_key,
             runner: runner_from_lookup(lookup)?,
             metrics_namespace,
             metrics_service,

@@ -38,10 +38,25 @@ impl<'de> Deserializer<'de> for Part {
         }
     }
 
+    /// The tag is read as an enum's variant.
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Fields> {
+        match self {
+            Part::Type(tag) => {
+                visitor.visit_enum(IntoDeserializer::<Fields>::into_deserializer(tag))
+            }
+            Part::Data => FieldNames.deserialize_enum(name, variants, visitor),
+        }
+    }
+
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
         bytes byte_buf option unit unit_struct newtype_struct seq tuple
-        tuple_struct map enum identifier ignored_any
+        tuple_struct map identifier ignored_any
     }
 }
 

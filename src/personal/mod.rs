@@ -43,6 +43,7 @@ pub use cipher::{CipherError, DataKey, KEY_LEN};
 pub use erase::{EraseError, Erased, erase};
 pub use keys::{DEFAULT_TTL, KeyError, KeySource, Keyring, MAX_KEPT, Stored};
 pub use local::LocalKeys;
+pub use writing::seal_data;
 
 /// The event type `erase` appends to each of a subject's streams: every
 /// consumer of those streams registers it ([`crate::Handling::erase`]).

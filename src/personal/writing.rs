@@ -7,12 +7,12 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::cipher::DataKey;
 use super::keys::KeyError;
 use super::{Subject, associated_data, is_sealed};
 use crate::domain::Domain;
 use crate::envelope::InvalidMessage;
-use crate::producer::AppendError;
-use crate::producer::Checked;
+use crate::producer::{AppendError, Checked};
 
 /// Seals the personal values of `events`, appended to `stream`; see the
 /// module's documentation.
@@ -21,58 +21,85 @@ pub(crate) async fn seal(
     stream: &str,
     events: &mut [Checked],
 ) -> Result<(), AppendError> {
-    let declared = domain.personal();
-    if declared.is_empty() {
+    if domain.personal().is_empty() {
         return Ok(());
     }
     let mut keys_of = HashMap::new();
     for (index, event) in events.iter_mut().enumerate() {
-        let Some(fields) = declared.of(&event.event_type) else {
-            continue;
+        let sealing = Sealing {
+            domain,
+            stream,
+            index,
+            event_id: &event.event_id,
+            event_type: &event.event_type,
         };
-        let Value::Object(data) = &mut event.data else {
-            continue;
+        sealing.seal(&mut event.data, &mut keys_of).await?;
+    }
+    Ok(())
+}
+
+/// Seals the personal values of one event's `data` as `append` does
+/// (the event `event_id` of type `event_type`, appended to `stream`): for
+/// a caller that stores events some other way, and for tests.
+pub async fn seal_data(
+    domain: &Domain,
+    stream: &str,
+    event_id: &str,
+    event_type: &str,
+    data: &mut Value,
+) -> Result<(), AppendError> {
+    let sealing = Sealing {
+        domain,
+        stream,
+        index: 0,
+        event_id,
+        event_type,
+    };
+    sealing.seal(data, &mut HashMap::new()).await
+}
+
+/// One event being sealed.
+struct Sealing<'a> {
+    domain: &'a Domain,
+    stream: &'a str,
+    index: usize,
+    event_id: &'a str,
+    event_type: &'a str,
+}
+
+impl Sealing<'_> {
+    async fn seal(
+        &self,
+        data: &mut Value,
+        keys_of: &mut HashMap<String, DataKey>,
+    ) -> Result<(), AppendError> {
+        let Some(fields) = self.domain.personal().of(self.event_type) else {
+            return Ok(());
+        };
+        let Value::Object(data) = data else {
+            return Ok(());
         };
         let has_personal = fields.fields.iter().any(|field| {
             data.get(*field)
                 .is_some_and(|value| !value.is_null() && !value.as_str().is_some_and(is_sealed))
         });
         if !has_personal {
-            continue;
+            return Ok(());
         }
         let subject = match fields.subject {
-            Subject::Aggregate => Some(stream),
+            Subject::Aggregate => Some(self.stream),
             Subject::Field(field) => data.get(field).and_then(Value::as_str),
         }
         .filter(|subject| !subject.is_empty())
         .ok_or_else(|| AppendError::Invalid {
-            index,
+            index: self.index,
             reason: match fields.subject {
                 Subject::Aggregate => InvalidMessage::Missing("aggregateId".to_owned()),
                 Subject::Field(field) => InvalidMessage::Missing(format!("data.{field}")),
             },
         })?
         .to_owned();
-        let Some(keys) = domain.keys() else {
-            return Err(AppendError::Refused(format!(
-                "{} carries personal data, and the event store has no key to seal it with: set PERSONAL_DATA_KEY (nothing was written)",
-                event.event_type
-            )));
-        };
-        let key = match keys_of.get(&subject) {
-            Some(key) => Clone::clone(key),
-            None => {
-                let key = keys
-                    .for_append(&subject, stream)
-                    .await
-                    .map_err(|err| match err {
-                        KeyError::Erased(subject) => AppendError::Erased { subject },
-                        other => AppendError::Keys(other),
-                    })?;
-                keys_of.insert(subject.clone(), key.clone());
-                key
-            }
-        };
+        let key = self.key(&subject, keys_of).await?;
         for field in &fields.fields {
             let Some(value) = data.get_mut(*field) else {
                 continue;
@@ -82,10 +109,36 @@ pub(crate) async fn seal(
             }
             let plain = serde_json::to_vec(value).unwrap_or_default();
             let sealed = key
-                .seal(&plain, &associated_data(&event.event_id, field))
+                .seal(&plain, &associated_data(self.event_id, field))
                 .map_err(|err| AppendError::Keys(KeyError::Kms(err.to_string())))?;
             *value = Value::String(sealed);
         }
+        Ok(())
     }
-    Ok(())
+
+    /// The subject's key: read once per append.
+    async fn key(
+        &self,
+        subject: &str,
+        keys_of: &mut HashMap<String, DataKey>,
+    ) -> Result<DataKey, AppendError> {
+        if let Some(key) = keys_of.get(subject) {
+            return Ok(key.clone());
+        }
+        let Some(keys) = self.domain.keys() else {
+            return Err(AppendError::Refused(format!(
+                "{} carries personal data, and the event store has no key to seal it with: set PERSONAL_DATA_KEY (nothing was written)",
+                self.event_type
+            )));
+        };
+        let key = keys
+            .for_append(subject, self.stream)
+            .await
+            .map_err(|err| match err {
+                KeyError::Erased(subject) => AppendError::Erased { subject },
+                other => AppendError::Keys(other),
+            })?;
+        keys_of.insert(subject.to_owned(), key.clone());
+        Ok(key)
+    }
 }

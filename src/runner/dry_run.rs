@@ -59,7 +59,13 @@ impl<S: Store> Runner<S> {
                 Err(InvalidMessage::KeyNeeded(subject)) => {
                     // Its key could not be read (logged with the batch):
                     // retried, like any store call that failed.
-                    let reason = format!("the key of `{subject}` could not be read");
+                    let reason = if self.domain.keys().is_some() {
+                        format!("the key of `{subject}` could not be read")
+                    } else {
+                        format!(
+                            "the body holds personal data of `{subject}`, and no key is configured to open it (PERSONAL_DATA_KEY)"
+                        )
+                    };
                     plan.verdicts[position] =
                         Some(Verdict::new(Outcome::StorageError, Some(reason)));
                     break;
