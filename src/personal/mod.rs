@@ -22,12 +22,14 @@
 //! | `cipher.rs` | a subject's data key; one value sealed and opened (AES-256-GCM, aws-lc-rs) |
 //! | `keys.rs` | the [`Keyring`]: the keys a process used, for a bounded time, over a [`KeySource`] |
 //! | `local.rs` | [`LocalKeys`]: a key source in memory, for the embedded store and tests |
+//! | `dynamodb.rs` | [`DynamoKeys`]: the key items in the event store's table, wrapped under a KMS key |
 //! | `reading.rs` | a body's sealed values opened (or replaced by the placeholder) as it is read |
 //! | `writing.rs` | an append's personal values sealed before it is written |
 //! | `fields.rs` | the fields a type declares, as serde knows them, for [`crate::Domain::check`] |
 //! | `erase.rs` | [`erase`]: a subject's key deleted, and every consumer told |
 
 mod cipher;
+mod dynamodb;
 mod erase;
 pub(crate) mod fields;
 mod keys;
@@ -40,6 +42,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 pub use cipher::{CipherError, DataKey, KEY_LEN};
+pub use dynamodb::DynamoKeys;
 pub use erase::{EraseError, Erased, erase};
 pub use keys::{DEFAULT_TTL, KeyError, KeySource, Keyring, MAX_KEPT, Stored};
 pub use local::LocalKeys;

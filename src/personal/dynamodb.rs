@@ -1,0 +1,535 @@
+//! [`DynamoKeys`]: the subjects' data keys in the event store's table,
+//! wrapped under a KMS key (`PERSONAL_DATA_KEY`).
+//!
+//! | item | pk | sk | attributes |
+//! | --- | --- | --- | --- |
+//! | a subject's key | `SUBJECT#<subject>` | `KEY` | `wrappedKey` B (the data key wrapped by KMS, the subject its encryption context), `streams` SS, `createdAt` N |
+//! | once erased | the same | `KEY` | `streams` SS (kept), `erasedAt` N, `told` BOOL; no `wrappedKey` |
+//!
+//! A key item is no event item: the dispatcher sends nothing for it, and
+//! `rebuild`, `verify` and the store's scans never list it as a stream.
+//! Every request is one of: `BatchGetItem` (strongly consistent, 100 keys a
+//! request, unprocessed keys asked again), a conditional `PutItem` (a new
+//! key: the first writer wins, a later one is answered the winner's item),
+//! `UpdateItem` (a stream added while the key exists; the key removed;
+//! erasure told), KMS `GenerateDataKey` and `Decrypt`. No key's bytes, wrapped or
+//! not, are in any error or log line.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, KeysAndAttributes, ReturnValue, ReturnValuesOnConditionCheckFailure,
+};
+use aws_sdk_kms::types::DataKeySpec;
+use futures::future::BoxFuture;
+
+use super::cipher::DataKey;
+use super::keys::{KeyError, KeySource, Stored};
+use crate::entity::Item;
+use crate::lambda::epoch_seconds;
+use crate::store::dynamodb::errors::request_error;
+
+/// The most keys one `BatchGetItem` asks for (DynamoDB's limit).
+const BATCH: usize = 100;
+
+/// How many times unprocessed keys are asked again before the read fails.
+const UNPROCESSED_TRIES: u32 = 8;
+
+/// The encryption context's name for the subject.
+const CONTEXT: &str = "subject";
+
+/// Key items in a DynamoDB table (the event store's), their data keys
+/// wrapped under a KMS key; see the module's documentation.
+pub struct DynamoKeys {
+    dynamodb: aws_sdk_dynamodb::Client,
+    table: String,
+    kms: aws_sdk_kms::Client,
+    key_id: String,
+    kms_requests: AtomicU64,
+    requests: AtomicU64,
+}
+
+impl std::fmt::Debug for DynamoKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DynamoKeys")
+            .field("table", &self.table)
+            .field("key_id", &self.key_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DynamoKeys {
+    /// Key items in `table` (the event store's), wrapped under the KMS key
+    /// `key_id` (an id, an ARN or `alias/<name>`).
+    pub fn new(
+        dynamodb: aws_sdk_dynamodb::Client,
+        table: impl Into<String>,
+        kms: aws_sdk_kms::Client,
+        key_id: impl Into<String>,
+    ) -> DynamoKeys {
+        DynamoKeys {
+            dynamodb,
+            table: table.into(),
+            kms,
+            key_id: key_id.into(),
+            kms_requests: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+        }
+    }
+
+    /// The table.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// The DynamoDB requests made so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    fn sent(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn kms_sent(&self) {
+        self.kms_requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    async fn read_items(&self, subjects: &[String]) -> Result<HashMap<String, Stored>, KeyError> {
+        let mut wanted: Vec<&String> = subjects.iter().collect();
+        wanted.sort();
+        wanted.dedup();
+        let mut found = HashMap::new();
+        for chunk in wanted.chunks(BATCH) {
+            let keys = chunk.iter().map(|subject| key(subject)).collect();
+            let mut asked = KeysAndAttributes::builder()
+                .set_keys(Some(keys))
+                .consistent_read(true)
+                .build()
+                .map_err(|err| KeyError::Store(format!("BatchGetItem: {err}")))?;
+            let mut tries = 0;
+            loop {
+                self.sent();
+                let output = self
+                    .dynamodb
+                    .batch_get_item()
+                    .request_items(&self.table, asked)
+                    .send()
+                    .await
+                    .map_err(|err| store_error("BatchGetItem", &err))?;
+                for item in output
+                    .responses
+                    .and_then(|mut tables| tables.remove(&self.table))
+                    .unwrap_or_default()
+                {
+                    let (subject, stored) = subject_item(&item)?;
+                    found.insert(subject, stored);
+                }
+                let Some(left) = output
+                    .unprocessed_keys
+                    .and_then(|mut tables| tables.remove(&self.table))
+                    .filter(|left| !left.keys.is_empty())
+                else {
+                    break;
+                };
+                tries += 1;
+                if tries >= UNPROCESSED_TRIES {
+                    return Err(KeyError::Store(format!(
+                        "BatchGetItem left {} key items of {} unread after {tries} tries",
+                        left.keys.len(),
+                        self.table
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(25 << tries.min(5))).await;
+                asked = left;
+            }
+        }
+        Ok(found)
+    }
+
+    /// The subject's item as stored (one strongly consistent `GetItem`).
+    async fn get(&self, subject: &str) -> Result<Option<Stored>, KeyError> {
+        self.sent();
+        let output = self
+            .dynamodb
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(subject)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|err| store_error("GetItem", &err))?;
+        output
+            .item
+            .filter(|item| !item.is_empty())
+            .map(|item| stored(subject, &item))
+            .transpose()
+    }
+
+    async fn generate(&self, subject: &str) -> Result<(Vec<u8>, DataKey), KeyError> {
+        self.kms_sent();
+        let output = self
+            .kms
+            .generate_data_key()
+            .key_id(&self.key_id)
+            .key_spec(DataKeySpec::Aes256)
+            .encryption_context(CONTEXT, subject)
+            .send()
+            .await
+            .map_err(|err| kms_error("GenerateDataKey", subject, &err))?;
+        let (Some(wrapped), Some(plain)) = (output.ciphertext_blob, output.plaintext) else {
+            return Err(KeyError::Kms(format!(
+                "GenerateDataKey for `{subject}` answered no key"
+            )));
+        };
+        let key = DataKey::new(plain.as_ref()).map_err(|err| {
+            KeyError::Kms(format!("GenerateDataKey for `{subject}` answered {err}"))
+        })?;
+        Ok((wrapped.into_inner(), key))
+    }
+
+    async fn put_new(
+        &self,
+        subject: &str,
+        stream: &str,
+        wrapped: &[u8],
+    ) -> Result<Option<Stored>, KeyError> {
+        let mut item = key(subject);
+        item.insert(
+            "wrappedKey".to_owned(),
+            AttributeValue::B(Blob::new(wrapped)),
+        );
+        item.insert(
+            "streams".to_owned(),
+            AttributeValue::Ss(vec![stream.to_owned()]),
+        );
+        item.insert(
+            "createdAt".to_owned(),
+            AttributeValue::N(epoch_seconds().to_string()),
+        );
+        self.sent();
+        let result = self
+            .dynamodb
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let err = match result {
+            Ok(_) => return Ok(None),
+            Err(err) => err,
+        };
+        match err.as_service_error() {
+            Some(PutItemError::ConditionalCheckFailedException(failed)) => {
+                match failed.item.as_ref().filter(|item| !item.is_empty()) {
+                    Some(found) => stored(subject, found).map(Some),
+                    // An answer without the item: read it.
+                    None => match self.get(subject).await? {
+                        Some(found) => Ok(Some(found)),
+                        None => Err(KeyError::Store(format!(
+                            "PutItem of the key item of `{subject}` found an item, and a read found none"
+                        ))),
+                    },
+                }
+            }
+            _ => Err(store_error("PutItem", &err)),
+        }
+    }
+}
+
+impl KeySource for DynamoKeys {
+    fn read<'a>(
+        &'a self,
+        subjects: &'a [String],
+    ) -> BoxFuture<'a, Result<HashMap<String, Stored>, KeyError>> {
+        Box::pin(self.read_items(subjects))
+    }
+
+    fn unwrap_key<'a>(
+        &'a self,
+        subject: &'a str,
+        wrapped: &'a [u8],
+    ) -> BoxFuture<'a, Result<DataKey, KeyError>> {
+        Box::pin(async move {
+            self.kms_sent();
+            let output = self
+                .kms
+                .decrypt()
+                .key_id(&self.key_id)
+                .ciphertext_blob(Blob::new(wrapped))
+                .encryption_context(CONTEXT, subject)
+                .send()
+                .await
+                .map_err(|err| kms_error("Decrypt", subject, &err))?;
+            let plain = output.plaintext.ok_or_else(|| {
+                KeyError::Kms(format!("Decrypt of the key of `{subject}` answered no key"))
+            })?;
+            DataKey::new(plain.as_ref()).map_err(|err| {
+                KeyError::Kms(format!("Decrypt of the key of `{subject}` answered {err}"))
+            })
+        })
+    }
+
+    fn create<'a>(
+        &'a self,
+        subject: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, Result<Result<(Vec<u8>, DataKey), Stored>, KeyError>> {
+        Box::pin(async move {
+            let (wrapped, key) = self.generate(subject).await?;
+            Ok(match self.put_new(subject, stream, &wrapped).await? {
+                None => Ok((wrapped, key)),
+                Some(found) => Err(found),
+            })
+        })
+    }
+
+    fn add_stream<'a>(
+        &'a self,
+        subject: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, Result<bool, KeyError>> {
+        Box::pin(async move {
+            self.sent();
+            let result = self
+                .dynamodb
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key(subject)))
+                .update_expression("ADD streams :stream")
+                .condition_expression("attribute_exists(wrappedKey)")
+                .expression_attribute_values(":stream", AttributeValue::Ss(vec![stream.to_owned()]))
+                .send()
+                .await;
+            match result {
+                Ok(_) => Ok(true),
+                Err(err) => match err.as_service_error() {
+                    Some(UpdateItemError::ConditionalCheckFailedException(_)) => Ok(false),
+                    _ => Err(store_error("UpdateItem", &err)),
+                },
+            }
+        })
+    }
+
+    /// One `UpdateItem`, so that the streams are kept whatever is added
+    /// meanwhile (an `add_stream` after it fails its condition): the key
+    /// removed, `erasedAt` and `told` set unless they were (an item made
+    /// when there was none has neither key nor streams).
+    fn erase<'a>(&'a self, subject: &'a str) -> BoxFuture<'a, Result<Option<Stored>, KeyError>> {
+        Box::pin(async move {
+            self.sent();
+            let output = self
+                .dynamodb
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key(subject)))
+                .update_expression(
+                    "REMOVE wrappedKey SET erasedAt = if_not_exists(erasedAt, :now), told = if_not_exists(told, :told)",
+                )
+                .expression_attribute_values(":now", AttributeValue::N(epoch_seconds().to_string()))
+                .expression_attribute_values(":told", AttributeValue::Bool(false))
+                .return_values(ReturnValue::AllOld)
+                .send()
+                .await
+                .map_err(|err| store_error("UpdateItem", &err))?;
+            output
+                .attributes
+                .filter(|item| !item.is_empty())
+                .map(|item| stored(subject, &item))
+                .transpose()
+        })
+    }
+
+    fn told<'a>(&'a self, subject: &'a str) -> BoxFuture<'a, Result<(), KeyError>> {
+        Box::pin(async move {
+            self.sent();
+            let result = self
+                .dynamodb
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key(subject)))
+                .update_expression("SET told = :told")
+                .condition_expression("attribute_exists(pk) AND attribute_not_exists(wrappedKey)")
+                .expression_attribute_values(":told", AttributeValue::Bool(true))
+                .send()
+                .await;
+            match result {
+                Ok(_) => Ok(()),
+                // No erased item: nothing to mark.
+                Err(err) => match err.as_service_error() {
+                    Some(UpdateItemError::ConditionalCheckFailedException(_)) => Ok(()),
+                    _ => Err(store_error("UpdateItem", &err)),
+                },
+            }
+        })
+    }
+
+    fn kms_requests(&self) -> u64 {
+        self.kms_requests.load(Ordering::Relaxed)
+    }
+}
+
+/// The key of a subject's key item.
+fn key(subject: &str) -> Item {
+    HashMap::from([
+        (
+            "pk".to_owned(),
+            AttributeValue::S(format!("SUBJECT#{subject}")),
+        ),
+        ("sk".to_owned(), AttributeValue::S("KEY".to_owned())),
+    ])
+}
+
+/// A key item read back, with its subject (from its `pk`).
+fn subject_item(item: &Item) -> Result<(String, Stored), KeyError> {
+    let subject = match item.get("pk") {
+        Some(AttributeValue::S(pk)) => pk.strip_prefix("SUBJECT#"),
+        _ => None,
+    }
+    .ok_or_else(|| KeyError::Store("BatchGetItem answered an item that is no key item".to_owned()))?
+    .to_owned();
+    let stored = stored(&subject, item)?;
+    Ok((subject, stored))
+}
+
+/// The attributes of `subject`'s key item.
+fn stored(subject: &str, item: &Item) -> Result<Stored, KeyError> {
+    let corrupt = |problem: &str| KeyError::Corrupt {
+        subject: subject.to_owned(),
+        problem: problem.to_owned(),
+    };
+    let wrapped = match item.get("wrappedKey") {
+        None => None,
+        Some(AttributeValue::B(blob)) if !blob.as_ref().is_empty() => Some(blob.as_ref().to_vec()),
+        Some(_) => return Err(corrupt("has a `wrappedKey` that is not binary data")),
+    };
+    let streams = match item.get("streams") {
+        None => Vec::new(),
+        Some(AttributeValue::Ss(streams)) => {
+            let mut streams = streams.clone();
+            streams.sort();
+            streams
+        }
+        Some(_) => return Err(corrupt("has `streams` that are not a string set")),
+    };
+    let told = match item.get("told") {
+        None => false,
+        Some(AttributeValue::Bool(told)) => *told,
+        Some(_) => return Err(corrupt("has a `told` that is not a boolean")),
+    };
+    if wrapped.is_none() && !item.contains_key("erasedAt") {
+        return Err(corrupt("has neither a `wrappedKey` nor an `erasedAt`"));
+    }
+    Ok(Stored {
+        wrapped,
+        streams,
+        told,
+    })
+}
+
+fn store_error<E, R>(
+    operation: &'static str,
+    err: &aws_sdk_dynamodb::error::SdkError<E, R>,
+) -> KeyError
+where
+    E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
+    R: std::fmt::Debug,
+{
+    KeyError::Store(request_error(operation, err).to_string())
+}
+
+/// A KMS error, naming the operation and the subject (what KMS says, never
+/// the request's blob).
+fn kms_error<E, R>(
+    operation: &'static str,
+    subject: &str,
+    err: &aws_sdk_kms::error::SdkError<E, R>,
+) -> KeyError
+where
+    E: std::error::Error + aws_sdk_kms::error::ProvideErrorMetadata + 'static,
+    R: std::fmt::Debug,
+{
+    KeyError::Kms(format!(
+        "{} (the key of `{subject}`)",
+        request_error(operation, err)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(pairs: &[(&str, AttributeValue)]) -> Item {
+        let mut item = key("ada");
+        item.extend(
+            pairs
+                .iter()
+                .map(|(name, value)| ((*name).to_owned(), value.clone())),
+        );
+        item
+    }
+
+    #[test]
+    fn a_key_item_reads_back_as_stored() {
+        let live = item(&[
+            ("wrappedKey", AttributeValue::B(Blob::new(vec![1, 2, 3]))),
+            (
+                "streams",
+                AttributeValue::Ss(vec!["b".to_owned(), "a".to_owned()]),
+            ),
+            ("createdAt", AttributeValue::N("1".to_owned())),
+        ]);
+        assert_eq!(
+            subject_item(&live),
+            Ok((
+                "ada".to_owned(),
+                Stored {
+                    wrapped: Some(vec![1, 2, 3]),
+                    streams: vec!["a".to_owned(), "b".to_owned()],
+                    told: false,
+                }
+            ))
+        );
+        let erased = item(&[
+            ("erasedAt", AttributeValue::N("2".to_owned())),
+            ("told", AttributeValue::Bool(true)),
+        ]);
+        assert_eq!(
+            stored("ada", &erased),
+            Ok(Stored {
+                wrapped: None,
+                streams: Vec::new(),
+                told: true,
+            })
+        );
+    }
+
+    #[test]
+    fn an_item_that_cannot_be_read_is_corrupt_and_names_the_subject() {
+        for (bad, says) in [
+            (
+                item(&[("wrappedKey", AttributeValue::S("key".to_owned()))]),
+                "not binary",
+            ),
+            (
+                item(&[
+                    ("erasedAt", AttributeValue::N("2".to_owned())),
+                    ("streams", AttributeValue::S("a".to_owned())),
+                ]),
+                "string set",
+            ),
+            (item(&[]), "neither"),
+        ] {
+            let err = stored("ada", &bad).expect_err("corrupt");
+            let text = err.to_string();
+            assert!(text.contains("`ada`") && text.contains(says), "{text}");
+        }
+    }
+}
