@@ -4,16 +4,24 @@
 //! envelope's `type`, its data structs declaring their limits
 //! (`sequence_guard::limits`); sequence-guard's envelope reads the rest.
 //! Its [`Events`] implementation is the registration: how each type is
-//! handled, and by which handler.
+//! handled, and by which handler; and which of its fields are personal
+//! data ([`Events::personal`]): an order's `customerName` and `email`, in
+//! `OrderCreated` and `OrderUpdated`, are its customer's, whose subject is
+//! the order (the event's `aggregateId`). `append` seals them with the
+//! subject's key; `erase --subject <order>` forgets them, and tells every
+//! consumer with a `PersonalDataErased` event, which the order projection
+//! applies by replacing them with `(erased)` ([`Handling::erase`]).
 
 use sequence_guard::limits::{integer, non_negative, text};
+use sequence_guard::personal::{Erasure, Personal};
 use sequence_guard::{Events, Handling};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::{order, product, stock};
 
-/// `OrderCreated` and `OrderUpdated` data.
+/// `OrderCreated` and `OrderUpdated` data. `customerName` and `email` are
+/// personal ([`ShopEvent::personal`]).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OrderDetails {
@@ -100,6 +108,9 @@ pub enum ShopEvent {
     ProductCreated(NewProduct),
     ProductPriceChanged(PriceChange),
     InventoryAdjusted(StockChange),
+    /// A subject's personal data forgotten (`erase`): on each of its
+    /// streams, after its last event.
+    PersonalDataErased(Erasure),
 }
 
 impl Events for ShopEvent {
@@ -121,6 +132,15 @@ impl Events for ShopEvent {
                 Handling::sequenced(data, product::on_product_price_changed)
             }
             ShopEvent::InventoryAdjusted(change) => stock::on_inventory_adjusted(change),
+            ShopEvent::PersonalDataErased(data) => Handling::erase::<order::Order>(data),
         }
+    }
+
+    /// An order's customer name and email, the order's own (the subject is
+    /// the event's `aggregateId`).
+    fn personal() -> Personal {
+        Personal::new()
+            .fields("OrderCreated", &["customerName", "email"])
+            .fields("OrderUpdated", &["customerName", "email"])
     }
 }

@@ -11,7 +11,12 @@
 //! | `ProductCreated`      | [`product::on_product_created`]        | sequenced (a creation) |
 //! | `ProductPriceChanged` | [`product::on_product_price_changed`]  | sequenced  |
 //! | `InventoryAdjusted`   | [`stock::on_inventory_adjusted`]       | a deduplicated effect: `ADD onHand` |
+//! | `PersonalDataErased`  | `Handling::erase::<Order>`             | sequenced: the order's `customerName` and `email` become `(erased)` |
 //!
+//! An order's `customerName` and `email` are personal data
+//! ([`ShopEvent`]'s `personal()`): sealed in the store with a key of the
+//! order, opened by the consumers that project them (this one), and
+//! forgotten with `erase --subject <order>`.
 //! - `events.rs`: the events ([`ShopEvent`]) and the registration.
 //! - `order.rs`, `product.rs`: the entities and their handlers.
 //! - `stock.rs`: the stock counter.

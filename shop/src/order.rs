@@ -22,10 +22,17 @@ impl OrderStatus {
     }
 }
 
-/// The order projection: the item `ORDER#<aggregateId>` / `STATE`.
+/// The order projection: the item `ORDER#<aggregateId>` / `STATE`. Its
+/// `customerName` and `email` are personal: once the order's subject is
+/// erased (`PersonalDataErased`) they hold `(erased)`, and every other
+/// attribute is kept.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Entity)]
 #[serde(rename_all = "camelCase")]
-#[entity(kind = "ORDER", summary = "summary_line")]
+#[entity(
+    kind = "ORDER",
+    summary = "summary_line",
+    personal("customerName", "email")
+)]
 pub struct Order {
     /// The sequence of the last event applied.
     pub sequence: u64,

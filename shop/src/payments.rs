@@ -14,6 +14,7 @@
 //! | `OrderCancelled` | paid | `CANCELLED` | `RefundRequested` (`paidCents`) |
 //! | the deadline | still awaiting | `CANCELLING` | `OrderCancelled` ("payment not received"), at the sequence seen |
 //! | `RefundRequested` | | unchanged | |
+//! | `PersonalDataErased` | | unchanged (a pass: it holds nothing personal) | |
 //!
 //! A cancel it asked for arrives as any `OrderCancelled` does, and ends it
 //! `CANCELLED`. If the order's stream moved before its cancel could be
@@ -23,7 +24,10 @@
 //!
 //! Its item: `PAYMENT#<aggregateId>` / `STATE`, with `sequence`,
 //! `lastEventId`, `state`, `totalCents`, `paidCents`, and `dueAt` while it
-//! awaits payment (the engine's). Nothing personal.
+//! awaits payment (the engine's). Nothing personal: of an order's
+//! `OrderCreated` and `OrderUpdated` it reads the total only ([`OrderTotal`]),
+//! so it declares no personal data, never opens a sealed value and never
+//! reads a key; a subject's erasure only moves its sequence.
 //!
 //! `PAYMENT_WINDOW_SECONDS` (default 900, 1 to 604800) sets the window.
 
@@ -32,7 +36,9 @@ use sequence_guard::{Decision, Domain, Entity, Events, Handling, Sequenced};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
-use crate::events::{OrderCancellation, OrderDetails, PaymentDetails, RefundRequest};
+use sequence_guard::limits::non_negative;
+
+use crate::events::{OrderCancellation, PaymentDetails, RefundRequest};
 
 /// The window's default, in seconds: 15 minutes.
 pub const DEFAULT_WINDOW_SECONDS: u64 = 900;
@@ -120,18 +126,29 @@ impl Payment {
     }
 }
 
+/// `OrderCreated` and `OrderUpdated` data as the process reads it: the
+/// total, and none of the customer's personal fields (sealed in the store,
+/// and not its to open).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderTotal {
+    #[serde(deserialize_with = "non_negative")]
+    pub total_cents: u64,
+}
+
 /// The types the process receives; those of other streams are ignored.
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", content = "data")]
 pub enum PaymentEvent {
-    OrderCreated(OrderDetails),
-    OrderUpdated(OrderDetails),
+    OrderCreated(OrderTotal),
+    OrderUpdated(OrderTotal),
     OrderCancelled(IgnoredAny),
     PaymentReceived(PaymentDetails),
     RefundRequested(IgnoredAny),
     ProductCreated(IgnoredAny),
     ProductPriceChanged(IgnoredAny),
     InventoryAdjusted(IgnoredAny),
+    PersonalDataErased(IgnoredAny),
 }
 
 impl Events for PaymentEvent {
@@ -142,6 +159,7 @@ impl Events for PaymentEvent {
             PaymentEvent::OrderCancelled(data) => Handling::process(data, on_order_cancelled),
             PaymentEvent::PaymentReceived(data) => Handling::process(data, on_payment_received),
             PaymentEvent::RefundRequested(data) => Handling::process(data, on_refund_requested),
+            PaymentEvent::PersonalDataErased(_) => Handling::pass::<Payment>(),
             PaymentEvent::ProductCreated(_)
             | PaymentEvent::ProductPriceChanged(_)
             | PaymentEvent::InventoryAdjusted(_) => Handling::ignore(),
@@ -190,7 +208,7 @@ fn refund(outbox: &mut Outbox, order: &str, amount_cents: u64) {
 /// `OrderCreated`: awaiting payment, until the deadline.
 pub fn on_order_created(
     state: &mut Option<Payment>,
-    event: &Sequenced<OrderDetails>,
+    event: &Sequenced<OrderTotal>,
     outbox: &mut Outbox,
 ) -> Decision {
     if state.is_some() {
@@ -211,7 +229,7 @@ pub fn on_order_created(
 /// `OrderUpdated`: the total follows.
 pub fn on_order_updated(
     state: &mut Option<Payment>,
-    event: &Sequenced<OrderDetails>,
+    event: &Sequenced<OrderTotal>,
     _: &mut Outbox,
 ) -> Decision {
     let state = match next(state, event) {
@@ -327,11 +345,7 @@ mod tests {
             "e1",
             "o-1",
             1,
-            PaymentEvent::OrderCreated(OrderDetails {
-                customer_name: "A".into(),
-                email: "a@example.com".into(),
-                total_cents: 1000,
-            }),
+            PaymentEvent::OrderCreated(OrderTotal { total_cents: 1000 }),
         );
         assert_eq!(
             then.outbox().deadline(),

@@ -10,7 +10,11 @@
 //! | `OrderUpdated`        | pass: the sequence moves, nothing else |
 //! | `OrderCancelled`      | update: `status` = `CANCELLED`, `cancelReason` ([`on_order_cancelled`]) |
 //! | `PaymentReceived`, `RefundRequested` | pass: the sequence moves, nothing else |
+//! | `PersonalDataErased`  | pass: it holds nothing personal to erase |
 //! | `ProductCreated`, `ProductPriceChanged`, `InventoryAdjusted` | ignored |
+//!
+//! It declares no personal data: it reads none (`IgnoredAny`), so it never
+//! opens a sealed value and never reads a key (its role has no KMS right).
 //!
 //! Its item: `STATUS#<aggregateId>` / `STATE`, with `sequence`,
 //! `lastEventId`, `status` and `cancelReason` (once cancelled).
@@ -55,6 +59,7 @@ pub enum StatusEvent {
     ProductCreated(IgnoredAny),
     ProductPriceChanged(IgnoredAny),
     InventoryAdjusted(IgnoredAny),
+    PersonalDataErased(IgnoredAny),
 }
 
 impl Events for StatusEvent {
@@ -63,7 +68,8 @@ impl Events for StatusEvent {
             StatusEvent::OrderCreated(data) => Handling::sequenced(data, on_order_created),
             StatusEvent::OrderUpdated(_)
             | StatusEvent::PaymentReceived(_)
-            | StatusEvent::RefundRequested(_) => Handling::pass::<Status>(),
+            | StatusEvent::RefundRequested(_)
+            | StatusEvent::PersonalDataErased(_) => Handling::pass::<Status>(),
             StatusEvent::OrderCancelled(data) => Handling::sequenced(data, on_order_cancelled),
             StatusEvent::ProductCreated(_)
             | StatusEvent::ProductPriceChanged(_)
@@ -220,6 +226,7 @@ mod tests {
         assert!(!is_ignored(StatusEvent::OrderUpdated(IgnoredAny)));
         assert!(!is_ignored(StatusEvent::PaymentReceived(IgnoredAny)));
         assert!(!is_ignored(StatusEvent::RefundRequested(IgnoredAny)));
+        assert!(!is_ignored(StatusEvent::PersonalDataErased(IgnoredAny)));
         // Their data is not read; the envelope still is.
         let domain = domain();
         assert!(
