@@ -60,6 +60,12 @@ fn replaying_every_sample_on_the_embedded_table_tells_the_story() {
         "{stdout}"
     );
     assert!(stdout.contains("sku     SKU-LAMP     onHand 7"), "{stdout}");
+    // order-300's customer forgotten, under the guard: its sequence moved.
+    assert!(
+        stdout.contains("order-300  seq 3  PersonalDataErased  applied")
+            && stdout.contains("order   order-300    sequence 3   totalCents 2500   status OPEN"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("  parked  order-100 seq 5, 6 (waiting for 4; 2 parked on it)"),
         "{stdout}"

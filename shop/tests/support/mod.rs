@@ -129,10 +129,12 @@ pub mod samples {
     pub const GAP_CLOSED: &str = include_str!("../../../events/11-gap-closed.json");
     pub const PAYMENT_RECEIVED: &str = include_str!("../../../events/13-payment-received.json");
     pub const REFUND_REQUESTED: &str = include_str!("../../../events/14-refund-requested.json");
+    pub const PERSONAL_DATA_ERASED: &str =
+        include_str!("../../../events/15-personal-data-erased.json");
 
     /// Every SQS sample, in the order of the story (`12-scheduled-sweep.json`
     /// is the schedule's event, not an SQS batch).
-    pub const ALL: [(&str, &str); 13] = [
+    pub const ALL: [(&str, &str); 14] = [
         (
             "01-order-created-and-updated.json",
             ORDER_CREATED_AND_UPDATED,
@@ -149,6 +151,7 @@ pub mod samples {
         ("11-gap-closed.json", GAP_CLOSED),
         ("13-payment-received.json", PAYMENT_RECEIVED),
         ("14-refund-requested.json", REFUND_REQUESTED),
+        ("15-personal-data-erased.json", PERSONAL_DATA_ERASED),
     ];
 
     /// The samples before `11-gap-closed.json`, which closes the gap that
