@@ -20,7 +20,7 @@ use futures::future::BoxFuture;
 use sequence_guard::envelope::InvalidMessage;
 use sequence_guard::personal::{
     DataKey, Erasure, KeyError, KeySource, Keyring, LocalKeys, PLACEHOLDER, Personal, Stored,
-    is_sealed,
+    is_sealed, seal_data,
 };
 use sequence_guard::runner::{Invocation, Outcome, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
@@ -59,10 +59,11 @@ fn keyring(source: &Arc<LocalKeys>) -> Arc<Keyring> {
 }
 
 /// An order event whose `customerName` and `email` are sealed as `append`
-/// seals them: each value's JSON text, under the subject's (the order's)
-/// key, with the event's id and the field's name as associated data.
+/// seals them (`seal_data`, with the producer's keyring): each value's
+/// JSON text under the subject's (the order's) key, with the event's id
+/// and the field's name as associated data.
 async fn sealed(
-    producer: &Keyring,
+    producer: &Arc<Keyring>,
     event_type: &str,
     order: &str,
     sequence: u64,
@@ -70,31 +71,51 @@ async fn sealed(
     total_cents: u64,
 ) -> String {
     let event_id = format!("{order}-{sequence}");
+    let mut data = json!({ "customerName": name, "email": EMAIL, "totalCents": total_cents });
+    let domain = shop::domain().with_keys(producer.clone());
+    seal_data(&domain, order, &event_id, event_type, &mut data)
+        .await
+        .expect("sealed");
+    let body = json!({
+        "eventId": event_id,
+        "type": event_type,
+        "aggregateId": order,
+        "sequence": sequence,
+        "data": data,
+    })
+    .to_string();
+    assert!(!body.contains(name) && !body.contains(EMAIL), "{body}");
+    body
+}
+
+/// The same, sealed by hand as the engine documents it: the subject's key
+/// (`Keyring::for_append`), and `DataKey::seal` of each value's JSON text
+/// with `eventId \0 field` as associated data.
+async fn sealed_by_hand(producer: &Keyring, order: &str, sequence: u64, name: &str) -> String {
+    let event_id = format!("{order}-{sequence}");
     let key = producer
         .for_append(order, order)
         .await
         .expect("the subject's key");
-    let seal = |key: &DataKey, field: &str, value: &str| {
+    let seal = |field: &str, value: &str| {
         let mut aad = event_id.as_bytes().to_vec();
         aad.push(0);
         aad.extend_from_slice(field.as_bytes());
         key.seal(&serde_json::to_vec(value).expect("json"), &aad)
             .expect("sealed")
     };
-    let body = json!({
+    json!({
         "eventId": event_id,
-        "type": event_type,
+        "type": "OrderCreated",
         "aggregateId": order,
         "sequence": sequence,
         "data": {
-            "customerName": seal(&key, "customerName", name),
-            "email": seal(&key, "email", EMAIL),
-            "totalCents": total_cents,
+            "customerName": seal("customerName", name),
+            "email": seal("email", EMAIL),
+            "totalCents": 1250,
         },
     })
-    .to_string();
-    assert!(!body.contains(name) && !body.contains(EMAIL), "{body}");
-    body
+    .to_string()
 }
 
 /// The erasure `erase` appends to an order's stream.
