@@ -7,6 +7,7 @@
 mod support;
 
 mod consumers;
+mod personal;
 mod process;
 mod producer;
 mod projector;
@@ -15,6 +16,7 @@ mod status;
 
 use std::collections::BTreeSet;
 
+use personal::statements;
 use sequence_guard::config::VARIABLES;
 use sequence_guard::dispatcher;
 use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
@@ -129,7 +131,7 @@ const ONLY_ON_EVERY_RESOURCE: [&str; 2] = ["xray:PutTelemetryRecords", "xray:Put
 /// Each Allow of a policy document names its actions and, but for
 /// [`ONLY_ON_EVERY_RESOURCE`] on `*`, only resources of the stack.
 fn check_statements(policy: &str, document: &Value, resources: &BTreeSet<&str>) {
-    for statement in one_or_many(&document["Statement"]) {
+    for statement in statements(document) {
         assert!(
             statement["NotAction"].is_null() && statement["NotResource"].is_null(),
             "{policy}: NotAction or NotResource grants everything but what it names"
@@ -196,11 +198,15 @@ fn resource_properties(template: &Value, name: &str) -> Value {
 // their alarms, all under the `WithProducer` condition.
 
 /// Every resource of the producer's half; each carries `WithProducer`.
-const PRODUCER: [&str; 17] = [
+const PRODUCER: [&str; 21] = [
     "EventsTable",
     "DispatchFailureQueue",
     "EventsTopicKey",
     "EventsTopicKeyAlias",
+    "PersonalDataKey",
+    "PersonalDataKeyAlias",
+    "EraseToolPolicy",
+    "AppendPersonalDataPolicy",
     "EventsTopic",
     "EventsQueuePolicy",
     "EventsSubscriptionDeadLetterQueue",
@@ -217,12 +223,15 @@ const PRODUCER: [&str; 17] = [
 ];
 
 /// The outputs that name producer resources.
-const PRODUCER_OUTPUTS: [&str; 5] = [
+const PRODUCER_OUTPUTS: [&str; 8] = [
     "EventsTableName",
     "DispatcherFunctionName",
     "DispatchFailureQueueUrl",
     "EventsTopicArn",
     "EventsUndeliveredQueueUrl",
+    "PersonalDataKeyArn",
+    "EraseToolPolicyArn",
+    "AppendPersonalDataPolicyArn",
 ];
 
 /// The dispatcher's `Service` dimension, as the template writes it.
@@ -425,8 +434,9 @@ fn dashboard_metrics_with(template: &Value, conditions: &[&str]) -> Vec<[String;
     found
 }
 
-/// What a role's inline policies allow: one (action, resources) per action,
-/// each resource as written (`*`, or an intrinsic as `GetAtt X.Arn`).
+/// What a role's inline policies allow (a statement under `!If`, as
+/// deployed by default: with the producer): one (action, resources) per
+/// action, each resource as written (`*`, or an intrinsic as `GetAtt X.Arn`).
 /// Checks on the way that the role is a Lambda function's, has no managed
 /// policies, and that every statement is a plain Allow of named actions.
 fn lambda_role_grants(template: &Value, role: &str) -> Vec<(String, Vec<String>)> {
@@ -444,10 +454,7 @@ fn lambda_role_grants(template: &Value, role: &str) -> Vec<(String, Vec<String>)
 
     let mut grants = Vec::new();
     for policy in role["Policies"].as_sequence().expect("policies") {
-        for statement in policy["PolicyDocument"]["Statement"]
-            .as_sequence()
-            .expect("statements")
-        {
+        for statement in statements(&policy["PolicyDocument"]) {
             assert_eq!(statement["Effect"], "Allow");
             assert!(statement["NotAction"].is_null() && statement["NotResource"].is_null());
             let resources: Vec<String> = one_or_many(&statement["Resource"])
@@ -483,6 +490,15 @@ fn granted_on(grants: &[(String, Vec<String>)], service: &str) -> BTreeSet<Strin
         .iter()
         .filter(|(action, _)| action.starts_with(service))
         .flat_map(|(_, resources)| resources.iter().cloned())
+        .collect()
+}
+
+/// The actions of `grants` on `resource` (`GetAtt ProjectionTable.Arn`).
+fn granted_to<'a>(grants: &'a [(String, Vec<String>)], resource: &str) -> BTreeSet<&'a str> {
+    grants
+        .iter()
+        .filter(|(_, resources)| resources.iter().any(|named| named == resource))
+        .map(|(action, _)| action.as_str())
         .collect()
 }
 

@@ -361,9 +361,11 @@ fn the_payments_function_runs_the_process_with_the_event_store_and_its_window() 
             others[variable].is_null(),
             "the status consumer: {variable}"
         );
-        let (others, _) = environment(&template, "ProjectorFunction");
-        assert!(others[variable].is_null(), "the projector: {variable}");
     }
+    // The projector reads the key items from the event store (personal.rs),
+    // and has no window.
+    let (others, _) = environment(&template, "ProjectorFunction");
+    assert!(others["PAYMENT_WINDOW_SECONDS"].is_null(), "the projector");
 
     // Its sweep: the schedule's event, on the period its parameter sets,
     // by default a minute: how late a deadline may fire.
@@ -461,16 +463,27 @@ fn the_payments_role_grants_exactly_what_the_process_calls() {
         ]),
         "its table, its index, the event store: nothing else (not the event store's stream)"
     );
-    // Nobody else may append: the projector's and the status consumer's
-    // roles name no event store.
-    for role in ["ProjectorRole", "StatusProjectorRole"] {
-        let theirs = lambda_role_grants(&template, role);
-        assert!(
-            !theirs
-                .iter()
-                .any(|(_, resources)| resources.iter().any(|r| r.contains("EventsTable"))),
-            "{role}"
-        );
+    // Nobody else may append: the status consumer's role names no event
+    // store, the projector's reads its key items only (personal.rs).
+    let theirs = lambda_role_grants(&template, "StatusProjectorRole");
+    assert!(
+        !theirs
+            .iter()
+            .any(|(_, resources)| resources.iter().any(|r| r.contains("EventsTable"))),
+        "StatusProjectorRole"
+    );
+    let theirs = lambda_role_grants(&template, "ProjectorRole");
+    for (action, resources) in &theirs {
+        if resources.iter().any(|r| r.contains("EventsTable")) {
+            assert_eq!(
+                (action.as_str(), resources.as_slice()),
+                (
+                    "dynamodb:BatchGetItem",
+                    &["GetAtt EventsTable.Arn".to_owned()][..]
+                ),
+                "ProjectorRole"
+            );
+        }
     }
 }
 

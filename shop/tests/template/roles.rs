@@ -157,10 +157,13 @@ async fn the_policy_names_exactly_the_dynamodb_actions_the_code_calls() {
     let grants = lambda_role_grants(&template, "ProjectorRole");
     assert_eq!(
         granted_on(&grants, "dynamodb:"),
-        BTreeSet::from(["GetAtt ProjectionTable.Arn".to_owned()]),
-        "only the table"
+        BTreeSet::from([
+            "GetAtt ProjectionTable.Arn".to_owned(),
+            "GetAtt EventsTable.Arn".to_owned()
+        ]),
+        "only the table, and the event store's key items (personal.rs)"
     );
-    let allowed: BTreeSet<String> = granted(&grants, "dynamodb:")
+    let allowed: BTreeSet<String> = granted_to(&grants, "GetAtt ProjectionTable.Arn")
         .into_iter()
         .map(str::to_owned)
         .collect();
@@ -182,7 +185,7 @@ fn the_projector_role_grants_only_what_it_uses() {
     let grants = lambda_role_grants(&template, "ProjectorRole");
     for (action, _) in &grants {
         assert!(
-            ["sqs:", "dynamodb:", "logs:", "xray:"]
+            ["sqs:", "dynamodb:", "logs:", "xray:", "kms:"]
                 .iter()
                 .any(|service| action.starts_with(service)),
             "{action}: the projector calls no such service"
@@ -207,10 +210,25 @@ fn the_projector_role_grants_only_what_it_uses() {
         "its own queue only, not its dead-letter queue nor any other"
     );
 
-    // DynamoDB: the table (the actions are compared with the code's calls above).
+    // DynamoDB: the table (the actions are compared with the code's calls
+    // above), and the event store's key items, read only.
     assert_eq!(
         granted_on(&grants, "dynamodb:"),
-        BTreeSet::from(["GetAtt ProjectionTable.Arn".to_owned()])
+        BTreeSet::from([
+            "GetAtt ProjectionTable.Arn".to_owned(),
+            "GetAtt EventsTable.Arn".to_owned()
+        ])
+    );
+    assert_eq!(
+        granted_to(&grants, "GetAtt EventsTable.Arn"),
+        BTreeSet::from(["dynamodb:BatchGetItem"])
+    );
+
+    // KMS: the subjects' data keys unwrapped, nothing else (personal.rs).
+    assert_eq!(granted(&grants, "kms:"), BTreeSet::from(["kms:Decrypt"]));
+    assert_eq!(
+        granted_on(&grants, "kms:"),
+        BTreeSet::from(["GetAtt PersonalDataKey.Arn".to_owned()])
     );
 
     // Logs: its own log group; X-Ray: the two write actions of active tracing.

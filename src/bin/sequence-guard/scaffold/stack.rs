@@ -9,7 +9,10 @@
 //! and rights, its sweep's period, an alarm, a dashboard line) is in the
 //! same file, in its `#@ process ...` sections, each inserted where a line
 //! holds only `{{process ...}}` (and that line dropped for a consumer that
-//! is not one); its sweep's schedule is a value of this module's.
+//! is not one); its sweep's schedule is a value of this module's. The
+//! first consumer alone opens personal data: its `#@ personal ...`
+//! sections (the key's use, the key items' read, their variables) are
+//! inserted likewise, and dropped for every further consumer.
 
 use super::{ConsumerDeclaration, Error, Names};
 
@@ -37,6 +40,10 @@ const PROCESS_SECTIONS: [&str; 7] = [
     "process resources",
     "process widgets",
 ];
+
+/// The sections of what opening personal data adds to a consumer (the
+/// first), each inserted at the line `{{<section>}}` of its definition.
+const PERSONAL_SECTIONS: [&str; 2] = ["personal grants", "personal environment"];
 
 /// The sweep of a consumer that is not a process: every five minutes.
 const PARKED_SWEEP: [(&str, &str); 2] = [
@@ -71,8 +78,9 @@ struct Consumer {
 impl Consumer {
     /// The first consumer: the resource names every earlier release had
     /// (`EventsQueue`, `ProjectionTable`, `ProjectorFunction`, ...), so that
-    /// an update replaces none of them.
-    fn first(binary: &dyn Fn(&str) -> String) -> Self {
+    /// an update replaces none of them; it opens personal data (`section`
+    /// gives those sections of the definition).
+    fn first(binary: &dyn Fn(&str) -> String, section: &dyn Fn(&str) -> String) -> Self {
         let mut values = vec![
             ("{{Id}}", String::new()),
             ("{{Queue}}", "Events".to_owned()),
@@ -106,14 +114,18 @@ impl Consumer {
             ),
         ];
         values.extend(PARKED_SWEEP.map(|(key, value)| (key, value.to_owned())));
+        let mut blocks = vec![(
+            "{{sweep comment}}".to_owned(),
+            PARKED_SWEEP_COMMENT.to_owned(),
+        )];
+        for name in PERSONAL_SECTIONS {
+            blocks.push((format!("{{{{{name}}}}}"), section(name)));
+        }
         Consumer {
             values,
             condition: None,
             widgets: "ProjectorWidgets".to_owned(),
-            blocks: vec![(
-                "{{sweep comment}}".to_owned(),
-                PARKED_SWEEP_COMMENT.to_owned(),
-            )],
+            blocks,
         }
     }
 
@@ -300,7 +312,9 @@ impl Consumer {
 /// Whether a line holding only `marker` is replaced by a block (or dropped).
 fn is_block(marker: &str) -> bool {
     marker == "{{sweep comment}}"
-        || ((marker.starts_with("{{process ") || marker.starts_with("{{environment"))
+        || ((marker.starts_with("{{process ")
+            || marker.starts_with("{{personal ")
+            || marker.starts_with("{{environment"))
             && marker.ends_with("}}"))
 }
 
@@ -399,7 +413,11 @@ fn sections(text: &str) -> Result<Vec<(&str, String)>, Error> {
         "widget variables",
         "outputs",
     ];
-    for expected in expected.into_iter().chain(PROCESS_SECTIONS) {
+    for expected in expected
+        .into_iter()
+        .chain(PROCESS_SECTIONS)
+        .chain(PERSONAL_SECTIONS)
+    {
         if !sections.iter().any(|(name, _)| *name == expected) {
             return Err(Error::Drifted {
                 file: "templates/stack/consumer.yaml",
@@ -432,7 +450,7 @@ pub fn render_with(
             .map(|(_, body)| body.trim_end_matches('\n').to_owned() + "\n")
             .unwrap_or_default()
     };
-    let mut consumers = vec![Consumer::first(binary)];
+    let mut consumers = vec![Consumer::first(binary, &section)];
     let mut y = FIRST_ROW_OF_OTHERS;
     for declared in further {
         consumers.push(Consumer::further(binary, declared, y, &section));
