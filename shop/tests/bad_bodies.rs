@@ -32,7 +32,7 @@ fn any_value() -> impl Strategy<Value = Value> {
     })
 }
 
-const TYPES: [&str; 10] = [
+const TYPES: [&str; 11] = [
     "OrderCreated",
     "OrderUpdated",
     "OrderCancelled",
@@ -41,11 +41,12 @@ const TYPES: [&str; 10] = [
     "ProductCreated",
     "ProductPriceChanged",
     "InventoryAdjusted",
+    "PersonalDataErased",
     "OrderShipped",
     "",
 ];
 
-const DATA_FIELDS: [&str; 10] = [
+const DATA_FIELDS: [&str; 11] = [
     "customerName",
     "email",
     "totalCents",
@@ -55,6 +56,7 @@ const DATA_FIELDS: [&str; 10] = [
     "priceCents",
     "sku",
     "delta",
+    "subject",
     "notes",
 ];
 
