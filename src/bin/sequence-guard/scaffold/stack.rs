@@ -12,12 +12,15 @@
 //! is not one); its sweep's schedule is a value of this module's. The
 //! first consumer alone opens personal data: its `#@ personal ...`
 //! sections (the key's use, the key items' read, their variables) are
-//! inserted likewise, and dropped for every further consumer.
+//! inserted likewise, and dropped for every further consumer. The stack's
+//! part of personal data (the key, the tools' policies) is
+//! `templates/stack/personal.yaml`'s.
 
 use super::{ConsumerDeclaration, Error, Names};
 
 const BASE: &str = include_str!("../../../../templates/stack/base.yaml");
 const CONSUMER: &str = include_str!("../../../../templates/stack/consumer.yaml");
+const PERSONAL: &str = include_str!("../../../../templates/stack/personal.yaml");
 
 /// The dashboard rows above the first further consumer's: the first
 /// consumer's (24) and the producer's (12).
@@ -395,15 +398,7 @@ fn one_of_each(text: &str) -> Result<(), Error> {
 /// The consumer's definition, by section (`#@ name` lines), without the
 /// comments above the first.
 fn sections(text: &str) -> Result<Vec<(&str, String)>, Error> {
-    let mut sections: Vec<(&str, String)> = Vec::new();
-    for line in text.lines() {
-        if let Some(name) = line.strip_prefix("#@ ") {
-            sections.push((name.trim(), String::new()));
-        } else if let Some((_, body)) = sections.last_mut() {
-            body.push_str(line);
-            body.push('\n');
-        }
-    }
+    let sections = split(text);
     let expected = [
         "parameters",
         "conditions",
@@ -428,6 +423,39 @@ fn sections(text: &str) -> Result<Vec<(&str, String)>, Error> {
         }
     }
     Ok(sections)
+}
+
+/// `text` by section (`#@ name` lines), without the comments above the
+/// first.
+fn split(text: &str) -> Vec<(&str, String)> {
+    let mut sections: Vec<(&str, String)> = Vec::new();
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix("#@ ") {
+            sections.push((name.trim(), String::new()));
+        } else if let Some((_, body)) = sections.last_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    sections
+}
+
+/// The stack's part of personal data: its `resources` and `outputs`.
+fn personal() -> Result<(String, String), Error> {
+    let sections = split(PERSONAL);
+    let section = |name: &'static str| {
+        sections
+            .iter()
+            .find(|(found, _)| *found == name)
+            .map(|(_, body)| body.trim_end().to_owned() + "\n")
+            .ok_or(Error::Drifted {
+                file: "templates/stack/personal.yaml",
+                pattern: name,
+                found: 0,
+                expected: 1,
+            })
+    };
+    Ok((section("resources")? + "\n", section("outputs")?))
 }
 
 /// The stack for a crate's names and further consumers: the first
@@ -473,6 +501,7 @@ pub fn render_with(
         .iter()
         .map(|consumer| format!("${{{}}}", consumer.widgets))
         .collect();
+    let (personal_resources, personal_outputs) = personal()?;
     let mut text = BASE.to_owned();
     for (marker, value) in [
         (
@@ -489,6 +518,8 @@ pub fn render_with(
             joined(&consumers, "resources", "\n"),
         ),
         ("#@ consumer outputs\n", joined(&consumers, "outputs", "")),
+        ("#@ personal data resources\n", personal_resources),
+        ("#@ personal data outputs\n", personal_outputs),
         (
             "        - #@ consumer widget variables\n",
             format!("        - {}", entries.trim_start()),
@@ -500,7 +531,7 @@ pub fn render_with(
         if found != 1 {
             return Err(Error::Drifted {
                 file: "templates/stack/base.yaml",
-                pattern: "#@ consumer ...",
+                pattern: "#@ consumer ... or #@ personal data ...",
                 found,
                 expected: 1,
             });

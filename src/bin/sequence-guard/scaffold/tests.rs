@@ -325,3 +325,53 @@ fn a_new_crate_declares_the_process_it_shows() {
             .contains("sequence_guard::cli::projector(parcels::archiver::domain())")
     );
 }
+
+#[test]
+fn only_the_first_consumer_opens_personal_data() {
+    // GIVEN a crate with a further consumer and a further process
+    let names = Names::new("parcels").expect("a good name");
+    let further = [
+        ConsumerDeclaration::new("audit", "Each parcel's audit trail.", true).expect("audit"),
+        ConsumerDeclaration::new("returns", "Returns a parcel not collected.", false)
+            .and_then(|declared| declared.with(true, Vec::new()))
+            .expect("returns"),
+    ];
+    let text = template(&names, &further).expect("the template");
+    let yaml: serde_yaml::Value = serde_yaml::from_str(&text).expect("YAML");
+    let resources = &yaml["Resources"];
+    let says = |value: &serde_yaml::Value, what: &str| {
+        serde_yaml::to_string(value).expect("YAML").contains(what)
+    };
+    // THEN the stack has the key and the tools' policies, with the producer
+    for name in [
+        "PersonalDataKey",
+        "PersonalDataKeyAlias",
+        "EraseToolPolicy",
+        "AppendPersonalDataPolicy",
+    ] {
+        assert_eq!(resources[name]["Condition"], "WithProducer", "{name}");
+    }
+    for output in [
+        "PersonalDataKeyArn",
+        "EraseToolPolicyArn",
+        "AppendPersonalDataPolicyArn",
+    ] {
+        assert_eq!(yaml["Outputs"][output]["Condition"], "WithProducer");
+    }
+    // AND the first consumer may open personal data: the key, its items
+    let first = &resources["ProjectorRole"];
+    assert!(says(first, "kms:Decrypt") && says(first, "SUBJECT#*"));
+    assert!(says(
+        &resources["ProjectorFunction"]["Properties"]["Environment"],
+        "PERSONAL_DATA_KEY"
+    ));
+    // AND no further consumer may: no KMS right, no key, no key item
+    for id in ["Audit", "Returns"] {
+        let role = &resources[format!("{id}ProjectorRole").as_str()];
+        let function = &resources[format!("{id}ProjectorFunction").as_str()];
+        for what in ["kms:", "PersonalDataKey", "SUBJECT#", "PERSONAL_DATA_KEY"] {
+            assert!(!says(role, what), "{id}'s role: {what}");
+            assert!(!says(function, what), "{id}'s function: {what}");
+        }
+    }
+}
