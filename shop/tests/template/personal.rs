@@ -262,22 +262,16 @@ fn the_erase_tool_policy_replaces_key_items_tells_streams_and_has_no_kms_right()
             );
         }
     }
-    // The key item read and replaced by an erased one (its streams kept,
-    // then marked told); an erasure event appended to each stream with a
+    // The wrapped key removed from the key item, which answers its streams
+    // (one UpdateItem, src/personal/dynamodb.rs), then marked told (another);
+    // an erasure event appended to each stream with a
     // request id: the stream's last event (Query), the event and the
     // request in one transaction (PutItem), a request answered before
     // (GetItem). No ConditionCheckItem: it appends after the last event.
     assert_eq!(
         on_the_event_store("EraseToolPolicy", document),
         [
-            (
-                set(&[
-                    "dynamodb:BatchGetItem",
-                    "dynamodb:PutItem",
-                    "dynamodb:UpdateItem"
-                ]),
-                set(&["SUBJECT#*"])
-            ),
+            (set(&["dynamodb:UpdateItem"]), set(&["SUBJECT#*"])),
             (
                 set(&["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"]),
                 set(&["STREAM#*", "REQUEST#*"])
@@ -309,8 +303,10 @@ fn the_append_policy_seals_under_the_subjects_context_and_appends() {
     );
     assert_under_the_subjects_context("AppendPersonalDataPolicy", kms[0]);
 
-    // The append: what the payments process's appends are granted, on the
-    // streams and requests only.
+    // The key item (src/personal/dynamodb.rs): read (BatchGetItem), created
+    // (PutItem; GetItem when a racing writer's item is not returned), given
+    // the stream (UpdateItem). The append: what the payments process's
+    // appends are granted, on the streams and requests only.
     let process = lambda_role_grants(&template, "PaymentsProjectorRole");
     let append: BTreeSet<String> = granted_to(&process, "GetAtt EventsTable.Arn")
         .into_iter()
@@ -322,6 +318,7 @@ fn the_append_policy_seals_under_the_subjects_context_and_appends() {
             (
                 set(&[
                     "dynamodb:BatchGetItem",
+                    "dynamodb:GetItem",
                     "dynamodb:PutItem",
                     "dynamodb:UpdateItem"
                 ]),
