@@ -75,7 +75,9 @@ pub enum InvalidMessage {
     /// The body holds personal data of this subject, whose key the reader
     /// has not fetched ([`crate::Domain::fetch_keys`]): the one refusal
     /// that heals, once the key is read (or the subject found erased).
-    #[error("the personal data of `{0}` needs its key, not read yet")]
+    // The subject is not repeated: reasons are logged, and a subject may
+    // be a value of `data`.
+    #[error("the body holds personal data whose key is not read yet")]
     KeyNeeded(String),
     /// The `type` names none of the domain's event types (its first 64
     /// characters).

@@ -9,8 +9,9 @@
 //! before: the first answer, `"duplicateRequest": true`); 1 a storage error
 //! after retries (safe to run again with the same request id); 2 invalid
 //! input (the error names the field), a stream that holds events of another
-//! kind (the error names the stream and both kinds) or `EVENTS_TABLE`
-//! missing; 3 the stream is not at `--expected-sequence` (the error names
+//! kind (the error names the stream and both kinds), personal data of an
+//! erased subject (the error names the subject), or `EVENTS_TABLE` (or, for
+//! a domain that declares personal data, `PERSONAL_DATA_KEY`) missing; 3 the stream is not at `--expected-sequence` (the error names
 //! where it is).
 
 use std::process::ExitCode;
@@ -34,7 +35,8 @@ Examples (TYPE: one of the domain's event types; DATA: its data as JSON):
 
 Exit status: 0 appended (or the request id seen before: the first answer again);
 1 a storage error after retries (safe to run again with the same request id);
-2 invalid input, a stream of another kind, or EVENTS_TABLE missing;
+2 invalid input, a stream of another kind, an erased subject's personal data,
+  or EVENTS_TABLE (PERSONAL_DATA_KEY for personal data) missing;
 3 the stream is not at --expected-sequence.";
 
 /// Appends one event to the event store, with the next sequence of its
@@ -68,6 +70,11 @@ struct Args {
     /// Create the table first if it does not exist (safe to repeat).
     #[arg(long)]
     create_table: bool,
+    /// The KMS key the subjects' data keys are wrapped under, for a domain
+    /// that declares personal data (its values are sealed before they are
+    /// stored).
+    #[arg(long, value_name = "KEY", env = "PERSONAL_DATA_KEY")]
+    personal_data_key: Option<String>,
 }
 
 /// What a storage error leaves: the caller runs the command again.
@@ -104,6 +111,14 @@ pub async fn append(domain: Domain) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    let domain =
+        match super::keys::keyed(domain, &client, Some(&table), args.personal_data_key).await {
+            Ok(domain) => domain,
+            Err(err) => {
+                eprintln!("{name}: {err}; nothing appended");
+                return ExitCode::from(2);
+            }
+        };
     let store = EventStore::new(client.clone(), table.clone(), domain);
     let append = Append {
         stream_id: args.stream,

@@ -21,12 +21,17 @@
 //! - [`verify()`]: the fold of the event store, in memory, compared with the
 //!   projection table item by item: what differs, by attribute name (finds
 //!   a hole).
+//! - [`erase()`]: a subject forgotten: its data key deleted, and each of its
+//!   streams told, so that every consumer replaces its personal data with
+//!   the placeholder.
 //! - [`resend()`]: a stream's stored events, or a range of them, sent to the
 //!   queue again exactly as the dispatcher sent them (mends a hole).
 
 mod append;
 mod dispatcher;
+mod erase;
 mod inspect;
+mod keys;
 mod projector;
 mod rebuild;
 mod replay;
@@ -37,6 +42,7 @@ mod verify;
 
 pub use append::append;
 pub use dispatcher::dispatcher;
+pub use erase::erase;
 pub use inspect::inspect;
 pub use projector::projector;
 pub use rebuild::rebuild;

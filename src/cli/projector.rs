@@ -46,6 +46,27 @@ pub async fn projector(domain: Domain) -> ExitCode {
     let sdk = crate::sdk::from_env().load().await;
     let client = aws_sdk_dynamodb::Client::new(&sdk);
     let mut store = DynamoStore::new(client.clone(), config.table_name);
+    // A domain that projects personal data opens it with the subjects'
+    // keys; one that declares none never reads a key.
+    if domain.declares_personal() && config.personal_data_key.is_none() {
+        tracing::warn!(
+            "the domain declares personal data and PERSONAL_DATA_KEY is not set: sealed values will not be opened (their messages fail, and reach the dead-letter queue)"
+        );
+    }
+    let domain = match super::keys::keyed(
+        domain,
+        &client,
+        config.event_store_table.as_deref(),
+        config.personal_data_key.clone(),
+    )
+    .await
+    {
+        Ok(domain) => domain,
+        Err(err) => {
+            tracing::error!(error = %err, "cannot start");
+            return ExitCode::FAILURE;
+        }
+    };
     if let Some(process) = domain.process() {
         // A process's steps append to the event store in their transactions.
         let Some(table) = config.event_store_table else {

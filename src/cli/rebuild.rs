@@ -120,6 +120,22 @@ pub async fn rebuild(domain: Domain) -> ExitCode {
         eprintln!("{name}: {err}");
         return ExitCode::FAILURE;
     }
+    // Personal data read with its subjects' keys, when the domain declares
+    // some and PERSONAL_DATA_KEY names the KMS key.
+    let domain = match super::keys::keyed(
+        domain,
+        &client,
+        Some(&events_table),
+        std::env::var("PERSONAL_DATA_KEY").ok(),
+    )
+    .await
+    {
+        Ok(domain) => domain,
+        Err(err) => {
+            eprintln!("{name}: {err}");
+            return ExitCode::from(2);
+        }
+    };
     let events = EventStore::new(client.clone(), events_table, domain.clone());
     if args.versions {
         return print_versions(&name, &events, &domain).await;

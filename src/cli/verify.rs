@@ -128,6 +128,22 @@ pub async fn verify(domain: Domain) -> ExitCode {
         }
     }
 
+    // Personal data read with its subjects' keys, when the domain declares
+    // some and PERSONAL_DATA_KEY names the KMS key.
+    let domain = match super::keys::keyed(
+        domain,
+        &client,
+        Some(&events_table),
+        std::env::var("PERSONAL_DATA_KEY").ok(),
+    )
+    .await
+    {
+        Ok(domain) => domain,
+        Err(err) => {
+            eprintln!("{name}: {err}");
+            return ExitCode::from(2);
+        }
+    };
     // Fold: the store's streams through the projector's runner, in memory.
     let events = EventStore::new(client.clone(), events_table.clone(), domain.clone());
     let expected = match fold(&name, &events, &domain, config, &streams).await {

@@ -169,7 +169,7 @@ fn outgoing(item: EventItem, sequence_number: String, domain: &Domain) -> Result
         ));
     }
     let event = domain
-        .parse(&body)
+        .parse_unopened(&body)
         .map_err(|err| format!("the body is not a message of the domain: {err}"))?;
     if event.stream() != stream {
         return Err(format!(

@@ -8,7 +8,8 @@ use serde_json::{Map, Value};
 use super::versions::{self, Table};
 use super::{Event, InvalidMessage, MAX_DATA_STRING, MAX_SEQUENCE};
 use crate::handling::{Handling, How};
-use crate::personal::{Declared, Keyring, is_sealed};
+use crate::personal::reading::Opening;
+use crate::personal::{Declared, is_sealed};
 use crate::reason::{Refusal, key_segment, without_value};
 
 /// How a domain reads `data` ([`crate::Domain`]): the envelope's `type`
@@ -23,12 +24,12 @@ pub(crate) fn parse_body(
     read: ReadData,
     types: &'static [&'static str],
     versions: &Table,
-    (personal, keys): (&Declared, Option<&Keyring>),
+    (personal, opening): (&Declared, Opening<'_>),
     body: &str,
 ) -> Result<Event, InvalidMessage> {
     let mut envelope = object(body)?;
-    if !personal.is_empty() || keys.is_some() {
-        crate::personal::reading::open(&mut envelope, personal, keys)?;
+    if !personal.is_empty() || matches!(opening, Opening::With(_)) {
+        crate::personal::reading::open(&mut envelope, personal, opening)?;
     }
     string(&envelope, "eventId", 128)?;
     let event_id = take_string(&mut envelope, "eventId");

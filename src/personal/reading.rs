@@ -3,7 +3,8 @@
 //! personal, every sealed field of `data` becomes its plain value, or the
 //! placeholder once its subject is erased. A domain that declares none
 //! (a consumer that projects no personal data) leaves them sealed and
-//! never reads a key.
+//! never reads a key; the dispatcher, which only checks the envelope,
+//! reads them as the placeholder.
 
 use serde_json::{Map, Value};
 
@@ -11,19 +12,34 @@ use super::keys::{Keyring, Known};
 use super::{Declared, ERASURE_TYPE, Subject, associated_data, is_sealed};
 use crate::envelope::InvalidMessage;
 
+/// How a reader opens sealed values.
+#[derive(Clone, Copy)]
+pub(crate) enum Opening<'a> {
+    /// With the keys it holds: a subject whose key it does not hold is
+    /// [`InvalidMessage::KeyNeeded`].
+    With(&'a Keyring),
+    /// It has no keyring: a sealed value of a declared type is
+    /// [`InvalidMessage::KeyNeeded`], which no fetch heals (a consumer
+    /// without `PERSONAL_DATA_KEY`: retried, then the dead-letter queue).
+    NoKeys,
+    /// Never opened, read as the placeholder: the dispatcher's check of a
+    /// body it sends as it is.
+    Placeholder,
+}
+
 /// Opens the sealed values of `envelope`'s `data`; see the module's
 /// documentation. [`InvalidMessage::KeyNeeded`] when the subject's key is
 /// not at hand: fetch it ([`Keyring::fetch`]) and read the body again.
 pub(crate) fn open(
     envelope: &mut Map<String, Value>,
     declared: &Declared,
-    keys: Option<&Keyring>,
+    opening: Opening<'_>,
 ) -> Result<(), InvalidMessage> {
     let Some(Value::String(event_type)) = envelope.get("type") else {
         return Ok(());
     };
     if event_type == ERASURE_TYPE {
-        if let (Some(keys), Some(subject)) = (keys, erased_subject(envelope)) {
+        if let (Opening::With(keys), Some(subject)) = (opening, erased_subject(envelope)) {
             keys.forget(subject);
         }
         return Ok(());
@@ -50,12 +66,13 @@ pub(crate) fn open(
         Subject::Field(field) => InvalidMessage::Missing(format!("data.{field}")),
     })?
     .to_owned();
-    let Some(keys) = keys else {
-        return Err(InvalidMessage::KeyNeeded(subject));
+    let known = match opening {
+        Opening::Placeholder => Known::Erased,
+        Opening::NoKeys => return Err(InvalidMessage::KeyNeeded(subject)),
+        Opening::With(keys) => keys
+            .known(&subject)
+            .ok_or_else(|| InvalidMessage::KeyNeeded(subject.clone()))?,
     };
-    let known = keys
-        .known(&subject)
-        .ok_or_else(|| InvalidMessage::KeyNeeded(subject.clone()))?;
     let event_id = envelope
         .get("eventId")
         .and_then(Value::as_str)
@@ -105,7 +122,7 @@ pub(crate) fn needed(body: &str, declared: &Declared, keys: &Keyring) -> Option<
     let Ok(Value::Object(mut envelope)) = serde_json::from_str::<Value>(body) else {
         return None;
     };
-    match open(&mut envelope, declared, Some(keys)) {
+    match open(&mut envelope, declared, Opening::With(keys)) {
         Err(InvalidMessage::KeyNeeded(subject)) => Some(subject),
         _ => None,
     }

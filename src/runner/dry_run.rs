@@ -56,16 +56,15 @@ impl<S: Store> Runner<S> {
         let mut seen: HashSet<&str> = HashSet::new();
         for (position, record) in stream.iter().enumerate() {
             let event = match &record.event {
-                Err(InvalidMessage::KeyNeeded(subject)) => {
+                Err(InvalidMessage::KeyNeeded(_)) => {
                     // Its key could not be read (logged with the batch):
                     // retried, like any store call that failed.
                     let reason = if self.domain.keys().is_some() {
-                        format!("the key of `{subject}` could not be read")
+                        "the key of its personal data could not be read"
                     } else {
-                        format!(
-                            "the body holds personal data of `{subject}`, and no key is configured to open it (PERSONAL_DATA_KEY)"
-                        )
-                    };
+                        "it holds personal data, and no key is configured to open it (PERSONAL_DATA_KEY)"
+                    }
+                    .to_owned();
                     plan.verdicts[position] =
                         Some(Verdict::new(Outcome::StorageError, Some(reason)));
                     break;
