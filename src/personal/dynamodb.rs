@@ -1,5 +1,6 @@
 //! [`DynamoKeys`]: the subjects' data keys in the event store's table,
-//! wrapped under a KMS key (`PERSONAL_DATA_KEY`).
+//! wrapped under a KMS key (`PERSONAL_DATA_KEY`), or for local runs under a
+//! master key of the process's own ([`DynamoKeys::local`]).
 //!
 //! | item | pk | sk | attributes |
 //! | --- | --- | --- | --- |
@@ -48,19 +49,34 @@ const CONTEXT: &str = "subject";
 pub struct DynamoKeys {
     dynamodb: aws_sdk_dynamodb::Client,
     table: String,
-    kms: aws_sdk_kms::Client,
-    key_id: String,
+    wrapper: Wrapper,
     kms_requests: AtomicU64,
     requests: AtomicU64,
 }
 
 impl std::fmt::Debug for DynamoKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let key_id = match &self.wrapper {
+            Wrapper::Kms { key_id, .. } => key_id.as_str(),
+            Wrapper::Local(_) => "(local)",
+        };
         f.debug_struct("DynamoKeys")
             .field("table", &self.table)
-            .field("key_id", &self.key_id)
+            .field("key_id", &key_id)
             .finish_non_exhaustive()
     }
+}
+
+/// What wraps the data keys.
+enum Wrapper {
+    /// A KMS key: `GenerateDataKey` and `Decrypt`.
+    Kms {
+        client: aws_sdk_kms::Client,
+        key_id: String,
+    },
+    /// A master key of the process's own (local runs and tests): each data
+    /// key sealed with it, the subject as associated data.
+    Local(DataKey),
 }
 
 impl DynamoKeys {
@@ -75,8 +91,27 @@ impl DynamoKeys {
         DynamoKeys {
             dynamodb,
             table: table.into(),
-            kms,
-            key_id: key_id.into(),
+            wrapper: Wrapper::Kms {
+                client: kms,
+                key_id: key_id.into(),
+            },
+            kms_requests: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+        }
+    }
+
+    /// Key items in `table`, wrapped under `master`, a key of the
+    /// process's own instead of KMS (local runs and tests; its "KMS
+    /// requests" are counted as KMS's would be).
+    pub fn local(
+        dynamodb: aws_sdk_dynamodb::Client,
+        table: impl Into<String>,
+        master: DataKey,
+    ) -> DynamoKeys {
+        DynamoKeys {
+            dynamodb,
+            table: table.into(),
+            wrapper: Wrapper::Local(master),
             kms_requests: AtomicU64::new(0),
             requests: AtomicU64::new(0),
         }
@@ -173,10 +208,13 @@ impl DynamoKeys {
 
     async fn generate(&self, subject: &str) -> Result<(Vec<u8>, DataKey), KeyError> {
         self.kms_sent();
-        let output = self
-            .kms
+        let (kms, key_id) = match &self.wrapper {
+            Wrapper::Kms { client, key_id } => (client, key_id),
+            Wrapper::Local(master) => return local_generate(master, subject),
+        };
+        let output = kms
             .generate_data_key()
-            .key_id(&self.key_id)
+            .key_id(key_id)
             .key_spec(DataKeySpec::Aes256)
             .encryption_context(CONTEXT, subject)
             .send()
@@ -259,10 +297,13 @@ impl KeySource for DynamoKeys {
     ) -> BoxFuture<'a, Result<DataKey, KeyError>> {
         Box::pin(async move {
             self.kms_sent();
-            let output = self
-                .kms
+            let (kms, key_id) = match &self.wrapper {
+                Wrapper::Kms { client, key_id } => (client, key_id),
+                Wrapper::Local(master) => return local_unwrap(master, subject, wrapped),
+            };
+            let output = kms
                 .decrypt()
-                .key_id(&self.key_id)
+                .key_id(key_id)
                 .ciphertext_blob(Blob::new(wrapped))
                 .encryption_context(CONTEXT, subject)
                 .send()
@@ -374,6 +415,28 @@ impl KeySource for DynamoKeys {
     fn kms_requests(&self) -> u64 {
         self.kms_requests.load(Ordering::Relaxed)
     }
+}
+
+/// A new data key, sealed with a local master key.
+fn local_generate(master: &DataKey, subject: &str) -> Result<(Vec<u8>, DataKey), KeyError> {
+    let failed = |err: super::CipherError| KeyError::Kms(format!("the key of `{subject}`: {err}"));
+    let bytes = DataKey::random_bytes().map_err(failed)?;
+    let key = DataKey::new(&bytes).map_err(failed)?;
+    let wrapped = master.seal(&bytes, subject.as_bytes()).map_err(failed)?;
+    Ok((wrapped.into_bytes(), key))
+}
+
+/// A data key sealed with a local master key, opened.
+fn local_unwrap(master: &DataKey, subject: &str, wrapped: &[u8]) -> Result<DataKey, KeyError> {
+    std::str::from_utf8(wrapped)
+        .ok()
+        .and_then(|sealed| master.open(sealed, subject.as_bytes()).ok())
+        .and_then(|bytes| DataKey::new(&bytes).ok())
+        .ok_or_else(|| {
+            KeyError::Kms(format!(
+                "the wrapped key of `{subject}` does not unwrap with the local master key"
+            ))
+        })
 }
 
 /// The key of a subject's key item.
