@@ -1,4 +1,4 @@
-//! LocalStack's SQS and SNS, in host mode (no Docker), started once per test
+//! LocalStack's SQS, SNS and KMS, in host mode (no Docker), started once per test
 //! binary, and an event source mapping written for the tests that polls a
 //! FIFO queue and invokes the function as Lambda's does.
 
@@ -46,17 +46,19 @@ fn start() -> Result<LocalStack, String> {
         ));
     }
     let bin = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    // LocalStack's own main, with what its KMS needs on Python 3.10 and 3.11.
+    let main = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/run-localstack.py");
     let port = free_port();
     let root = std::env::temp_dir().join(format!("sequence-guard-localstack-{port}"));
     std::fs::create_dir_all(&root).map_err(|err| err.to_string())?;
     let log = root.join("localstack.log");
     let mut child = Command::new("bash")
         .arg("-c")
-        .arg(r#""$1/python" -m localstack.runtime.main >"$2" 2>&1 & pid=$!; read -r _; kill "$pid" 2>/dev/null; wait"#)
-        .args(["watchdog", &bin, &log.display().to_string()])
+        .arg(r#""$1/python" "$3" >"$2" 2>&1 & pid=$!; read -r _; kill "$pid" 2>/dev/null; wait"#)
+        .args(["watchdog", &bin, &log.display().to_string(), main])
         .current_dir(&root)
         .env("OVERRIDE_IN_DOCKER", "0")
-        .env("SERVICES", "sqs,sns")
+        .env("SERVICES", "sqs,sns,kms")
         .env("EAGER_SERVICE_LOADING", "1")
         .env("GATEWAY_LISTEN", format!("127.0.0.1:{port}"))
         .env("FILESYSTEM_ROOT", &root)
@@ -116,6 +118,31 @@ pub async fn sns() -> aws_sdk_sns::Client {
         ))
         .build();
     aws_sdk_sns::Client::from_conf(config)
+}
+
+/// A KMS client for the shared LocalStack.
+pub async fn kms() -> aws_sdk_kms::Client {
+    let config = aws_sdk_kms::config::Builder::new()
+        .behavior_version(aws_sdk_kms::config::BehaviorVersion::latest())
+        .endpoint_url(&localstack().endpoint)
+        .region(aws_sdk_kms::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_kms::config::Credentials::new(
+            "test", "test", None, None, "test",
+        ))
+        .build();
+    aws_sdk_kms::Client::from_conf(config)
+}
+
+/// A new symmetric KMS key (as the stack's `PERSONAL_DATA_KEY`); its id.
+pub async fn kms_key(kms: &aws_sdk_kms::Client) -> String {
+    kms.create_key()
+        .description("sequence-guard tests: personal data keys")
+        .send()
+        .await
+        .expect("create a KMS key")
+        .key_metadata
+        .map(|metadata| metadata.key_id)
+        .expect("the key's id")
 }
 
 /// An SNS FIFO topic (`<name>.fifo`, no content-based deduplication, as
