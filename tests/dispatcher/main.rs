@@ -8,6 +8,7 @@
 //! `shop/tests/dispatch/` and `shop/tests/fanout.rs`. Here: the domain, the
 //! records and the recording queue the topics share.
 
+mod key_items;
 mod records;
 mod refusals;
 mod requests;
