@@ -463,3 +463,47 @@ async fn erasure_deletes_the_key_tells_the_stream_once_and_refuses_the_subjects_
         Some(NAME.to_owned())
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_of_many_subjects_asks_a_hundred_a_request_and_an_unknown_subject_erased_is_refused()
+{
+    let setup = Setup::new("many").await;
+    let keys = setup.keys();
+    let (_, store) = setup.process(&keys);
+    append(&store, "s-007", "MemberJoined", joined_data())
+        .await
+        .expect("joined");
+    append(&store, "s-150", "MemberJoined", joined_data())
+        .await
+        .expect("joined");
+    let reader = setup.keys();
+
+    // 250 subjects (one named twice), two with keys: three requests.
+    let mut subjects: Vec<String> = (0..250).map(|n| format!("s-{n:03}")).collect();
+    subjects.push("s-007".to_owned());
+    let found = reader.read(&subjects).await.expect("read");
+    assert_eq!(reader.requests(), 3);
+    let mut named: Vec<&String> = found.keys().collect();
+    named.sort();
+    assert_eq!(named, ["s-007", "s-150"]);
+    assert!(found.values().all(|stored| stored.wrapped.is_some()));
+    assert_eq!(reader.kms_requests(), 0, "a read unwraps nothing");
+
+    // A subject with no key erased: an erased item, nothing to tell; its
+    // personal data is refused from then on.
+    let erased = erase(&store, "nobody").await.expect("erased");
+    assert!(!erased.key_deleted && erased.told.is_empty(), "{erased:?}");
+    let item = setup.item("nobody").await.expect("an erased item");
+    assert!(!item.contains_key("wrappedKey") && !item.contains_key("streams"));
+    assert_eq!(item.get("told"), Some(&AttributeValue::Bool(true)));
+    assert!(erase(&store, "nobody").await.expect("again").already_done);
+    assert!(matches!(
+        append(&store, "nobody", "MemberJoined", joined_data()).await,
+        Err(AppendError::Erased { subject }) if subject == "nobody"
+    ));
+    assert_eq!(
+        store.last_sequence("nobody").await,
+        Ok(0),
+        "nothing written"
+    );
+}
