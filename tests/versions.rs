@@ -303,9 +303,9 @@ fn a_domain_with_a_mistake_in_its_versions_does_not_start() {
             "DocWritten is at version 3 and has no upcast from version 1: add .upcast(\"DocWritten\", 1, ...) for each, from that version's data to the next's".to_owned(),
         ])
     );
-    let runner = std::panic::catch_unwind(|| {
+    let runner = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         Runner::new(domain, MemoryStore::new(), RunnerConfig::default())
-    });
+    }));
     assert!(runner.is_err(), "Runner::new refuses it");
 }
 

@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use super::{arguments, events_table};
 use crate::domain::Domain;
-use crate::personal::{DynamoKeys, EraseError, Keyring};
+use crate::personal::{EraseError, Keyring};
 use crate::producer::EventStore;
 use crate::store::dynamodb::connect;
 
@@ -90,12 +90,13 @@ pub async fn erase(domain: Domain) -> ExitCode {
     // Erasure deletes a key item and appends events without personal data:
     // it never calls KMS, and needs no PERSONAL_DATA_KEY.
     let key = std::env::var("PERSONAL_DATA_KEY").unwrap_or_default();
-    let keys = DynamoKeys::new(
-        client.clone(),
-        table.clone(),
-        super::keys::kms_client().await,
-        key,
-    );
+    let keys = match super::keys::source(&client, &table, &key).await {
+        Ok(keys) => keys,
+        Err(err) => {
+            eprintln!("{name}: {err}");
+            return ExitCode::from(2);
+        }
+    };
     let domain = domain.with_keys(Arc::new(Keyring::new(keys)));
     let store = EventStore::new(client, table, domain);
     match crate::personal::erase(&store, subject).await {

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::domain::Domain;
-use crate::personal::{DynamoKeys, Keyring};
+use crate::personal::{DataKey, DynamoKeys, Keyring};
 
 /// `domain` with its keyring, when it declares personal data and `key`
 /// (`PERSONAL_DATA_KEY`) is given; `Err` says what is missing. Without
@@ -31,9 +31,41 @@ pub(crate) async fn keyed(
                 .to_owned(),
         );
     };
-    let keys = DynamoKeys::new(dynamodb.clone(), table, kms_client().await, key.trim());
+    let keys = source(dynamodb, table, key.trim()).await?;
     Ok(domain.with_keys(Arc::new(Keyring::new(keys))))
 }
+
+/// The key source `PERSONAL_DATA_KEY` names: a KMS key, or
+/// `local:<32 bytes in base64url>`, a master key of the process's own for
+/// local runs and tests (the key items are in the table all the same).
+pub(crate) async fn source(
+    dynamodb: &aws_sdk_dynamodb::Client,
+    table: &str,
+    key: &str,
+) -> Result<DynamoKeys, String> {
+    match key.strip_prefix(LOCAL) {
+        Some(encoded) => {
+            use base64::Engine as _;
+            let master = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(encoded.trim_end_matches('='))
+                .ok()
+                .and_then(|bytes| DataKey::new(&bytes).ok())
+                .ok_or_else(|| {
+                    "PERSONAL_DATA_KEY=local:... must hold 32 bytes in base64url".to_owned()
+                })?;
+            Ok(DynamoKeys::local(dynamodb.clone(), table, master))
+        }
+        None => Ok(DynamoKeys::new(
+            dynamodb.clone(),
+            table,
+            kms_client().await,
+            key,
+        )),
+    }
+}
+
+/// How `PERSONAL_DATA_KEY` names a local master key.
+const LOCAL: &str = "local:";
 
 /// A KMS client from the environment (`AWS_ENDPOINT_URL_KMS` for a local
 /// one), in `us-east-1` when the environment names no region.
