@@ -72,5 +72,8 @@ pub struct Performance;
 #[doc = include_str!("../../docs/processes.md")]
 pub struct Processes;
 #[cfg(doctest)]
+#[doc = include_str!("../../docs/personal-data.md")]
+pub struct PersonalData;
+#[cfg(doctest)]
 #[doc = include_str!("../../docs/testing.md")]
 pub struct Testing;
