@@ -13,8 +13,8 @@
 //! | `GAP_POLICY`         | `park`: park a gap that keeps coming back; `retry`: always fail it | `park`, `retry` | `park` |
 //! | `PARK_AFTER_RECEIVES`| the delivery (`ApproximateReceiveCount`) from which a gap is parked; keep it below the queue's `maxReceiveCount` | 1 to 1000 | 3 |
 //! | `MAX_PARKED_PER_STREAM` | the most events parked on one entity | 1 to 10000 | 1000 |
-//! | `EVENT_STORE_TABLE`  | a process's (required there, unread elsewhere): the event store's table, which its steps append to | as `TABLE_NAME` | |
-//! | `PERSONAL_DATA_KEY`  | a consumer's whose domain declares personal data (required there, unread elsewhere): the KMS key (id, ARN or `alias/...`) the subjects' data keys are wrapped under; their items are read from `EVENT_STORE_TABLE` | a KMS key id, ARN or alias | |
+//! | `EVENT_STORE_TABLE`  | a process's (required there): the event store's table, which its steps append to; a consumer's that opens personal data: the table its subjects' keys are in | as `TABLE_NAME` | |
+//! | `PERSONAL_DATA_KEY`  | a consumer's whose domain declares personal data (unread elsewhere): the KMS key (id, ARN or `alias/...`) the subjects' data keys are wrapped under, or `local:<32 bytes in base64url>`; their items are read from `EVENT_STORE_TABLE`. Unset: nothing is opened, and a sealed body fails | a KMS key id, ARN or alias | |
 //! | `METRICS_NAMESPACE`  | CloudWatch namespace of the metrics                  | 1 to 255 of `a-z A-Z 0-9 . - _ / # : space`, not starting with `AWS/` | `SequenceGuard` |
 //! | `METRICS_SERVICE`    | the `Service` dimension of the metrics               | 1 to 1024 characters | `sequence-guard` |
 //! | `POWERTOOLS_METRICS_NAMESPACE`, `POWERTOOLS_SERVICE_NAME` | Powertools for AWS Lambda's names for the two above; when set, they win | as above | |

@@ -61,6 +61,9 @@
 //! - **outbox**: what a process's handler answers besides its decision: the
 //!   events to append and the deadline ([`process::Outbox`]), written with
 //!   the state in one transaction. No table of its own.
+//! - **subject**: the person a personal value is about, by an id (the
+//!   aggregate's, or a field of `data`); each has a data key, and **erasure**
+//!   deletes it and tells every consumer ([`personal`]).
 //! - **deadline**: a time kept by the engine on a process's state (`dueAt`,
 //!   in the index `due`), fired once by the scheduled sweep through the
 //!   same guard; its precision is the sweep's period.
@@ -90,6 +93,11 @@
 //!   what a handler answers ([`process::Outbox`]) and what a deadline's
 //!   handler is given ([`process::Due`]); the runner writes a step's state
 //!   and appends in one transaction, and the sweep fires due deadlines.
+//! - [`personal`]: personal data: what a domain declares
+//!   ([`personal::Personal`], `#[entity(personal(...))]`), the values
+//!   sealed by `append` and opened by the consumers that project them
+//!   ([`personal::Keyring`], [`personal::DynamoKeys`]), and
+//!   [`personal::erase`].
 //! - [`metrics`], [`logging`]: CloudWatch metrics (EMF) and the log
 //!   subscriber; no level prints an event's data.
 //! - [`producer`]: the producer's half: events appended to an event store
@@ -101,7 +109,8 @@
 //!   event store's DynamoDB stream to the FIFO queue, in stream order.
 //! - [`cli`]: the binaries of any domain, each a one-line `main`: the
 //!   two Lambda functions (`projector`, `dispatcher`), `replay`, `inspect`,
-//!   `append`, `rebuild`, and `verify` and `resend` (find and mend a hole).
+//!   `append`, `rebuild`, `verify` and `resend` (find and mend a hole), and
+//!   `erase` (forget a subject).
 //! - [`testkit`]: given an entity, when an event, then a decision and a
 //!   state: a domain's handlers tested without a store.
 //! - [`versions`]: an event type's current version and the upcasts from
