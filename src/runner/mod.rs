@@ -18,6 +18,7 @@
 //! | `batch.rs` | those phases: records read, streams, the one load and each stream's share, the report's lines |
 //! | `stream.rs` | the streams settled all at once, after each one's dry run; each stream's verdicts in order |
 //! | `entity.rs` | the pure planner of one entity's share: the guard's answers, parking, draining, conflicts |
+//! | `sealed.rs` | personal data: the batch's keys fetched and its sealed records read again; an erasure's conflict records deleted |
 //! | `settle.rs` | that share written: fetch, commit, decide again after a lost race; the sweep's drain |
 //! | `additions.rs` | a stream's deduplicated effects (counter additions), in one transaction |
 //! | `deadline.rs` | store calls within the invocation's deadline |
@@ -181,6 +182,7 @@ impl<S: Store> Runner<S> {
     ) -> Result<BatchReport, BatchError> {
         let mut records = batch::read_records(event, &self.domain)?;
         self.open_sealed(event, &mut records).await;
+        self.forget_conflicts(&records, &invocation).await;
         let requests_before = self.store.requests();
         let streams = batch::streams_of(&records);
         trace!(

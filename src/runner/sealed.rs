@@ -2,13 +2,16 @@
 //! keyring does not hold, fetched at once, and those records read again.
 //! A key that cannot be read leaves its records refused as
 //! [`InvalidMessage::KeyNeeded`], which the dry run answers as a storage
-//! error: retried.
+//! error: retried. And an erasure's conflict records: the entity's
+//! `CONFLICT#` items, bodies of the forgotten subject's events, deleted
+//! before the erasure is applied.
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use tracing::warn;
 
-use super::Runner;
+use super::{Invocation, Runner};
 use crate::envelope::{InvalidMessage, Record};
+use crate::personal::ERASURE_TYPE;
 use crate::store::Store;
 
 impl<S: Store> Runner<S> {
@@ -41,6 +44,33 @@ impl<S: Store> Runner<S> {
                 .find(|message| message.message_id.as_deref() == Some(&record.message_id));
             if let Some(read) = message.and_then(|message| Record::read(message, &self.domain)) {
                 *record = read;
+            }
+        }
+    }
+
+    /// Deletes the conflict records of the entities the batch's erasures
+    /// are on. A failure is logged: the records hold only sealed values
+    /// whose key is gone, and the next erasure of the subject deletes them.
+    pub(super) async fn forget_conflicts(&self, records: &[Record], invocation: &Invocation) {
+        for event in records
+            .iter()
+            .filter_map(|record| record.event.as_ref().ok())
+        {
+            if event.type_name() != ERASURE_TYPE {
+                continue;
+            }
+            let Some(key) = event.entity_key() else {
+                continue;
+            };
+            let forget = self.store.forget_conflicts(&key);
+            match self.timed("Query", invocation, forget).await {
+                Ok(0) => {}
+                Ok(count) => {
+                    tracing::info!(entity = %key, count, "an erasure deleted the entity's conflict records")
+                }
+                Err(err) => {
+                    warn!(entity = %key, error = ?err, "an erasure could not delete the entity's conflict records")
+                }
             }
         }
     }

@@ -474,6 +474,17 @@ pub trait Store: Send + Sync {
         async { Ok(()) }
     }
 
+    /// Deletes the conflict records of `key` (an erasure's: they hold
+    /// bodies of a forgotten subject's events); answers how many there
+    /// were. A store without conflict records answers 0.
+    fn forget_conflicts(
+        &self,
+        key: &EntityKey,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send {
+        let _ = key;
+        async { Ok(0) }
+    }
+
     /// Everything the table holds on one entity, for operators and tests.
     fn inspect(
         &self,

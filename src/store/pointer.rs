@@ -73,6 +73,13 @@ macro_rules! delegate_store {
                 S::inspect(self, key)
             }
 
+            fn forget_conflicts(
+                &self,
+                key: &EntityKey,
+            ) -> impl Future<Output = Result<usize, StoreError>> + Send {
+                S::forget_conflicts(self, key)
+            }
+
             fn add(
                 &self,
                 additions: &[Addition],

@@ -10,6 +10,7 @@ mod counters;
 mod dynamodb_layout;
 mod dynamodb_refusals;
 mod entities;
+mod erasure;
 mod races;
 mod sample_story;
 
@@ -98,6 +99,7 @@ fn dedup(event_id: &str) -> DedupKey {
 mod suite {
     pub(crate) use super::counters::*;
     pub(crate) use super::entities::*;
+    pub(crate) use super::erasure::*;
     pub(crate) use super::races::*;
     pub(crate) use super::sample_story::*;
 }
@@ -146,6 +148,10 @@ macro_rules! store_suite {
             #[tokio::test]
             async fn an_adjustment_past_the_64_bit_range_is_rejected() {
                 suite::an_adjustment_past_the_64_bit_range_is_rejected($store).await
+            }
+            #[tokio::test]
+            async fn an_erasure_deletes_the_entitys_conflict_records() {
+                suite::an_erasure_deletes_the_entitys_conflict_records($store).await
             }
             #[tokio::test]
             async fn the_sample_events_tell_their_story() {

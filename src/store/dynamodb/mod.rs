@@ -32,6 +32,7 @@
 //! | `parked_index.rs` | the index of parked entities, spread over 16 partitions |
 //! | `sweep_mark.rs` | where the last sweep stopped, for the next one |
 //! | `due.rs` | the index of a process's due deadlines (the sparse index `due`) |
+//! | `forget.rs` | an erasure's part: the entity's conflict records deleted |
 //! | `admin.rs` | the table itself: connect, create if missing, check |
 
 use std::collections::BTreeSet;
@@ -48,6 +49,7 @@ mod counters;
 mod due;
 pub(crate) mod errors;
 mod expression;
+mod forget;
 mod items;
 mod parked_index;
 mod requests;
@@ -303,6 +305,10 @@ impl Store for DynamoStore {
 
     async fn save_sweep_mark(&self, mark: &SweepMark) -> Result<(), StoreError> {
         self.write_sweep_mark(mark).await
+    }
+
+    async fn forget_conflicts(&self, key: &EntityKey) -> Result<usize, StoreError> {
+        self.delete_conflicts(key).await
     }
 
     async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {

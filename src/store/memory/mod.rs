@@ -385,6 +385,15 @@ impl Store for MemoryStore {
         Ok(self.tables().inspection(key))
     }
 
+    async fn forget_conflicts(&self, key: &EntityKey) -> Result<usize, StoreError> {
+        tokio::task::yield_now().await;
+        Ok(self
+            .tables()
+            .conflicts
+            .remove(key)
+            .map_or(0, |conflicts| conflicts.len()))
+    }
+
     async fn add(&self, additions: &[Addition]) -> Result<Added, StoreError> {
         tokio::task::yield_now().await;
         let mut tables = self.tables();
