@@ -383,7 +383,7 @@ async fn the_erasure_replaces_personal_attributes_under_the_guard_and_a_consumer
     assert_eq!(member.name, "G. MARKER");
 
     let report = runner
-        .run(&batch(&[erased.clone()]), invocation())
+        .run(&batch(std::slice::from_ref(&erased)), invocation())
         .await
         .expect("ran");
     assert_eq!(report.messages[0].outcome, Outcome::Applied, "{report:?}");
@@ -400,7 +400,7 @@ async fn the_erasure_replaces_personal_attributes_under_the_guard_and_a_consumer
     );
     // Delivered again: a duplicate, nothing changes.
     let report = runner
-        .run(&batch(&[erased.clone()]), invocation())
+        .run(&batch(std::slice::from_ref(&erased)), invocation())
         .await
         .expect("ran");
     assert_eq!(report.messages[0].outcome, Outcome::Duplicate);
