@@ -11,6 +11,7 @@ pub mod fault_proxy;
 pub mod function;
 pub mod live;
 pub mod localstack;
+pub mod personal_data;
 pub mod process;
 pub mod rng;
 pub mod runtime_api;
@@ -265,6 +266,7 @@ pub fn verify_lines(
         .env("AWS_REGION", "us-east-1")
         .env("EVENTS_TABLE", events_table)
         .env("TABLE_NAME", table)
+        .env("PERSONAL_DATA_KEY", personal_data::personal_data_key())
         .output()
         .expect("verify");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -280,7 +282,8 @@ pub fn verify_lines(
 }
 
 /// Runs a binary of the worked example on DynamoDB Local at `endpoint`,
-/// with local credentials: its exit code, stdout and stderr.
+/// with local credentials and the tests' personal data key: its exit code,
+/// stdout and stderr.
 pub fn run_local(exe: &str, endpoint: &str, args: &[&str]) -> (i32, String, String) {
     let output = std::process::Command::new(exe)
         .args(["--endpoint-url", endpoint])
@@ -288,6 +291,7 @@ pub fn run_local(exe: &str, endpoint: &str, args: &[&str]) -> (i32, String, Stri
         .env("AWS_ACCESS_KEY_ID", "local")
         .env("AWS_SECRET_ACCESS_KEY", "local")
         .env("AWS_REGION", "us-east-1")
+        .env("PERSONAL_DATA_KEY", personal_data::personal_data_key())
         .output()
         .unwrap_or_else(|err| panic!("{exe}: {err}"));
     (
