@@ -199,7 +199,9 @@ async fn expected_sequences_and_bad_inputs_write_nothing() {
 }
 
 /// `append` with a known sequence is one request: the table is looked at
-/// only when the append fails (and then a missing table is named).
+/// only when the append fails (and then a missing table is named). An
+/// append of personal data adds its subject's key item: read, and written
+/// the first time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_append_of_a_known_sequence_is_one_request() {
     use std::sync::atomic::Ordering;
@@ -208,7 +210,6 @@ async fn an_append_of_a_known_sequence_is_one_request() {
     let upstream = local.endpoint.trim_start_matches("http://").to_owned();
     let proxy = FaultProxy::start(upstream, 1, 0, vec![]).await;
     let table = fresh_store(&local.endpoint).await.table().to_owned();
-    let data = r#"{"customerName":"Ada","email":"ada@example.com","totalCents":1}"#;
     let forwarded = || proxy.counts.forwarded.load(Ordering::Relaxed);
     let before = forwarded();
     let (code, stdout, stderr) = append_binary(
@@ -216,11 +217,11 @@ async fn an_append_of_a_known_sequence_is_one_request() {
         &table,
         &[
             "--stream",
-            "o-1",
+            "lamp",
             "--type",
-            "OrderCreated",
+            "ProductCreated",
             "--data",
-            data,
+            r#"{"name":"Lamp","priceCents":1000}"#,
             "--expected-sequence",
             "0",
         ],
@@ -233,10 +234,52 @@ async fn an_append_of_a_known_sequence_is_one_request() {
         "one TransactWriteItems, no DescribeTable"
     );
 
+    let data = r#"{"customerName":"Ada","email":"ada@example.com","totalCents":1}"#;
+    for (event_type, expected, requests, why) in [
+        (
+            "OrderCreated",
+            "0",
+            3,
+            "the key item read and written, one TransactWriteItems, no DescribeTable",
+        ),
+        (
+            "OrderUpdated",
+            "1",
+            2,
+            "the key item read, one TransactWriteItems, no DescribeTable",
+        ),
+    ] {
+        let before = forwarded();
+        let (code, stdout, stderr) = append_binary(
+            &proxy.endpoint,
+            &table,
+            &[
+                "--stream",
+                "o-1",
+                "--type",
+                event_type,
+                "--data",
+                data,
+                "--expected-sequence",
+                expected,
+            ],
+        );
+        assert_eq!(code, 0, "{stderr}");
+        assert!(stdout.contains(r#""streamId":"o-1""#), "{stdout}");
+        assert_eq!(forwarded() - before, requests, "{event_type}: {why}");
+    }
+
     let (code, _, stderr) = append_binary(
         &proxy.endpoint,
         "no-such-table",
-        &["--stream", "o-1", "--type", "OrderCreated", "--data", data],
+        &[
+            "--stream",
+            "lamp",
+            "--type",
+            "ProductCreated",
+            "--data",
+            r#"{"name":"Lamp","priceCents":1000}"#,
+        ],
     );
     assert_eq!(code, 1, "{stderr}");
     assert!(
@@ -332,7 +375,7 @@ async fn after_an_event_it_saw_a_store_appends_with_one_put_of_one_unit() {
     let other = EventStore::new(
         store.client().clone(),
         store.table().to_owned(),
-        shop::domain(),
+        personal_data::keyed_domain(store.client(), store.table()),
     );
     other
         .append(append(ExpectedSequence::Any, updated(5)))

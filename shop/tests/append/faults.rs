@@ -18,7 +18,10 @@ async fn faults_leave_no_gap_and_no_duplicate() {
     )
     .await;
     let table = fresh_store(&local.endpoint).await.table().to_owned();
-    let store = EventStore::new(connect(Some(&proxy.endpoint)).await, table, shop::domain());
+    // Its subjects' keys read and written through the faults too.
+    let client = connect(Some(&proxy.endpoint)).await;
+    let domain = personal_data::keyed_domain(&client, &table);
+    let store = EventStore::new(client, table, domain);
     proxy.set_percent(33);
     let mut requests = 0;
     for n in 0..30u64 {
@@ -79,7 +82,10 @@ async fn unknown_outcomes_without_a_request_id_append_once() {
     )
     .await;
     let table = fresh_store(&local.endpoint).await.table().to_owned();
-    let store = EventStore::new(connect(Some(&proxy.endpoint)).await, table, shop::domain());
+    // Its subjects' keys read and written through the faults too.
+    let client = connect(Some(&proxy.endpoint)).await;
+    let domain = personal_data::keyed_domain(&client, &table);
+    let store = EventStore::new(client, table, domain);
     proxy.set_percent(40);
     let mut answers = Vec::new();
     for n in 0..24u64 {

@@ -3,13 +3,13 @@
 
 use super::*;
 
-/// A store of its own on the same table (its own turns: it races the
-/// others, as another process would).
+/// A store of its own on the same table, and a keyring of its own (its own
+/// turns: it races the others, as another process would).
 fn own_store(store: &EventStore) -> EventStore {
     EventStore::new(
         store.client().clone(),
         store.table().to_owned(),
-        shop::domain(),
+        personal_data::keyed_domain(store.client(), store.table()),
     )
 }
 

@@ -29,11 +29,14 @@ async fn an_append_writes_the_event_and_the_request_and_no_head() {
         .keys()
         .map(|(pk, sk)| (pk.as_str(), sk.as_str()))
         .collect();
+    // And the order's (its subject's) data key, its personal values
+    // sealed under it.
     assert_eq!(
         keys,
         [
             ("REQUEST#req-1", "REQUEST"),
             ("STREAM#order-42", "EVENT#00000000000000000001"),
+            ("SUBJECT#order-42", "KEY"),
         ]
     );
     let event = &items[&(
@@ -43,7 +46,7 @@ async fn an_append_writes_the_event_and_the_request_and_no_head() {
     assert_eq!(event["type"], "OrderCreated");
     assert_eq!(event["eventId"], json!(appended.event_id));
     assert_eq!(event["sequence"], "1");
-    let body: Value = serde_json::from_str(event["body"].as_str().expect("body")).expect("json");
+    let body = personal_data::opened(store.domain(), event["body"].as_str().expect("body")).await;
     assert_eq!(
         body,
         json!({"eventId": appended.event_id, "type": "OrderCreated", "aggregateId": "order-42", "sequence": 1,
@@ -82,8 +85,12 @@ async fn several_events_and_the_callers_own_write_go_in_one_transaction() {
         store.append(failing).await,
         Err(AppendError::Condition { index: 0 })
     );
-    assert!(
-        items(&store, &local.endpoint).await.is_empty(),
+    // All or nothing: no event, no write of the caller's; only the
+    // order's data key, made before the transaction to seal its values.
+    let left: Vec<(String, String)> = items(&store, &local.endpoint).await.into_keys().collect();
+    assert_eq!(
+        left,
+        [("SUBJECT#order-9".to_owned(), "KEY".to_owned())],
         "all or nothing"
     );
     let append = Append {
