@@ -96,12 +96,15 @@ async fn fanout(name: &str, sns_proxy: Option<&FaultProxy>) -> Fanout {
         .queue_url
         .expect("failure queue url");
 
+    // The shop opens its orders' personal data with the subjects' keys, in
+    // the events table; the status consumer reads none.
+    let key = personal_data::personal_data_key();
     let mut consumers = Vec::new();
     for (consumer, exe, domain, kinds) in [
         (
             "orders",
             env!("CARGO_BIN_EXE_projector"),
-            shop::domain(),
+            personal_data::keyed_domain(&client, &events_table),
             &["ORDER#", "PRODUCT#", "SKU#"][..],
         ),
         (
@@ -119,7 +122,14 @@ async fn fanout(name: &str, sns_proxy: Option<&FaultProxy>) -> Fanout {
         subscribe_raw(&sns, &topic_arn, &queues.arn).await;
         let api = RuntimeApi::start().await;
         let function = if consumer == "orders" {
-            start_with(&api, Some(&table), &[])
+            start_with(
+                &api,
+                Some(&table),
+                &[
+                    ("EVENT_STORE_TABLE", &events_table),
+                    ("PERSONAL_DATA_KEY", &key),
+                ],
+            )
         } else {
             start_binary(
                 exe,
@@ -154,7 +164,11 @@ async fn fanout(name: &str, sns_proxy: Option<&FaultProxy>) -> Fanout {
     let mut source = StreamSource::for_table(dispatcher_api, &events_table).await;
     source.on_failure = Some((sqs, failure_url.clone()));
     Fanout {
-        events: EventStore::new(client, events_table, shop::domain()),
+        events: EventStore::new(
+            client.clone(),
+            events_table.clone(),
+            personal_data::keyed_domain(&client, &events_table),
+        ),
         name,
         topic_arn,
         failure_url,
