@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const TOOL: &str = env!("CARGO_BIN_EXE_sequence-guard");
 
-const BINARIES: [&str; 8] = [
+const BINARIES: [&str; 9] = [
     "projector",
     "dispatcher",
     "replay",
@@ -28,6 +28,7 @@ const BINARIES: [&str; 8] = [
     "rebuild",
     "verify",
     "resend",
+    "erase",
 ];
 
 /// An empty directory of this test's own under cargo's temporary directory.

@@ -29,7 +29,7 @@ pub use template::made_by_sync;
 use template::{samconfig, template};
 
 /// Every binary of a domain, a one-line `main` each (`sequence_guard::cli`).
-pub const TOOLS: [&str; 8] = [
+pub const TOOLS: [&str; 9] = [
     "projector",
     "dispatcher",
     "replay",
@@ -38,6 +38,7 @@ pub const TOOLS: [&str; 8] = [
     "rebuild",
     "verify",
     "resend",
+    "erase",
 ];
 
 /// The binaries of each further consumer: `<crate>-<consumer>-<tool>`, on
