@@ -102,3 +102,23 @@ fn bank_projector_outside_lambda_says_what_it_is() {
         "{stderr}"
     );
 }
+
+#[test]
+fn bank_erase_says_the_bank_declares_no_personal_data_and_refuses_bad_arguments() {
+    let erase = env!("CARGO_BIN_EXE_bank-erase");
+    let (code, _, stderr) = run(erase, &["--table", "events", "--subject", "acct-1"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("declares no personal data: there is nothing to erase"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(erase, &["--table", "events", "--subject", ""]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--subject must be 1 to 256 characters"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(erase, &["--table", "events"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--subject"), "{stderr}");
+}
