@@ -89,10 +89,16 @@ async fn pipeline(name: &str, faults: &Faults) -> Pipeline {
         .dynamodb
         .as_ref()
         .map_or_else(|| local.endpoint.clone(), |proxy| proxy.endpoint.clone());
+    // The projector opens the orders' personal data with the subjects'
+    // keys, in the events table (through the same faults).
     let projector = start_with(
         &projector_api,
         Some(&table),
-        &[("AWS_ENDPOINT_URL_DYNAMODB", &dynamodb_endpoint)],
+        &[
+            ("AWS_ENDPOINT_URL_DYNAMODB", &dynamodb_endpoint),
+            ("EVENT_STORE_TABLE", &events_table),
+            ("PERSONAL_DATA_KEY", &personal_data::personal_data_key()),
+        ],
     );
     let poller = Poller {
         sqs,
@@ -101,7 +107,11 @@ async fn pipeline(name: &str, faults: &Faults) -> Pipeline {
         api: projector_api,
     };
     Pipeline {
-        events: EventStore::new(client, events_table.clone(), shop::domain()),
+        events: EventStore::new(
+            client.clone(),
+            events_table.clone(),
+            personal_data::keyed_domain(&client, &events_table),
+        ),
         name,
         events_table,
         table,

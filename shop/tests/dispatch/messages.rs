@@ -13,6 +13,7 @@ async fn the_producers_trace_rides_on_the_message() {
         .args(["--stream", "order-traced", "--type", "OrderCreated"])
         .args(["--data", &details(5).to_string()])
         .env("EVENTS_TABLE", &p.events_table)
+        .env("PERSONAL_DATA_KEY", personal_data::personal_data_key())
         .env("AWS_ACCESS_KEY_ID", "local")
         .env("AWS_SECRET_ACCESS_KEY", "local")
         .env("AWS_REGION", "us-east-1")

@@ -96,3 +96,30 @@ pub async fn opened(domain: &Domain, body: &str) -> Value {
     value["data"]["email"] = Value::from(order.email.clone());
     value
 }
+
+/// The subject whose key item a stream record of the events table (as
+/// Lambda delivers it) is of; `None` for any other item's. The key items
+/// are in the events table, so its stream carries them too (the
+/// dispatcher skips them).
+pub fn key_record_subject(record: &Value) -> Option<&str> {
+    let keys = &record["dynamodb"]["Keys"];
+    if keys["sk"]["S"] != "KEY" {
+        return None;
+    }
+    keys["pk"]["S"].as_str()?.strip_prefix("SUBJECT#")
+}
+
+/// `records` parted into the events' and the subjects' key items' (those
+/// subjects, sorted).
+pub fn part_key_records(records: Vec<Value>) -> (Vec<Value>, Vec<String>) {
+    let (keys, events): (Vec<Value>, Vec<Value>) = records
+        .into_iter()
+        .partition(|record| key_record_subject(record).is_some());
+    let mut subjects: Vec<String> = keys
+        .iter()
+        .filter_map(key_record_subject)
+        .map(str::to_owned)
+        .collect();
+    subjects.sort();
+    (events, subjects)
+}
