@@ -16,6 +16,7 @@ use super::localstack::{
     Poller, Queues, fifo_queues, fifo_topic, localstack, sns, sqs, subscribe_raw,
 };
 use super::metric_sum;
+use super::personal_data::{keyed_domain, personal_data_key};
 use super::runtime_api::RuntimeApi;
 use super::streams::StreamSource;
 
@@ -69,7 +70,11 @@ pub async fn stack(name: &str) -> Stack {
         ],
     );
     Stack {
-        events: EventStore::new(client, events_table.clone(), shop::domain()),
+        events: EventStore::new(
+            client.clone(),
+            events_table.clone(),
+            keyed_domain(&client, &events_table),
+        ),
         source: StreamSource::for_table(api, &events_table).await,
         name,
         topic_arn,
@@ -91,8 +96,17 @@ pub async fn consumer(name: &str, which: &str, topic_arn: &str, status: Option<u
     let queues = fifo_queues(&sqs, &format!("{name}-{which}"), 1, 50).await;
     subscribe_raw(&sns().await, topic_arn, &queues.arn).await;
     let api = RuntimeApi::start().await;
+    // The first consumer opens the orders' personal data with the
+    // subjects' keys, in the stack's events table.
     let function = match status {
-        None => start_with(&api, Some(&table), &[]),
+        None => start_with(
+            &api,
+            Some(&table),
+            &[
+                ("EVENT_STORE_TABLE", &format!("{name}-events")),
+                ("PERSONAL_DATA_KEY", &personal_data_key()),
+            ],
+        ),
         Some(park_after) => start_binary(
             env!("CARGO_BIN_EXE_status-projector"),
             &api,
@@ -156,9 +170,10 @@ pub async fn settle(source: &mut StreamSource, consumers: &[&Consumer]) {
 }
 
 /// Runs a consumer's tool (`status-rebuild`, `status-verify`,
-/// `status-inspect`, ...) on DynamoDB Local, with `EVENTS_TABLE` and
-/// `TABLE_NAME` set as an operator's shell would, its log lines asked for
-/// (JSON, on stderr): its exit code, stdout and stderr.
+/// `status-inspect`, ...) on DynamoDB Local, with `EVENTS_TABLE`,
+/// `TABLE_NAME` and `PERSONAL_DATA_KEY` set as an operator's shell would,
+/// its log lines asked for (JSON, on stderr): its exit code, stdout and
+/// stderr.
 pub async fn tool(
     exe: &str,
     events: &EventStore,
@@ -170,6 +185,7 @@ pub async fn tool(
         .args(args)
         .env("EVENTS_TABLE", events.table())
         .env("TABLE_NAME", table)
+        .env("PERSONAL_DATA_KEY", personal_data_key())
         .env("AWS_ACCESS_KEY_ID", "local")
         .env("AWS_SECRET_ACCESS_KEY", "local")
         .env("AWS_REGION", "us-east-1")
