@@ -21,7 +21,8 @@
 //! `scan` finds markers; `erasure` is the story of three subjects before
 //! and after one is erased (with `rebuild`, `verify` and `append`);
 //! `in_flight` erases subjects whose events are in a queue, parked, or
-//! resent.
+//! resent; `reports` looks at the other copies: a conflict record, a failed
+//! message's report, the dispatcher's report of an item it cannot send.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -29,6 +30,7 @@ mod support;
 mod erasure;
 mod in_flight;
 mod pipeline;
+mod reports;
 mod scan;
 
 use serde_json::{Value, json};

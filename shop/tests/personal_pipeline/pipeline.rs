@@ -238,8 +238,10 @@ impl Pipeline {
         let started = Instant::now();
         loop {
             let sent = self.dispatch().await;
-            let orders = self.orders.drain(Duration::from_secs(30)).await;
-            let status = self.status.drain(Duration::from_secs(30)).await;
+            let (orders, status) = tokio::join!(
+                self.orders.drain(Duration::from_secs(30)),
+                self.status.drain(Duration::from_secs(30))
+            );
             if sent + orders + status == 0 {
                 return;
             }
