@@ -32,7 +32,11 @@ async fn a_rebuilt_projection_equals_the_live_one_and_a_second_rebuild_changes_n
         .await
         .expect("events");
     create_table(&client, &live_table).await.expect("live");
-    let store = EventStore::new(client.clone(), events_table.clone(), shop::domain());
+    let store = EventStore::new(
+        client.clone(),
+        events_table.clone(),
+        personal_data::keyed_domain(&client, &events_table),
+    );
 
     // The story, appended: orders, products, stock.
     let mut streams = Vec::new();
@@ -96,7 +100,7 @@ async fn a_rebuilt_projection_equals_the_live_one_and_a_second_rebuild_changes_n
         stored.push(store.read(stream, 0, 100).await.expect("read"));
     }
     let runner = Runner::new(
-        shop::domain(),
+        personal_data::keyed_domain(&client, &events_table),
         DynamoStore::new(client.clone(), live_table.clone()),
         RunnerConfig::default(),
     );
@@ -193,7 +197,8 @@ async fn every_stream_is_rebuilt_when_the_store_spans_several_scan_pages() {
     ensure_events_table(&client, &events_table)
         .await
         .expect("events");
-    let store = EventStore::new(client, events_table.clone(), shop::domain());
+    let domain = personal_data::keyed_domain(&client, &events_table);
+    let store = EventStore::new(client, events_table.clone(), domain);
     // Undeclared data fields are kept in the body: about 20 KB per event.
     let mut data = json!({"customerName": "Ada", "email": "ada@example.com", "totalCents": 1});
     for field in 0..20 {
@@ -237,7 +242,11 @@ async fn a_rebuild_into_an_old_table_refuses_to_add_to_a_counter_it_holds() {
         .await
         .expect("events");
     create_table(&client, &live_table).await.expect("live");
-    let store = EventStore::new(client.clone(), events_table.clone(), shop::domain());
+    let store = EventStore::new(
+        client.clone(),
+        events_table.clone(),
+        personal_data::keyed_domain(&client, &events_table),
+    );
     let stock = |sku: &str, delta: i64| {
         Append::one(
             sku,
@@ -258,7 +267,7 @@ async fn a_rebuild_into_an_old_table_refuses_to_add_to_a_counter_it_holds() {
     }
     store.append(order("order-1")).await.expect("order");
     let runner = Runner::new(
-        shop::domain(),
+        personal_data::keyed_domain(&client, &events_table),
         DynamoStore::new(client.clone(), live_table.clone()),
         RunnerConfig::default(),
     );
@@ -339,6 +348,7 @@ async fn a_rebuild_into_an_old_table_refuses_to_add_to_a_counter_it_holds() {
         .env("AWS_ACCESS_KEY_ID", "local")
         .env("AWS_SECRET_ACCESS_KEY", "local")
         .env("AWS_REGION", "us-east-1")
+        .env("PERSONAL_DATA_KEY", personal_data::personal_data_key())
         .env("DEDUP_TTL_SECONDS", "86400")
         .output()
         .expect("rebuild");
