@@ -20,9 +20,10 @@ use support::*;
 
 /// The variables the tools read, cleared so that the caller's environment
 /// cannot leak into a test.
-const VARIABLES: [&str; 5] = [
+const VARIABLES: [&str; 6] = [
     "EVENTS_TABLE",
     "TABLE_NAME",
+    "PERSONAL_DATA_KEY",
     "QUEUE_URL",
     "TOPIC_ARN",
     "AWS_ENDPOINT_URL_SQS",
@@ -108,7 +109,8 @@ async fn tables(name: &str) -> (EventStore, String, String) {
         .await
         .expect("events table");
     create_table(&client, &table).await.expect("projection");
-    let store = EventStore::new(client, events_table.clone(), shop::domain());
+    let domain = personal_data::keyed_domain(&client, &events_table);
+    let store = EventStore::new(client, events_table.clone(), domain);
     (store, events_table, table)
 }
 
@@ -205,9 +207,11 @@ async fn verify_names_a_deleted_an_altered_and_a_stray_item_and_shows_no_data() 
         &["--events-table", &events_table, "--table", &table],
     );
     assert_eq!(code, 0, "{stderr}");
+    let personal_data_key = personal_data::personal_data_key();
     let tables = [
         ("EVENTS_TABLE", events_table.as_str()),
         ("TABLE_NAME", table.as_str()),
+        ("PERSONAL_DATA_KEY", personal_data_key.as_str()),
     ];
     let (code, stdout, stderr) = verify(&[], &tables);
     assert_eq!(
@@ -307,15 +311,17 @@ async fn a_range_lost_on_the_way_is_found_by_verify_and_mended_by_resend() {
     assert_eq!((order.len(), stock.len()), (6, 3));
     let client = connect(Some(&dynamodb_local().endpoint)).await;
     let runner = Runner::new(
-        shop::domain(),
+        personal_data::keyed_domain(&client, &events_table),
         DynamoStore::new(client, table.clone()),
         RunnerConfig::default(),
     );
     project(&runner, "order-7", &order[..3]).await;
     project(&runner, "SKU-B", &stock[..1]).await;
+    let personal_data_key = personal_data::personal_data_key();
     let tables = [
         ("EVENTS_TABLE", events_table.as_str()),
         ("TABLE_NAME", table.as_str()),
+        ("PERSONAL_DATA_KEY", personal_data_key.as_str()),
     ];
 
     // WHEN verify looks: it finds the hole.
