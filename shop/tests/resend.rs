@@ -60,10 +60,8 @@ async fn events_store(name: &str) -> (EventStore, String) {
     ensure_events_table(&client, &table)
         .await
         .expect("events table");
-    (
-        EventStore::new(client, table.clone(), shop::domain()),
-        table,
-    )
+    let domain = personal_data::keyed_domain(&client, &table);
+    (EventStore::new(client, table.clone(), domain), table)
 }
 
 /// An order of three events, appended; they as stored.
