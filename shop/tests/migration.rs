@@ -71,9 +71,13 @@ async fn a_store_that_restarts_a_projected_stream_is_named_by_verify() {
         .await
         .expect("events");
     create_table(&client, &table).await.expect("table");
-    let store = EventStore::new(client.clone(), events_table.clone(), shop::domain());
+    let store = EventStore::new(
+        client.clone(),
+        events_table.clone(),
+        personal_data::keyed_domain(&client, &events_table),
+    );
     let runner = Runner::new(
-        shop::domain(),
+        personal_data::keyed_domain(&client, &events_table),
         DynamoStore::new(client, table.clone()),
         RunnerConfig::default(),
     );
@@ -192,7 +196,8 @@ async fn an_update_cannot_open_a_stream() {
     ensure_events_table(&client, &events_table)
         .await
         .expect("events");
-    let store = EventStore::new(client, events_table.clone(), shop::domain());
+    let domain = personal_data::keyed_domain(&client, &events_table);
+    let store = EventStore::new(client, events_table.clone(), domain);
     let updated = || NewEvent::new("OrderUpdated", order_event_data(2).1);
     for expected in [ExpectedSequence::Any, ExpectedSequence::Exact(0)] {
         let refused = store
