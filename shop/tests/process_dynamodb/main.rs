@@ -94,9 +94,11 @@ impl Tables {
         self.runner_through(self.client.clone())
     }
 
-    /// The shop's producer, appending to the event store.
+    /// The shop's producer, appending to the event store (its orders'
+    /// personal data sealed with the tests' key).
     fn producer(&self) -> EventStore {
-        EventStore::new(self.client.clone(), self.events.clone(), shop::domain())
+        let domain = personal_data::keyed_domain(&self.client, &self.events);
+        EventStore::new(self.client.clone(), self.events.clone(), domain)
     }
 
     /// A world of `orders` orders, each created in the event store.
@@ -241,20 +243,21 @@ async fn stream_events(store: &EventStore, stream: &str) -> Vec<Logged> {
         }
         events.extend(page);
     }
-    events
-        .into_iter()
-        .map(|event| {
-            let body: Value = serde_json::from_str(&event.body).expect("a body is JSON");
-            Logged {
-                stream: stream.to_owned(),
-                sequence: event.sequence,
-                event_id: event.event_id,
-                event_type: event.event_type,
-                data: body["data"].clone(),
-                body: event.body,
-            }
-        })
-        .collect()
+    let mut logged = Vec::new();
+    for event in events {
+        // The data as the producer gave it: an order's personal values
+        // asserted sealed in the store, and opened.
+        let body = personal_data::opened(store.domain(), &event.body).await;
+        logged.push(Logged {
+            stream: stream.to_owned(),
+            sequence: event.sequence,
+            event_id: event.event_id,
+            event_type: event.event_type,
+            data: body["data"].clone(),
+            body: event.body,
+        });
+    }
+    logged
 }
 
 /// SQS records of these events, as the dispatcher sends them (message ids
