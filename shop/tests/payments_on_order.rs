@@ -248,7 +248,11 @@ async fn the_order_item_holds_the_amounts_and_verify_agrees_with_the_fold() {
         .await
         .expect("events table");
     create_table(&client, &table).await.expect("table");
-    let events = EventStore::new(client.clone(), events_table.clone(), shop::domain());
+    let events = EventStore::new(
+        client.clone(),
+        events_table.clone(),
+        personal_data::keyed_domain(&client, &events_table),
+    );
     append(&events, "paid", "OrderCreated", created(2500)).await;
     append(
         &events,
@@ -308,7 +312,7 @@ async fn the_order_item_holds_the_amounts_and_verify_agrees_with_the_fold() {
 
     // WHEN the projector applies them.
     let runner = Runner::new(
-        shop::domain(),
+        personal_data::keyed_domain(&client, &events_table),
         DynamoStore::new(client.clone(), table.clone()),
         RunnerConfig::default(),
     );
