@@ -33,7 +33,8 @@ async fn fresh_store() -> EventStore {
     ensure_events_table(&client, &name)
         .await
         .expect("events table");
-    EventStore::new(client, name, shop::domain())
+    let domain = personal_data::keyed_domain(&client, &name);
+    EventStore::new(client, name, domain)
 }
 
 fn product_created() -> NewEvent {
