@@ -154,7 +154,13 @@ async fn start() -> (Pipeline, Running) {
         let queues = fifo_queues(&sqs, &format!("{name}-{consumer}"), 2, 50).await;
         subscribe_raw(&sns, &topic, &queues.arn).await;
         let (domain, kinds, config): (Domain, &'static [&'static str], _) = match consumer {
-            "orders" => (shop::domain(), &["ORDER#"], RunnerConfig::default()),
+            // The shop opens its orders' personal data with the subjects'
+            // keys; the status consumer and the process read none.
+            "orders" => (
+                personal_data::keyed_domain(&client, &events_table),
+                &["ORDER#"],
+                RunnerConfig::default(),
+            ),
             "status" => (
                 shop::status::domain(),
                 &["STATUS#"],
@@ -186,7 +192,14 @@ async fn start() -> (Pipeline, Running) {
             dlq_url: queues.dlq_url,
         });
     }
-    let orders_function = start_with(&pollers[0].api, Some(&projections[0].table), &[]);
+    let orders_function = start_with(
+        &pollers[0].api,
+        Some(&projections[0].table),
+        &[
+            ("EVENT_STORE_TABLE", &events_table),
+            ("PERSONAL_DATA_KEY", &personal_data::personal_data_key()),
+        ],
+    );
     let status_function = start_binary(
         env!("CARGO_BIN_EXE_status-projector"),
         &pollers[1].api,
@@ -258,7 +271,11 @@ async fn start() -> (Pipeline, Running) {
         received,
     };
     let pipeline = Pipeline {
-        events: EventStore::new(client.clone(), events_table, shop::domain()),
+        events: EventStore::new(
+            client.clone(),
+            events_table.clone(),
+            personal_data::keyed_domain(&client, &events_table),
+        ),
         name,
         client,
         sqs,
