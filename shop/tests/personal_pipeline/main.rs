@@ -22,13 +22,15 @@
 //! and after one is erased (with `rebuild`, `verify` and `append`);
 //! `in_flight` erases subjects whose events are in a queue, parked, or
 //! resent; `reports` looks at the other copies: a conflict record, a failed
-//! message's report, the dispatcher's report of an item it cannot send.
+//! message's report, the dispatcher's report of an item it cannot send;
+//! `lost_event` erases a subject whose stream waits for a lost event.
 
 #[path = "../support/mod.rs"]
 mod support;
 
 mod erasure;
 mod in_flight;
+mod lost_event;
 mod pipeline;
 mod reports;
 mod scan;

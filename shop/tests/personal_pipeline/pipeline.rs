@@ -8,6 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
 use sequence_guard::personal::{DynamoKeys, Keyring};
 use sequence_guard::producer::{Append, AppendError, EventStore, NewEvent, StoredEvent};
 use sequence_guard::store::dynamodb::{connect, create_table, ensure_events_table};
@@ -306,6 +307,44 @@ impl Pipeline {
         .join("\n")
     }
 
+    /// The orders' queue holding a stream's events 1, 2 and 3 (and no
+    /// other): 1 applied, 3 delivered as for the third time (so a gap
+    /// parked), 2 received and left in flight, returned.
+    pub async fn park_the_third(&mut self) -> Message {
+        let mut received: Vec<Message> = Vec::new();
+        for _ in 0..10 {
+            if received.len() == 3 {
+                break;
+            }
+            for message in self.orders.poller.receive().await.unwrap_or_default() {
+                if !received
+                    .iter()
+                    .any(|seen| seen.message_id == message.message_id)
+                {
+                    received.push(message);
+                }
+            }
+        }
+        received.sort_by_key(sequence_of);
+        assert_eq!(
+            received.iter().map(sequence_of).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        self.orders
+            .bodies
+            .extend(received.iter().filter_map(|message| message.body.clone()));
+        let [one, two, mut three] = <[Message; 3]>::try_from(received).expect("three");
+        let poll = self.orders.poller.invoke(vec![one]).await;
+        assert!(poll.failed.is_empty(), "{poll:?}");
+        three.attributes.get_or_insert_default().insert(
+            MessageSystemAttributeName::ApproximateReceiveCount,
+            "3".to_owned(),
+        );
+        let poll = self.orders.poller.invoke(vec![three]).await;
+        assert!(poll.failed.is_empty(), "parked, so completed: {poll:?}");
+        two
+    }
+
     /// Every body given up: both dead-letter queues and the dispatcher's
     /// failure queue (taken from them).
     pub async fn given_up(&self) -> Vec<String> {
@@ -319,4 +358,11 @@ impl Pipeline {
         }
         given_up
     }
+}
+
+/// The `sequence` of a message's body.
+fn sequence_of(message: &Message) -> u64 {
+    let body: Value =
+        serde_json::from_str(message.body.as_deref().unwrap_or_default()).expect("a JSON body");
+    body["sequence"].as_u64().expect("a sequence")
 }
