@@ -77,7 +77,11 @@ async fn erasure_reaches_events_in_a_queue_parked_and_resent() {
         .append(&queued, "OrderUpdated", details(&queued, 2))
         .await;
     pipeline.dispatch().await;
-    assert_eq!(pipeline.orders.poller.in_queue().await, 2);
+    let started = std::time::Instant::now();
+    while pipeline.orders.poller.in_queue().await < 2 {
+        assert!(started.elapsed().as_secs() < 10, "both events queued");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let erased = erase(&pipeline.events, &queued).await.expect("erased");
     assert_eq!(erased.told, [(queued.clone(), 3)]);
     // The queued events, consumed before the erasure is dispatched, read
@@ -159,6 +163,7 @@ async fn erasure_reaches_events_in_a_queue_parked_and_resent() {
         item(&pipeline.status.table, &format!("STATUS#{resent}"), "STATE").await,
     );
     let duplicates = metric_sum(&pipeline.orders.output(), "Duplicate");
+    let applied = metric_sum(&pipeline.orders.output(), "Applied");
     let delivered = pipeline.orders.bodies.len();
     let topic = pipeline.topic_arn.clone();
     let (code, stdout, stderr) = pipeline
@@ -175,12 +180,12 @@ async fn erasure_reaches_events_in_a_queue_parked_and_resent() {
     assert_eq!(json_line(&stdout)["sent"], 3);
     pipeline.settle().await;
     assert_eq!(pipeline.orders.bodies.len(), delivered + 3);
-    assert_eq!(
-        metric_sum(&pipeline.orders.output(), "Duplicate") - duplicates,
-        3.0,
-        "{}",
-        pipeline.orders.output()
+    let output = pipeline.orders.output();
+    assert!(
+        metric_sum(&output, "Duplicate") - duplicates >= 3.0,
+        "each resent event a duplicate:\n{output}"
     );
+    assert_eq!(metric_sum(&output, "Applied"), applied, "{output}");
     assert_eq!(
         (
             item(&pipeline.orders.table, &format!("ORDER#{resent}"), "STATE").await,

@@ -99,7 +99,7 @@ async fn assert_in_clear_only_where_projected(pipeline: &pipeline::Pipeline, pro
         ("status", &pipeline.status.bodies),
     ] {
         assert!(!bodies.is_empty(), "{consumer}: its queue delivered");
-        for body in bodies.iter() {
+        for body in bodies.values() {
             assert!(
                 !body.contains(MARKER),
                 "{consumer}'s queue delivered {body}"

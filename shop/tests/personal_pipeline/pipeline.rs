@@ -5,6 +5,7 @@
 //! table; the tools run as an operator runs them. Every body a queue
 //! delivers and every line a binary writes is kept, for the markers.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,7 +31,8 @@ pub struct Consumer {
     pub poller: Poller,
     pub function: Function,
     pub table: String,
-    pub bodies: Vec<String>,
+    /// Each message its queue delivered, by id: its body.
+    pub bodies: BTreeMap<String, String>,
     exe: &'static str,
     variables: Vec<(String, String)>,
     /// The output of its earlier processes.
@@ -56,8 +58,7 @@ impl Consumer {
                 Some(batch) => {
                     empty = 0;
                     polled += 1;
-                    self.bodies
-                        .extend(batch.iter().filter_map(|message| message.body.clone()));
+                    self.bodies.extend(batch.iter().filter_map(delivered));
                     self.poller.invoke(batch).await;
                 }
                 None => {
@@ -166,7 +167,7 @@ impl Pipeline {
                 poller,
                 function,
                 table,
-                bodies: Vec::new(),
+                bodies: BTreeMap::new(),
                 exe,
                 variables,
                 retired: String::new(),
@@ -332,7 +333,7 @@ impl Pipeline {
         );
         self.orders
             .bodies
-            .extend(received.iter().filter_map(|message| message.body.clone()));
+            .extend(received.iter().filter_map(delivered));
         let [one, two, mut three] = <[Message; 3]>::try_from(received).expect("three");
         let poll = self.orders.poller.invoke(vec![one]).await;
         assert!(poll.failed.is_empty(), "{poll:?}");
@@ -365,4 +366,9 @@ fn sequence_of(message: &Message) -> u64 {
     let body: Value =
         serde_json::from_str(message.body.as_deref().unwrap_or_default()).expect("a JSON body");
     body["sequence"].as_u64().expect("a sequence")
+}
+
+/// A delivered message's id and body.
+fn delivered(message: &Message) -> Option<(String, String)> {
+    Some((message.message_id.clone()?, message.body.clone()?))
 }
