@@ -23,13 +23,15 @@
 //! `in_flight` erases subjects whose events are in a queue, parked, or
 //! resent; `reports` looks at the other copies: a conflict record, a failed
 //! message's report, the dispatcher's report of an item it cannot send;
-//! `lost_event` erases a subject whose stream waits for a lost event.
+//! `lost_event` erases a subject whose stream waits for a lost event;
+//! `logs` keeps the test process's own lines (the producer runs here).
 
 #[path = "../support/mod.rs"]
 mod support;
 
 mod erasure;
 mod in_flight;
+mod logs;
 mod lost_event;
 mod pipeline;
 mod reports;

@@ -108,6 +108,7 @@ pub struct Pipeline {
 
 impl Pipeline {
     pub async fn start(test: &str) -> Pipeline {
+        crate::logs::capture();
         let local = dynamodb_local();
         let endpoint = localstack().endpoint.clone();
         let client = connect(Some(&local.endpoint)).await;
@@ -304,6 +305,7 @@ impl Pipeline {
             self.orders.output(),
             self.status.output(),
             self.tools.lock().expect("tools").clone(),
+            crate::logs::captured(),
         ]
         .join("\n")
     }
