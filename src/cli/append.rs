@@ -172,7 +172,20 @@ pub async fn append(domain: Domain) -> ExitCode {
             eprintln!("{name}: {err}; nothing appended");
             ExitCode::from(2)
         }
-        Err(err @ (AppendError::Contention { .. } | AppendError::Keys(_))) => {
+        Err(err @ AppendError::Keys(_)) => {
+            // The key is read before anything is written.
+            match check_table(&client, &table).await {
+                Err(
+                    table_err @ (TableError::Missing { .. }
+                    | TableError::NotReady { .. }
+                    | TableError::Unreachable { .. }
+                    | TableError::NoCredentials),
+                ) => eprintln!("{name}: {table_err}; nothing appended"),
+                _ => eprintln!("{name}: {err}; nothing appended, safe to run again"),
+            }
+            ExitCode::FAILURE
+        }
+        Err(err @ AppendError::Contention { .. }) => {
             eprintln!("{name}: {err}; {MAYBE}");
             ExitCode::FAILURE
         }

@@ -76,9 +76,23 @@ pub async fn projector(domain: Domain) -> ExitCode {
             );
             return ExitCode::FAILURE;
         };
-        let events =
-            crate::producer::EventStore::new(client, table, process.store_domain().clone())
-                .with_retry_budget(std::time::Duration::from_secs(5));
+        // What it appends is sealed like any producer's.
+        let producer = match super::keys::keyed(
+            process.store_domain().clone(),
+            &client,
+            Some(&table),
+            config.personal_data_key.clone(),
+        )
+        .await
+        {
+            Ok(producer) => producer,
+            Err(err) => {
+                tracing::error!(error = %err, "cannot start");
+                return ExitCode::FAILURE;
+            }
+        };
+        let events = crate::producer::EventStore::new(client, table, producer)
+            .with_retry_budget(std::time::Duration::from_secs(5));
         store = store.with_event_store(events);
     }
     let runner = Runner::new(domain, store, config.runner);
