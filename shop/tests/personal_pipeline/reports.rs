@@ -2,7 +2,7 @@
 //! conflict record (another event at an applied sequence), the function's
 //! report of a message it fails, and the dispatcher's report of an event
 //! item it cannot send. None holds a personal value in clear, before or
-//! after the subject is erased.
+//! after the subject is erased; the erasure deletes the conflict record.
 
 use std::time::Duration;
 
@@ -130,8 +130,8 @@ async fn conflict_records_and_failure_reports_hold_no_personal_value() {
         "{report}"
     );
 
-    // Erased: the order holds the placeholder; the conflict record stays,
-    // its values sealed under a key that is gone.
+    // Erased: the order holds the placeholder, and its conflict record is
+    // deleted.
     let erased = erase(&pipeline.events, &order).await.expect("erased");
     assert_eq!(erased.told, [(order.clone(), 3)]);
     pipeline.settle().await;
@@ -145,6 +145,14 @@ async fn conflict_records_and_failure_reports_hold_no_personal_value() {
             text(&state, "email")
         ),
         (3, PLACEHOLDER, PLACEHOLDER)
+    );
+    let conflicts = hits(&pipeline.orders.table, "CONFLICT#").await;
+    assert!(conflicts.is_empty(), "{conflicts:#?}");
+    assert!(
+        pipeline
+            .orders
+            .output()
+            .contains("an erasure deleted the entity's conflict records")
     );
     assert_in_clear_only_where_projected(&pipeline, &[]).await;
     let logs = pipeline.logs();
