@@ -314,6 +314,13 @@ impl Pipeline {
     /// other): 1 applied, 3 delivered as for the third time (so a gap
     /// parked), 2 received and left in flight, returned.
     pub async fn park_the_third(&mut self) -> Message {
+        // All three in the queue first (the topic delivers a moment after
+        // the dispatcher publishes): one receive then takes them together.
+        let started = Instant::now();
+        while self.orders.poller.in_queue().await < 3 {
+            assert!(started.elapsed() < Duration::from_secs(10), "3 queued");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         let mut received: Vec<Message> = Vec::new();
         for _ in 0..10 {
             if received.len() == 3 {
