@@ -15,7 +15,7 @@
 //! output of every binary (the functions at `TRACE`, the tools with
 //! `RUST_LOG=trace`). The one place a marker may be is where it is
 //! projected: the `customerName` and `email` of its order's item in the
-//! order projection, until its subject is erased.
+//! order projection, until its subject's erasure is applied there.
 //!
 //! Here: what the topics share. `pipeline` starts and runs the parts;
 //! `scan` finds markers; `erasure` is the story of three subjects before
