@@ -22,7 +22,7 @@ pub enum Handlers {
 
 /// The CPU time this thread has spent (`CLOCK_THREAD_CPUTIME_ID`: to the
 /// nanosecond, where `/proc` counts in scheduler ticks).
-fn thread_cpu() -> Duration {
+pub(crate) fn thread_cpu() -> Duration {
     let time = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     Duration::new(
         u64::try_from(time.tv_sec).unwrap_or(0),

@@ -36,7 +36,11 @@
 //! - on DynamoDB Local, a process's step (`--process` runs this alone): the
 //!   shop's payments process, requests, write and read units and dollars
 //!   per step (each kind of message it handles, a deadline fired) and per
-//!   order's lifecycle, one message a batch and ten.
+//!   order's lifecycle, one message a batch and ten;
+//! - on DynamoDB Local, personal data (`--personal`, run by `scripts/bench`
+//!   once LocalStack's KMS is up, with `--kms-endpoint`): units, requests and
+//!   KMS requests per append and per message with an order's name and email
+//!   sealed and without, and the CPU time of opening a sealed body.
 //!
 //! Layout: `main.rs` reads the arguments and runs the parts in turn;
 //! `workloads.rs` makes the batches and `naive.rs` is the naive handler;
@@ -46,7 +50,7 @@
 //! `functions.rs` starts the release functions, for `cold_start.rs`,
 //! `memory.rs` and `variants.rs` (several builds side by side);
 //! `process.rs` is a process's step (`process/meter.rs`: the units DynamoDB
-//! Local reports).
+//! Local reports); `personal.rs` is personal data's cost.
 
 mod cache;
 mod cold_start;
@@ -55,6 +59,7 @@ mod functions;
 mod late_events;
 mod memory;
 mod naive;
+mod personal;
 mod process;
 mod requests;
 mod variants;
@@ -81,6 +86,13 @@ mod cost;
 
 #[path = "../support/sqs_stand_in.rs"]
 mod sqs_stand_in;
+
+#[path = "../support/keys.rs"]
+mod keys;
+
+#[allow(dead_code)] // the usage of a client, not its time
+#[path = "../support/meter.rs"]
+mod meter;
 
 use std::time::Duration;
 
@@ -130,6 +142,16 @@ struct Args {
     /// Local): requests, units and dollars per step.
     #[arg(long, conflicts_with_all = ["cpu_only", "versions", "producer"])]
     process: bool,
+    /// Only personal data's cost (on DynamoDB Local): units, requests and
+    /// KMS requests per append and per message, sealed and plain, and the
+    /// CPU time of opening a sealed body.
+    #[arg(long, conflicts_with_all = ["cpu_only", "versions", "producer", "process"])]
+    personal: bool,
+    /// With `--personal`: LocalStack's endpoint, whose KMS wraps the data
+    /// keys (without it, a master key of the bench's own does, its KMS
+    /// requests counted as KMS's would be).
+    #[arg(long, value_name = "URL", requires = "personal")]
+    kms_endpoint: Option<String>,
     /// A free port for the SQS stand-in (plain HTTP) the release dispatcher
     /// sends to, for its cold start.
     #[arg(long, value_name = "PORT")]
@@ -198,6 +220,10 @@ async fn main() {
     }
     if args.process {
         process::print_process(&endpoint).await;
+        return;
+    }
+    if args.personal {
+        personal::print_personal(&endpoint, args.kms_endpoint.as_deref()).await;
         return;
     }
     // A network between the function and DynamoDB: 2 ms per request, so that a

@@ -319,7 +319,12 @@ struct Steps {
 }
 
 async fn measure(local: &Client, endpoint: &str, events: &str, run: u64, size: usize) -> Steps {
-    let producer = EventStore::new(local.clone(), events, shop::domain());
+    // An order's name and email are sealed: the producer has its keys.
+    let producer = EventStore::new(
+        local.clone(),
+        events,
+        crate::keys::keyed(shop::domain(), local, events, &crate::keys::Wrapping::Local),
+    );
     let orders = |scenario: &str| -> Vec<String> {
         (0..ORDERS)
             .map(|n| format!("proc-{run}-{scenario}-{size}-{n}"))

@@ -8,11 +8,13 @@ use std::time::{Duration, Instant};
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, MessageSystemAttributeName};
 use sequence_guard::Domain;
+use sequence_guard::personal::Keyring;
 use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
 use sequence_guard::store::dynamodb::{DynamoStore, create_table};
 use serde_json::Value;
 
 use crate::figures::{Shared, Tally, add_time};
+use crate::keys::{Wrapping, keyed};
 use crate::naive::{idempotent_write, naive_write};
 use crate::{Pipeline, meter};
 
@@ -25,8 +27,11 @@ pub struct Lane {
     /// The naive projector's client and table.
     pub naive: (aws_sdk_dynamodb::Client, String),
     pub tally: Arc<Tally>,
-    /// What its DynamoDB client sends and is billed.
+    /// What its DynamoDB client sends and is billed (its key items'
+    /// reads included).
     pub meter: meter::Meter,
+    /// Its keyring, when its domain declares personal data (the shop's).
+    pub keys: Option<Arc<Keyring>>,
 }
 
 /// One consumer task (an SQS poller and the projector behind it), until
@@ -177,13 +182,16 @@ pub async fn consumer(
     }
 }
 
-/// A consumer on its own table: `<name>-<consumer>`, projected by `domain`.
+/// A consumer on its own table: `<name>-<consumer>`, projected by
+/// `domain`; a domain that declares personal data opens it with the key
+/// items in `events_table`, wrapped as `wrapping` says.
 pub async fn lane(
     dynamodb: &aws_sdk_dynamodb::Client,
     name: &'static str,
     table: String,
     queue_url: String,
     domain: Domain,
+    (events_table, wrapping): (&str, &Wrapping),
 ) -> Lane {
     if let Err(err) = create_table(dynamodb, &table).await {
         eprintln!("{table}: {err}");
@@ -191,6 +199,8 @@ pub async fn lane(
     }
     let meter = meter::Meter::default();
     let dynamodb = meter.wrap(dynamodb);
+    let domain = keyed(domain, &dynamodb, events_table, wrapping);
+    let keys = domain.keys().cloned();
     let runner = Arc::new(Runner::new(
         domain,
         DynamoStore::new(dynamodb.clone(), table.clone()),
@@ -203,5 +213,6 @@ pub async fn lane(
         naive: (dynamodb, table),
         tally: Arc::new(Tally::default()),
         meter,
+        keys,
     }
 }

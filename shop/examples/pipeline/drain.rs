@@ -7,6 +7,7 @@ use std::time::Instant;
 use sequence_guard::producer::{Append, EventStore, ExpectedSequence};
 use sequence_guard::store::dynamodb::{connect, ensure_events_table};
 
+use crate::keys::keyed;
 use crate::run::{Case, event, run};
 use crate::{Args, meter};
 
@@ -15,8 +16,11 @@ pub struct Filled {
     pub table: String,
     /// (stream, sequence) of every event in it.
     pub keys: Vec<(String, u64)>,
-    /// What filling it cost (our `append`, one event each).
+    /// What filling it cost (our `append`, one event each, its key
+    /// items' requests and units included).
     pub usage: meter::Usage,
+    /// The fill's KMS requests.
+    pub kms: u64,
 }
 
 /// Fills `table`: `streams` orders of `per_stream` events each (seven
@@ -29,7 +33,8 @@ pub async fn fill(args: &Args, table: &str, streams: usize, per_stream: u64, hot
         eprintln!("{table}: {err}");
         std::process::exit(1);
     }
-    let store = EventStore::new(dynamodb, table, shop::domain());
+    let domain = keyed(shop::domain(), &dynamodb, table, &args.keys);
+    let store = EventStore::new(dynamodb, table, domain);
     let keys = Arc::new(Mutex::new(Vec::new()));
     let writers = 7;
     let mut tasks = Vec::new();
@@ -71,6 +76,7 @@ pub async fn fill(args: &Args, table: &str, streams: usize, per_stream: u64, hot
         table: table.to_owned(),
         keys,
         usage: meter.usage(),
+        kms: store.domain().keys().map_or(0, |keys| keys.kms_requests()),
     }
 }
 

@@ -17,6 +17,8 @@ pub struct Figures {
     /// The producers' DynamoDB requests and units (on the drain workload:
     /// the fill's).
     pub producer: meter::Usage,
+    /// The producers' KMS requests (keys made and unwrapped).
+    pub producer_kms: u64,
     /// The dispatcher: stream batches sent, busy time sending them,
     /// `GetRecords` calls and their time, when the last event was sent
     /// (seconds from the start).
@@ -46,6 +48,8 @@ pub struct Consumed {
     pub deleting: Duration,
     /// Its DynamoDB requests and units.
     pub usage: meter::Usage,
+    /// Its KMS requests (its keys unwrapped).
+    pub kms: u64,
 }
 
 /// Everything one run shares between its tasks.

@@ -42,6 +42,15 @@
 //! batches of 100 stream records), to a queue and to the topic: requests
 //! per event.
 //!
+//! An order's `customerName` and `email` are personal data: the producers
+//! seal them with their subject's data key and the shop's consumer opens
+//! them, each with a keyring of its own over the key items in the event
+//! store's table (`../support/keys.rs`), the keys wrapped under a KMS key
+//! made on LocalStack (`--local-keys`: a master key of the benchmark's own).
+//! Their requests and units are in the producer's and the consumer's
+//! figures; the KMS requests per event are printed apart. The status
+//! consumer declares no personal data and reads no key.
+//!
 //! The stream is read as tightly as DynamoDB Local answers; on AWS, Lambda
 //! polls a shard about four times a second, which adds up to 250 ms to each
 //! event's latency, the same for both pipelines.
@@ -70,6 +79,9 @@ mod stream;
 
 #[path = "../support/cost.rs"]
 mod cost;
+#[allow(dead_code)] // the bench's helpers
+#[path = "../support/keys.rs"]
+mod keys;
 #[path = "../support/meter.rs"]
 mod meter;
 
@@ -108,6 +120,14 @@ struct Args {
     /// the template's `MaximumConcurrency` default.
     #[arg(long, default_value_t = 10)]
     drain_consumers: usize,
+    /// Wrap the orders' data keys under a master key of the benchmark's
+    /// own instead of a KMS key on LocalStack (`--sqs-endpoint`), e.g. for
+    /// a LocalStack started without KMS.
+    #[arg(long)]
+    local_keys: bool,
+    /// What wraps the orders' data keys (made at the start).
+    #[arg(skip = keys::Wrapping::Local)]
+    keys: keys::Wrapping,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -147,7 +167,10 @@ impl Pipeline {
 
 #[tokio::main]
 async fn main() {
-    let args = <Args as clap::Parser>::parse();
+    let mut args = <Args as clap::Parser>::parse();
+    if !args.local_keys {
+        args.keys = keys::kms_wrapping(&args.sqs_endpoint).await;
+    }
     println!("\n== Pipeline: append -> DynamoDB stream -> dispatcher -> SQS FIFO -> projector");
     println!(
         "   fan-out: dispatcher -> SNS FIFO topic -> two SQS FIFO queues (raw) -> shop, status"
@@ -161,6 +184,7 @@ async fn main() {
     );
     let mut costs: Vec<(String, Pipeline, cost::PerEvent)> = Vec::new();
     let mut drained: Vec<(Pipeline, Figures)> = Vec::new();
+    let mut kms: Vec<String> = Vec::new();
     for &workload in &args.workloads {
         let filled;
         let (label, case) = match workload {
@@ -226,6 +250,24 @@ async fn main() {
                     per_event(consumed.deliveries, figures.appended),
                 );
             }
+            let consumer_kms: Vec<String> = figures
+                .consumers
+                .iter()
+                .map(|consumed| {
+                    format!(
+                        "{} {:.3}",
+                        consumed.name,
+                        per_event(consumed.kms, figures.appended)
+                    )
+                })
+                .collect();
+            kms.push(format!(
+                "{:<34} {:>11}  producer {:.3}, {}",
+                label,
+                mode.tag(),
+                per_event(figures.producer_kms, figures.appended),
+                consumer_kms.join(", ")
+            ));
             costs.push((
                 label.clone(),
                 mode,
@@ -238,6 +280,18 @@ async fn main() {
     }
     if !drained.is_empty() {
         print_drain(&drained);
+    }
+    if !kms.is_empty() {
+        println!(
+            "\n== KMS requests per event appended (the orders' data keys made and unwrapped; {})",
+            match args.keys {
+                keys::Wrapping::Local => "a local master key, counted as KMS's would be",
+                keys::Wrapping::Kms { .. } => "LocalStack's KMS",
+            }
+        );
+        for line in &kms {
+            println!("{line}");
+        }
     }
     if !costs.is_empty() {
         println!("\n== What a million events cost (AWS on-demand prices, us-east-1)");

@@ -16,6 +16,7 @@ use crate::consumer::{consumer, lane};
 use crate::dispatcher::{Wiring, dispatcher};
 use crate::drain::Filled;
 use crate::figures::{Consumed, Figures, Shared, time_of};
+use crate::keys::keyed;
 use crate::queues::{fifo_queue, fifo_topic, in_queue, sns_client, sqs_client};
 use crate::{Args, Pipeline, meter};
 
@@ -78,6 +79,7 @@ pub async fn run(args: &Args, mode: Pipeline, name: &str, case: &Case<'_>) -> Fi
             format!("{name}-projection"),
             queue_url.clone(),
             shop::domain(),
+            (&events_table, &args.keys),
         )
         .await,
     ];
@@ -90,6 +92,7 @@ pub async fn run(args: &Args, mode: Pipeline, name: &str, case: &Case<'_>) -> Fi
                 format!("{name}-status"),
                 status_url,
                 shop::status::domain(),
+                (&events_table, &args.keys),
             )
             .await,
         );
@@ -107,12 +110,11 @@ pub async fn run(args: &Args, mode: Pipeline, name: &str, case: &Case<'_>) -> Fi
         None => (case.streams * case.per_stream as usize, HashMap::new()),
     };
     let shared = Arc::new(Shared::new(appended));
-    let domain = shop::domain();
-    let store = EventStore::new(
-        producer_meter.wrap(&dynamodb),
-        events_table.clone(),
-        domain.clone(),
-    );
+    // An order's name and email are sealed: the producers have their keys
+    // (the key items in the event store's table, metered with the appends).
+    let producer_client = producer_meter.wrap(&dynamodb);
+    let domain = keyed(shop::domain(), &producer_client, &events_table, &args.keys);
+    let store = EventStore::new(producer_client, events_table.clone(), domain.clone());
     let mut tasks = Vec::new();
     let producers = if case.filled.is_some() {
         0
@@ -200,6 +202,7 @@ pub async fn run(args: &Args, mode: Pipeline, name: &str, case: &Case<'_>) -> Fi
             receiving: time_of(&tally.receiving),
             deleting: time_of(&tally.deleting),
             usage: lane.meter.usage(),
+            kms: lane.keys.as_ref().map_or(0, |keys| keys.kms_requests()),
         });
     }
     let all_sent = shared
@@ -215,6 +218,10 @@ pub async fn run(args: &Args, mode: Pipeline, name: &str, case: &Case<'_>) -> Fi
         producer: match case.filled {
             Some(filled) => filled.usage,
             None => producer_meter.usage(),
+        },
+        producer_kms: match case.filled {
+            Some(filled) => filled.kms,
+            None => store.domain().keys().map_or(0, |keys| keys.kms_requests()),
         },
         batches: shared.batches.load(Ordering::Relaxed),
         dispatch_busy: time_of(&shared.dispatch_busy),

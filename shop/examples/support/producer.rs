@@ -7,6 +7,12 @@
 //! check for gaps and duplicates), `contention.rs` (concurrent writers),
 //! `units.rs` (capacity units per append) and `head_layout.rs` (today's
 //! layout, measured beside the event store's).
+//!
+//! An order's `customerName` and `email` are personal (`shop::domain()`):
+//! every store here has a keyring over the real key items in its table
+//! (`../support/keys.rs`, wrapped under a local master key), so that each
+//! append pays its key item's read as a producer does; the figures name
+//! those requests apart.
 
 use aws_sdk_dynamodb::Client;
 use sequence_guard::producer::{Append, AppendError, EventStore, ExpectedSequence, NewEvent};
@@ -14,6 +20,8 @@ use sequence_guard::store::dynamodb::{connect, ensure_events_table};
 use serde_json::json;
 
 use super::fault_proxy::{Fault, FaultProxy};
+use crate::keys::{Wrapping, keyed};
+use crate::meter::Meter;
 
 #[path = "producer/contention.rs"]
 mod contention;
@@ -38,6 +46,14 @@ fn updated(n: u64) -> NewEvent {
     )
 }
 
+/// An event store of the shop on `client`'s table `table`, with a keyring
+/// over the key items in that table, read through `keys` (a metered
+/// client: what the keys cost).
+pub fn keyed_store(client: Client, table: &str, keys: &Client) -> EventStore {
+    let domain = keyed(shop::domain(), keys, table, &Wrapping::Local);
+    EventStore::new(client, table, domain)
+}
+
 async fn table(endpoint: &str, name: &str) -> Client {
     let client = connect(Some(endpoint)).await;
     if let Err(err) = ensure_events_table(&client, name).await {
@@ -50,7 +66,13 @@ async fn table(endpoint: &str, name: &str) -> Client {
 pub async fn print_producer(local: &str, proxied: &str) {
     println!("\n== The producer's half: appends to the event store (through the 2 ms proxy)");
     let client = table(local, "bench-events").await;
-    let store = EventStore::new(connect(Some(proxied)).await, "bench-events", shop::domain());
+    let proxied_client = connect(Some(proxied)).await;
+    let keys = Meter::default();
+    let store = keyed_store(
+        proxied_client.clone(),
+        "bench-events",
+        &keys.wrap(&proxied_client),
+    );
 
     // Requests per append.
     let mut rows = Vec::new();
@@ -59,7 +81,7 @@ pub async fn print_producer(local: &str, proxied: &str) {
         ("expected sequence known, request id", true, true),
         ("any sequence (the last event read first)", false, false),
     ] {
-        let before = store.requests();
+        let (before, keys_before) = (store.requests(), keys.usage().requests);
         let stream = format!("req-{}", label.len());
         for n in 0..50u64 {
             let append = Append {
@@ -75,10 +97,16 @@ pub async fn print_producer(local: &str, proxied: &str) {
                 println!("{label}: failed: {err}");
             }
         }
-        rows.push((label, (store.requests() - before) as f64 / 50.0));
+        rows.push((
+            label,
+            (store.requests() - before) as f64 / 50.0,
+            (keys.usage().requests - keys_before) as f64 / 50.0,
+        ));
     }
-    for (label, requests) in rows {
-        println!("{label:<48} {requests:.2} requests/append");
+    for (label, requests, key_requests) in rows {
+        println!(
+            "{label:<48} {requests:.2} requests/append (and {key_requests:.2} of the key item)"
+        );
     }
 
     print_units(client.clone()).await;
@@ -96,11 +124,8 @@ pub async fn print_producer(local: &str, proxied: &str) {
         vec![Fault::Throttle, Fault::ServerError, Fault::LostAnswer],
     )
     .await;
-    let faulty = EventStore::new(
-        connect(Some(&proxy.endpoint)).await,
-        "bench-events",
-        shop::domain(),
-    );
+    let faulty_client = connect(Some(&proxy.endpoint)).await;
+    let faulty = keyed_store(faulty_client.clone(), "bench-events", &faulty_client);
     let naive_client = connect(Some(&proxy.endpoint)).await;
     proxy.set_percent(33);
     for n in 0..30u64 {
@@ -115,7 +140,9 @@ pub async fn print_producer(local: &str, proxied: &str) {
         for _ in 0..20 {
             match faulty.append(append.clone()).await {
                 Ok(_) => break,
-                Err(AppendError::Store(_) | AppendError::Contention { .. }) => {}
+                Err(
+                    AppendError::Store(_) | AppendError::Contention { .. } | AppendError::Keys(_),
+                ) => {}
                 Err(err) => {
                     println!("fault-{n}: {err}");
                     break;

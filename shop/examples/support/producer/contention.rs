@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use sequence_guard::producer::{Append, AppendError, EventStore};
 use sequence_guard::store::dynamodb::connect;
 
-use super::updated;
+use super::{keyed_store, updated};
 
 /// What a run of concurrent writers did.
 pub struct Rate {
@@ -87,12 +87,11 @@ pub async fn rate(
 /// many processes), and on 100 streams; what gave up; the tail latency of
 /// an append.
 pub async fn print_contention(proxied: &str) {
+    // Each store with a keyring of its own (a process's), its key items
+    // read through the same proxy.
     let store = |_| async {
-        Arc::new(EventStore::new(
-            connect(Some(proxied)).await,
-            "bench-events",
-            shop::domain(),
-        ))
+        let client = connect(Some(proxied)).await;
+        Arc::new(keyed_store(client.clone(), "bench-events", &client))
     };
     let shared = vec![store(0).await];
     let mut own = Vec::new();

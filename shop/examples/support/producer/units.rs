@@ -9,7 +9,8 @@ use sequence_guard::producer::{
 };
 
 use super::head_layout::HeadLayout;
-use super::updated;
+use super::{keyed_store, updated};
+use crate::meter::{Meter, Usage};
 
 /// The caller's own write: a customer's order count.
 pub fn caller_write(table: &str, n: u64) -> TransactWriteItem {
@@ -134,16 +135,24 @@ pub struct PerAppend {
     pub requests: f64,
     pub consumed: Consumed,
     pub written: f64,
+    /// The key item's requests and units (an order's personal data sealed),
+    /// for the event store.
+    pub keys: Option<Usage>,
 }
 
-pub async fn measure_store(store: &EventStore, kind: Kind, layout: &str) -> PerAppend {
+pub async fn measure_store(
+    store: &EventStore,
+    keys: &Meter,
+    kind: Kind,
+    layout: &str,
+) -> PerAppend {
     if kind.setup() {
         let (stream, shape) = kind.shape(layout, 0);
         let _ = store
             .append(store_append(&shape, &stream, 0, store.table()))
             .await;
     }
-    let (requests, consumed) = (store.requests(), store.consumed());
+    let (requests, consumed, keys_before) = (store.requests(), store.consumed(), keys.usage());
     let mut written = 0;
     for n in 1..=20 {
         let (stream, shape) = kind.shape(layout, n);
@@ -159,6 +168,17 @@ pub async fn measure_store(store: &EventStore, kind: Kind, layout: &str) -> PerA
         requests: (store.requests() - requests) as f64 / 20.0,
         consumed: scaled(store.consumed().since(&consumed), 20.0),
         written: written as f64 / 20.0,
+        keys: Some(per_append(keys.usage(), keys_before)),
+    }
+}
+
+/// The key item's usage since `before`, per append of 20.
+fn per_append(now: Usage, before: Usage) -> Usage {
+    Usage {
+        requests: now.requests - before.requests,
+        failed: now.failed - before.failed,
+        read_units: (now.read_units - before.read_units) / 20.0,
+        write_units: (now.write_units - before.write_units) / 20.0,
     }
 }
 
@@ -177,6 +197,7 @@ pub async fn measure_heads(heads: &mut HeadLayout, kind: Kind) -> PerAppend {
         requests: (heads.requests - requests) as f64 / 20.0,
         consumed: scaled(heads.consumed.since(&consumed), 20.0),
         written: written as f64 / 20.0,
+        keys: None,
     }
 }
 
@@ -209,12 +230,26 @@ pub async fn print_units(client: Client) {
         requests: 0,
         consumed: Consumed::default(),
     };
-    let store = EventStore::new(client.clone(), "bench-events", shop::domain());
-    let read_first = EventStore::new(client, "bench-events", shop::domain())
-        .with_exact_check(ExactCheck::ReadFirst);
+    println!(
+        "   (an order's name and email are sealed: + the key item's requests and units, \
+         for the event store; a new stream is a new subject, its key made)"
+    );
+    let keys = Meter::default();
+    let keys_client = keys.wrap(&client);
+    let store = keyed_store(client.clone(), "bench-events", &keys_client);
+    let read_first =
+        keyed_store(client, "bench-events", &keys_client).with_exact_check(ExactCheck::ReadFirst);
     let row = |figures: &PerAppend| {
+        let keys = figures.keys.map_or(String::new(), |keys| {
+            format!(
+                " + key item {:.2} req, {:.1} W + {:.1} R",
+                keys.requests as f64 / 20.0,
+                keys.write_units,
+                keys.read_units
+            )
+        });
         format!(
-            "{:.2} req, {:>4.1} W + {:.1} R, {:.1} items [{:.1} W + {:.1} R]",
+            "{:.2} req, {:>4.1} W + {:.1} R, {:.1} items [{:.1} W + {:.1} R]{keys}",
             figures.requests,
             figures.consumed.by_rules.write,
             figures.consumed.by_rules.read,
@@ -225,11 +260,11 @@ pub async fn print_units(client: Client) {
     };
     for kind in Kind::ALL {
         let today = measure_heads(&mut heads, kind).await;
-        let new = measure_store(&store, kind, "store").await;
+        let new = measure_store(&store, &keys, kind, "store").await;
         println!("{:<44} head (0.2): {}", kind.label(), row(&today));
         println!("{:<44} no head:    {}", "", row(&new));
         if matches!(kind, Kind::Exact | Kind::ExactRequest | Kind::Stale) {
-            let read = measure_store(&read_first, kind, "read-first").await;
+            let read = measure_store(&read_first, &keys, kind, "read-first").await;
             println!("{:<44} read first: {}", "", row(&read));
         }
     }
