@@ -217,7 +217,7 @@ pub fn scaled(consumed: Consumed, by: f64) -> Consumed {
 /// `ExactCheck::ReadFirst`.
 pub async fn print_units(client: Client) {
     println!(
-        "\n-- capacity units per append (20 of each; events of about 250 bytes): requests, \
+        "\n-- capacity units per append (20 of each; events of about 350 bytes, name and email sealed): requests, \
          write + read units by AWS's rules, items written (each a stream record);"
     );
     println!(
