@@ -60,7 +60,7 @@ pub struct NewEvent {
     /// The event type (the envelope's `type`).
     pub event_type: String,
     /// The event's `data`: a JSON object, of the type's current version
-    /// ([`Domain::version`]: the body says which, when above 1).
+    /// ([`Domain::version`](crate::Domain::version): the body says which, when above 1).
     pub data: Value,
     /// Its `eventId`; one is made up (a random UUID) when `None`.
     pub event_id: Option<String>,
