@@ -196,3 +196,42 @@ fn an_entity_or_counter_used_but_not_registered_is_named_at_its_first_message() 
             .is_ok()
     );
 }
+
+/// Tagged `type` without `content = "data"`, serde reads the data's fields
+/// from the envelope itself: every message would be refused. Found as the
+/// domain is built.
+#[test]
+fn an_events_enum_tagged_type_alone_is_refused_as_it_is_built() {
+    #[derive(Debug, Deserialize)]
+    struct Label {
+        #[allow(dead_code)]
+        label: String,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(tag = "type")]
+    enum Untidy {
+        #[allow(dead_code)]
+        Labelled(Label),
+    }
+
+    impl Events for Untidy {
+        fn handling(self) -> Handling {
+            match self {
+                Untidy::Labelled(_) => Handling::pass::<Shipment>(),
+            }
+        }
+    }
+
+    let problems = Domain::new::<Untidy>()
+        .entity::<Shipment>()
+        .check()
+        .expect_err("refused")
+        .problems()
+        .join("\n");
+    assert!(
+        problems.contains("is not tagged with `content = \"data\"`")
+            && problems.contains("#[serde(tag = \"type\", content = \"data\")]"),
+        "{problems}"
+    );
+}

@@ -80,6 +80,8 @@
 //! assert_eq!(note.as_ref().and_then(|n| n.get::<Note>()).map(|n| n.text.as_str()), Some("hi"));
 //! ```
 
+mod shape;
+
 use std::fmt;
 use std::sync::Arc;
 
@@ -160,7 +162,10 @@ impl Domain {
     pub fn new<E: Events>() -> Self {
         let types = type_names::<E>();
         let declared = E::personal();
-        let mut problems = type_problems(std::any::type_name::<E>(), types);
+        let mut problems = match shape::problem::<E>(std::any::type_name::<E>()) {
+            Some(problem) => vec![problem],
+            None => type_problems(std::any::type_name::<E>(), types),
+        };
         problems.extend(personal::fields::problems::<E>(types, &declared));
         Domain {
             read: payload::<E>,
