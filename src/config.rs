@@ -167,10 +167,11 @@ impl Config {
         if let Some(key) = &personal_data_key
             && (key.len() > 2048 || key.chars().any(char::is_whitespace))
         {
+            // Not shown: `local:` holds a key itself.
             return Err(ConfigError::invalid(
                 "PERSONAL_DATA_KEY",
-                "a KMS key id, ARN or alias",
-                key,
+                "a KMS key id, ARN or alias, or local:<32 bytes in base64url>",
+                "(not shown)",
             ));
         }
         let (metrics_namespace, metrics_service) = metrics_names(&lookup, "sequence-guard")?;
@@ -348,6 +349,27 @@ mod tests {
         assert_eq!(
             config(&[("TABLE_NAME", " ")]).expect_err("blank"),
             ConfigError::Missing("TABLE_NAME")
+        );
+    }
+
+    #[test]
+    fn the_personal_data_key_is_read_trimmed_and_never_shown_in_an_error() {
+        assert_eq!(
+            config(&[("TABLE_NAME", "t-1")])
+                .expect("valid")
+                .personal_data_key,
+            None
+        );
+        let set =
+            config(&[("TABLE_NAME", "t-1"), ("PERSONAL_DATA_KEY", " alias/pd ")]).expect("valid");
+        assert_eq!(set.personal_data_key.as_deref(), Some("alias/pd"));
+        let secret = "local:c2VjcmV0IGtleSBtYXRlcmlhbCB0aGF0IG11c3Qgbm90IGxlYWs with space";
+        let err =
+            config(&[("TABLE_NAME", "t-1"), ("PERSONAL_DATA_KEY", secret)]).expect_err("refused");
+        let text = err.to_string();
+        assert!(
+            text.contains("PERSONAL_DATA_KEY") && !text.contains("c2VjcmV0"),
+            "{text}"
         );
     }
 
