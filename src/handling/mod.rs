@@ -18,6 +18,7 @@
 //! | --- | --- |
 //! | `mod.rs` | [`Decision`], [`Sequenced`], [`Counter`], [`Handling`], and the calls of sequenced, snapshot and pass handlers |
 //! | `checks.rs` | the checks of a guarded answer against the entity |
+//! | `erasure.rs` | [`Handling::erase`]: a subject's erasure, a pass that also replaces the entity's personal attributes |
 //! | `reacting.rs` | a process's handler: the same checks, and its outbox |
 
 use std::any::{Any, type_name};
@@ -29,6 +30,7 @@ use crate::entity::{AnyEntity, Entity, Kind};
 use crate::process::Outbox;
 
 mod checks;
+mod erasure;
 mod reacting;
 
 use checks::{misapplied, misplaced};
@@ -193,20 +195,6 @@ impl Handling {
         })))
     }
 
-    /// A subject's erasure ([`crate::personal::ERASURE_TYPE`], appended by
-    /// `erase`): under the guard, the entity's personal attributes
-    /// ([`Entity::PERSONAL`]) replaced with its placeholder and its
-    /// sequence moved, every other attribute kept. On an entity with no
-    /// personal attribute it is a pass.
-    pub fn erase<T: Entity>(data: crate::personal::Erasure) -> Handling {
-        Handling(How::Sequenced(Box::new(Call {
-            event: unbound(data),
-            handler: erase::<T>,
-            reads_data: true,
-            style: PhantomData::<fn() -> (T, Guarded)>,
-        })))
-    }
-
     /// A process's handler ([`crate::process`]): sequenced, with the
     /// guard checked as [`Handling::sequenced`]'s, and given an [`Outbox`]
     /// for the events to append and the deadline to set or clear. Only an
@@ -327,43 +315,6 @@ fn pass<T: Entity>(entity: &mut Option<T>, event: &Sequenced<()>) -> Decision {
         );
     }
     Decision::Applied
-}
-
-/// The guard of an erasure: a pass that also replaces the entity's
-/// personal attributes with its placeholder.
-fn erase<T: Entity>(
-    entity: &mut Option<T>,
-    event: &Sequenced<crate::personal::Erasure>,
-) -> Decision {
-    let Some(current) = entity else {
-        return Decision::NotCreated;
-    };
-    if current.sequence() != event.sequence - 1 {
-        return if current.sequence() >= event.sequence {
-            Decision::Duplicate
-        } else {
-            Decision::Gap
-        };
-    }
-    if let Err(reason) = current.erase_personal() {
-        tracing::error!(
-            kind = T::KIND,
-            reason = %reason,
-            "an erasure cannot replace the entity's personal attributes: check Entity::PERSONAL"
-        );
-        return Decision::NotCreated;
-    }
-    pass(entity, &unbound_at(event))
-}
-
-/// The envelope of `event`, without its data: what a pass reads.
-fn unbound_at<D>(event: &Sequenced<D>) -> Sequenced<()> {
-    Sequenced {
-        event_id: event.event_id.clone(),
-        aggregate_id: event.aggregate_id.clone(),
-        sequence: event.sequence,
-        data: (),
-    }
 }
 
 fn unbound<D>(data: D) -> Sequenced<D> {
