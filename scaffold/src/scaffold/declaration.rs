@@ -69,6 +69,46 @@ const RESERVED: [&str; 5] = ["events", "projector", "dispatcher", "producer", "d
 /// as configuration: the runtime's, and a process's event store.
 const SET_BY_THE_STACK: [&str; 2] = ["GLIBC_TUNABLES", "EVENT_STORE_TABLE"];
 
+/// sequence-guard's `src/config.rs`, whose `VARIABLES` lists the variables
+/// the engine reads as configuration. This command does not link the
+/// library (it would bring the AWS SDK): it reads that one list from there.
+const CONFIG: &str = include_str!("../../../src/config.rs");
+
+/// The start of the list in [`CONFIG`], up to its length.
+const LIST: &str = "pub const VARIABLES: [&str; ";
+
+/// The variables the engine reads as configuration (`TABLE_NAME`, ...):
+/// the names in `src/config.rs`'s `VARIABLES`, as many as its type says.
+pub(super) fn read_by_the_engine() -> Result<Vec<&'static str>, Error> {
+    listed(CONFIG)
+}
+
+/// The names of the list [`LIST`] starts in `config`.
+pub(super) fn listed(config: &str) -> Result<Vec<&str>, Error> {
+    let drifted = |pattern, found, expected| Error::Drifted {
+        file: "src/config.rs",
+        pattern,
+        found,
+        expected,
+    };
+    let found = config.matches(LIST).count();
+    let (Some((_, rest)), 1) = (config.split_once(LIST), found) else {
+        return Err(drifted(LIST, found, 1));
+    };
+    let list = rest
+        .split_once("] = [")
+        .and_then(|(length, rest)| Some((length.parse::<usize>().ok()?, rest.split_once("];")?.0)));
+    let Some((length, list)) = list else {
+        return Err(drifted("VARIABLES: [&str; <length>] = [...];", 0, 1));
+    };
+    // Each name between quotes: the odd pieces of the list split at `"`.
+    let names: Vec<&str> = list.split('"').skip(1).step_by(2).collect();
+    if names.len() != length {
+        return Err(drifted("a quoted name in VARIABLES", names.len(), length));
+    }
+    Ok(names)
+}
+
 impl ConsumerDeclaration {
     /// A declaration, its name checked: lower-case letters, digits and `-`,
     /// starting with a letter, at most [`MAX_CONSUMER_NAME`], not a name the
@@ -138,9 +178,7 @@ impl ConsumerDeclaration {
         if name.starts_with("AWS_") || name.starts_with("LAMBDA_") {
             return bad("Lambda reserves the names that start with AWS_ and LAMBDA_");
         }
-        if SET_BY_THE_STACK.contains(&name.as_str())
-            || sequence_guard::config::VARIABLES.contains(&name.as_str())
-        {
+        if SET_BY_THE_STACK.contains(&name.as_str()) || read_by_the_engine()?.contains(&&*name) {
             return bad("sequence-guard sets it, or reads it itself");
         }
         let Some(description) = one_line(&declared.description) else {

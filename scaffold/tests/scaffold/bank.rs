@@ -7,7 +7,7 @@ use super::*;
 fn the_banks_deployment_files_are_this_versions_and_lint() {
     // GIVEN the bank, whose template.yaml, samconfig.toml, scripts and four
     // binaries `sequence-guard sync` wrote (and a new crate named bank)
-    let bank = Path::new(ROOT).join("examples/bank");
+    let bank = root().join("examples/bank");
     let checked = run(Command::new(TOOL)
         .args(["sync", "--check", "--path"])
         .arg(&bank));

@@ -9,7 +9,7 @@ use super::ConsumerDeclaration;
 use super::stack;
 use super::{Error, Names, TOOLS};
 
-const SAMCONFIG: &str = include_str!("../../../../samconfig.toml");
+const SAMCONFIG: &str = include_str!("../../../samconfig.toml");
 
 /// The first line of every template `sync` makes; the next names the hash
 /// of what follows them.

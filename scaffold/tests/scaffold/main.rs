@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const TOOL: &str = env!("CARGO_BIN_EXE_sequence-guard");
 
 const BINARIES: [&str; 9] = [
@@ -30,6 +29,12 @@ const BINARIES: [&str; 9] = [
     "resend",
     "erase",
 ];
+
+/// The checkout of sequence-guard: the workspace this package is in.
+fn root() -> &'static Path {
+    let package = Path::new(env!("CARGO_MANIFEST_DIR"));
+    package.parent().expect("scaffold/ is in the checkout")
+}
 
 /// An empty directory of this test's own under cargo's temporary directory.
 fn scratch(name: &str) -> PathBuf {
@@ -66,16 +71,14 @@ fn new_crate(name: &str, dir: &Path) -> Output {
         .args(["new", name, "--path"])
         .arg(dir)
         .arg("--sequence-guard-path")
-        .arg(ROOT))
+        .arg(root()))
 }
 
 /// The pinned Python tools (cfn-lint, sam), installed once into the cache.
 fn tools() -> &'static Path {
     static TOOLS: OnceLock<PathBuf> = OnceLock::new();
     TOOLS.get_or_init(|| {
-        let output = run(&mut Command::new(
-            Path::new(ROOT).join("scripts/python-tools.sh"),
-        ));
+        let output = run(&mut Command::new(root().join("scripts/python-tools.sh")));
         assert!(
             output.status.success(),
             "python-tools.sh: {}",
@@ -100,9 +103,25 @@ fn lint(dir: &Path) {
     assert!(sam.status.success(), "sam validate --lint: {}", seen(&sam));
 }
 
+/// The packages a `Cargo.lock` holds: the name, version and source
+/// (empty for a path) of each.
+fn locked(lock: &str) -> std::collections::BTreeSet<(String, String, String)> {
+    let field = |block: &str, key: &str| {
+        let found = block.lines().find_map(|line| line.strip_prefix(key));
+        found.unwrap_or_default().trim_matches('"').to_owned()
+    };
+    lock.split("[[package]]")
+        .skip(1)
+        .map(|block| {
+            let name = field(block, "name = ");
+            (name, field(block, "version = "), field(block, "source = "))
+        })
+        .collect()
+}
+
 fn cargo() -> Command {
     let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    command.env("CARGO_TARGET_DIR", Path::new(ROOT).join("target"));
+    command.env("CARGO_TARGET_DIR", root().join("target"));
     command
 }
 
@@ -151,7 +170,7 @@ fn features(dir: &Path) -> std::collections::BTreeMap<String, (Vec<String>, serd
 /// Until nothing is left to add: a feature added may bring in a package
 /// (serde_dynamo's streams bring aws-sdk-dynamodbstreams).
 fn mirror_features(dir: &Path) {
-    let ours = features(Path::new(ROOT));
+    let ours = features(root());
     for _ in 0..4 {
         if !mirror_features_once(dir, &ours) {
             return;

@@ -1,7 +1,7 @@
-//! `sequence-guard new`: a crate made from nothing, with its process, builds,
-//! passes its tests, replays its samples, is as `sync` keeps it and lints;
-//! without its process, its template is ours on its binaries; a bad name or
-//! a directory in use is refused.
+//! `sequence-guard new`: a crate made from nothing, with its process and our
+//! lock, builds, passes its tests, replays its samples, is as `sync` keeps it
+//! and lints; without its process, its template is ours on its binaries; it is
+//! a git repository unless in one; a bad name or a directory in use is refused.
 
 use super::*;
 
@@ -47,9 +47,30 @@ fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
     assert!(Path::new(path).is_relative(), "{path}");
     assert_eq!(
         dir.join(path).canonicalize().expect("the dependency"),
-        Path::new(ROOT).canonicalize().expect("the checkout")
+        root().canonicalize().expect("the checkout")
     );
-    std::fs::copy(Path::new(ROOT).join("Cargo.lock"), dir.join("Cargo.lock")).expect("the lock");
+    // Our lock, the versions we test: resolved, it keeps each the crate
+    // uses, drops the rest and adds the crate itself.
+    let ours = std::fs::read_to_string(root().join("Cargo.lock")).expect("our lock");
+    let lock = std::fs::read_to_string(dir.join("Cargo.lock")).expect("a lock");
+    assert!(lock == ours, "the crate's Cargo.lock is not ours");
+    let resolved = run(cargo()
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .current_dir(&dir));
+    assert!(
+        resolved.status.success(),
+        "cargo metadata: {}",
+        seen(&resolved)
+    );
+    let resolved = std::fs::read_to_string(dir.join("Cargo.lock")).expect("the lock");
+    let (ours, lock) = (locked(&ours), locked(&resolved));
+    let added: Vec<_> = lock.difference(&ours).collect();
+    let parcels = ("parcels".to_owned(), "0.1.0".to_owned(), String::new());
+    assert_eq!(added, [&parcels], "versions not ours");
+    assert!(lock.len() > 100, "{} packages", lock.len());
+    for unused in ["shop", "bank", "sequence-guard-scaffold", "proptest"] {
+        assert!(lock.iter().all(|(name, ..)| name != unused), "{unused}");
+    }
     mirror_features(&dir);
 
     // WHEN it is formatted, built and tested (its handlers through the test
@@ -79,18 +100,16 @@ fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
     }
 
     // THEN its replay tells the samples' story, as a team runs it
-    let replay = run(
-        Command::new(Path::new(ROOT).join("target/debug/parcels-replay"))
-            .args([
-                "events/01-item-created-and-renamed.json",
-                "events/02-gap-parked.json",
-                "events/03-gap-closed.json",
-                "events/04-item-archived.json",
-            ])
-            .current_dir(&dir)
-            .env_remove("GAP_POLICY")
-            .env_remove("PARK_AFTER_RECEIVES"),
-    );
+    let replay = run(Command::new(root().join("target/debug/parcels-replay"))
+        .args([
+            "events/01-item-created-and-renamed.json",
+            "events/02-gap-parked.json",
+            "events/03-gap-closed.json",
+            "events/04-item-archived.json",
+        ])
+        .current_dir(&dir)
+        .env_remove("GAP_POLICY")
+        .env_remove("PARK_AFTER_RECEIVES"));
     assert!(replay.status.success(), "replay: {}", seen(&replay));
     let story = text(&replay.stdout);
     for line in [
@@ -166,7 +185,7 @@ fn the_generated_template_is_ours_on_the_crates_binaries() {
     assert!(made.status.success(), "{}", seen(&made));
     // Without the process it shows (ours has the shop's, `payments`).
     remove_the_archiver(&dir);
-    let ours = std::fs::read_to_string(Path::new(ROOT).join("template.yaml")).expect("ours");
+    let ours = std::fs::read_to_string(root().join("template.yaml")).expect("ours");
     let theirs = std::fs::read_to_string(dir.join("template.yaml")).expect("theirs");
     // Ours, line for line, but for these substitutions ...
     let substitutions = [
@@ -230,7 +249,7 @@ fn the_generated_template_is_ours_on_the_crates_binaries() {
     assert!(!theirs.contains("Status"), "the second consumer is gone");
     assert!(!theirs.contains("Payment"), "the process is gone");
     // The stack's name is samconfig.toml's, everything else as ours.
-    let ours = std::fs::read_to_string(Path::new(ROOT).join("samconfig.toml")).expect("ours");
+    let ours = std::fs::read_to_string(root().join("samconfig.toml")).expect("ours");
     let theirs = std::fs::read_to_string(dir.join("samconfig.toml")).expect("theirs");
     assert_eq!(
         theirs,
@@ -244,7 +263,7 @@ fn the_generated_template_is_ours_on_the_crates_binaries() {
     for script in ["scripts/python-tools.sh", "scripts/requirements-tools.txt"] {
         assert_eq!(
             std::fs::read(dir.join(script)).expect("theirs"),
-            std::fs::read(Path::new(ROOT).join(script)).expect("ours"),
+            std::fs::read(root().join(script)).expect("ours"),
             "{script}"
         );
     }
@@ -284,4 +303,58 @@ fn new_refuses_a_bad_name_and_a_directory_in_use() {
         .arg(&used));
     assert_eq!(not_ours.status.code(), Some(2), "{}", seen(&not_ours));
     assert!(text(&not_ours.stderr).contains("is not a checkout of sequence-guard"));
+}
+
+#[test]
+fn new_makes_a_git_repository_unless_in_one_or_without_git() {
+    let dir = scratch("git");
+    // WITHOUT git on the PATH: said, and the crate written all the same
+    let alone = run(Command::new(TOOL)
+        .args(["new", "parcels", "--path"])
+        .arg(dir.join("without"))
+        .env("PATH", dir.join("nothing-here")));
+    assert!(alone.status.success(), "{}", seen(&alone));
+    assert!(
+        text(&alone.stderr).contains("git is not on the PATH"),
+        "{}",
+        seen(&alone)
+    );
+    assert!(dir.join("without/Cargo.lock").is_file());
+    assert!(!dir.join("without/.git").exists());
+    if Command::new("git").arg("--version").output().is_err() {
+        return;
+    }
+    // WITH git, where no repository tracks it (our target/ is ignored): its own
+    let made = new_crate("parcels", &dir.join("parcels"));
+    assert!(made.status.success(), "{}", seen(&made));
+    assert!(
+        text(&made.stdout).contains(", a git repository\n"),
+        "{}",
+        seen(&made)
+    );
+    let top = run(Command::new("git")
+        .args(["rev-parse", "--show-toplevel"])
+        .current_dir(dir.join("parcels")));
+    assert_eq!(
+        Path::new(text(&top.stdout).trim()).canonicalize().ok(),
+        dir.join("parcels").canonicalize().ok(),
+        "{}",
+        seen(&top)
+    );
+    // Inside a team's repository: not a second one
+    let team = dir.join("team");
+    std::fs::create_dir_all(&team).expect("mkdir");
+    let init = run(Command::new("git")
+        .args(["init", "--quiet"])
+        .current_dir(&team));
+    assert!(init.status.success(), "{}", seen(&init));
+    let inside = new_crate("parcels", &team.join("parcels"));
+    assert!(inside.status.success(), "{}", seen(&inside));
+    assert!(!team.join("parcels/.git").exists());
+    assert!(
+        text(&inside.stderr).contains("is in the git repository"),
+        "{}",
+        seen(&inside)
+    );
+    assert!(!text(&inside.stdout).contains("git repository"));
 }

@@ -18,9 +18,9 @@
 
 use super::{ConsumerDeclaration, Error, Names};
 
-const BASE: &str = include_str!("../../../../templates/stack/base.yaml");
-const CONSUMER: &str = include_str!("../../../../templates/stack/consumer.yaml");
-const PERSONAL: &str = include_str!("../../../../templates/stack/personal.yaml");
+const BASE: &str = include_str!("../../../templates/stack/base.yaml");
+const CONSUMER: &str = include_str!("../../../templates/stack/consumer.yaml");
+const PERSONAL: &str = include_str!("../../../templates/stack/personal.yaml");
 
 /// The dashboard rows above the first further consumer's: the first
 /// consumer's (24) and the producer's (12).

@@ -11,7 +11,10 @@
 //! process that archives an item by a deadline), its
 //! binaries (`parcels-projector`, `parcels-dispatcher`, `parcels-replay`,
 //! ...), samples in `events/`, `template.yaml` and `samconfig.toml` for
-//! the stack `parcels`, and `scripts/build-lambda`. `sync` writes the
+//! the stack `parcels`, `scripts/build-lambda`, and a `Cargo.lock` with
+//! the versions sequence-guard was tested with; it makes the crate a git
+//! repository (as `cargo new` does: not inside another's work tree, and
+//! not without git on the PATH, which it says). `sync` writes the
 //! deployment files of an existing crate: sequence-guard's (the template,
 //! the scripts) again, the team's (`samconfig.toml`, the binaries) where
 //! missing; with `--check`, it writes nothing and exits 1 when any differs.
@@ -56,7 +59,8 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// A new crate: a small domain to start from, its binaries and
-    /// samples, its SAM template, samconfig.toml and build script.
+    /// samples, its SAM template, samconfig.toml, build script and
+    /// Cargo.lock; a git repository.
     New {
         /// The crate's name; it also names its binaries (NAME-projector,
         /// ...) and its stack.
@@ -141,8 +145,16 @@ fn new(
             return fail(&err);
         }
     }
+    let repository = if git_init(&root) {
+        ", a git repository"
+    } else {
+        ""
+    };
     let shown = root.display();
-    println!("created {shown}: the crate `{name}`, {} files", files.len());
+    println!(
+        "created {shown}: the crate `{name}`, {} files{repository}",
+        files.len()
+    );
     println!("  cd {shown}");
     println!("  cargo test");
     println!(
@@ -152,6 +164,62 @@ fn new(
     println!("  scripts/build-lambda");
     println!("  PATH=\"$(scripts/python-tools.sh):$PATH\" sam deploy --guided");
     ExitCode::SUCCESS
+}
+
+/// Makes `root` a git repository, as `cargo new` does: unless it is in the
+/// work tree of another (and not ignored there), or git is not on the PATH.
+/// Whether it did; why not, on stderr. The crate is written either way.
+fn git_init(root: &Path) -> bool {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .output()
+    };
+    let inside = match git(&["rev-parse", "--show-toplevel"]) {
+        Ok(output) => output.status.success().then_some(output.stdout),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!(
+                "sequence-guard: git is not on the PATH: {} is not a git repository (`git init` there makes it one)",
+                root.display()
+            );
+            return false;
+        }
+        Err(err) => {
+            eprintln!(
+                "sequence-guard: git: {err}: {} is not a git repository",
+                root.display()
+            );
+            return false;
+        }
+    };
+    let ignored = || git(&["check-ignore", "--quiet", "."]).is_ok_and(|o| o.status.success());
+    if let Some(top) = inside
+        && !ignored()
+    {
+        eprintln!(
+            "sequence-guard: {} is in the git repository {}: not a repository of its own",
+            root.display(),
+            String::from_utf8_lossy(&top).trim()
+        );
+        return false;
+    }
+    match git(&["init", "--quiet"]) {
+        Ok(output) if output.status.success() => true,
+        Ok(output) => {
+            eprintln!(
+                "sequence-guard: git init in {}: {}",
+                root.display(),
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+            false
+        }
+        Err(err) => {
+            eprintln!("sequence-guard: git init in {}: {err}", root.display());
+            false
+        }
+    }
 }
 
 fn sync(root: &Path, check: bool, force: bool) -> ExitCode {

@@ -286,6 +286,44 @@ fn a_process_has_its_binaries_and_no_projector() {
 }
 
 #[test]
+fn a_variable_the_engine_reads_is_refused() {
+    // GIVEN the variables src/config.rs lists, read from there
+    let engine = super::declaration::read_by_the_engine().expect("src/config.rs's VARIABLES");
+    for name in ["TABLE_NAME", "DEDUP_TTL_SECONDS", "POWERTOOLS_SERVICE_NAME"] {
+        assert!(engine.contains(&name), "{name}: {engine:?}");
+    }
+    // (a list that no longer reads as one is an error, not an empty list)
+    for drifted in [
+        "",
+        "pub const VARIABLES: [&str; 2] = [\"A\"];",
+        "pub const VARIABLES: [&str; 1] = [\"A\"]; pub const VARIABLES: [&str; 1] = [\"B\"];",
+    ] {
+        let listed = super::declaration::listed(drifted);
+        assert!(
+            matches!(listed, Err(Error::Drifted { .. })),
+            "{drifted}: {listed:?}"
+        );
+    }
+    assert_eq!(
+        super::declaration::listed(
+            "pub const VARIABLES: [&str; 2] = [\n    \"A\",\n    \"B\",\n];"
+        )
+        .expect("a list"),
+        ["A", "B"]
+    );
+    // THEN a consumer cannot declare one of them
+    for name in engine {
+        let text = DeclaredDefault::Text("x".to_owned());
+        let declared = ConsumerDeclaration::new("audit", "d", true)
+            .and_then(|d| d.with(false, vec![variable(name, text, (None, None))]));
+        assert!(
+            matches!(&declared, Err(Error::BadVariable { reason, .. }) if reason.contains("reads it itself")),
+            "{name}: {declared:?}"
+        );
+    }
+}
+
+#[test]
 fn a_variable_must_do_for_a_parameter() {
     let declare = |variables: Vec<DeclaredVariable>| {
         ConsumerDeclaration::new("audit", "d", true).and_then(|d| d.with(false, variables))

@@ -46,35 +46,40 @@ pub const TOOLS: [&str; 9] = [
 /// `<crate>-<consumer>-process`.
 pub const CONSUMER_TOOLS: [&str; 5] = ["projector", "replay", "rebuild", "verify", "inspect"];
 
-const PYTHON_TOOLS: &str = include_str!("../../../../scripts/python-tools.sh");
-const REQUIREMENTS: &str = include_str!("../../../../scripts/requirements-tools.txt");
+const PYTHON_TOOLS: &str = include_str!("../../../scripts/python-tools.sh");
+const REQUIREMENTS: &str = include_str!("../../../scripts/requirements-tools.txt");
 
-const CARGO_TOML: &str = include_str!("../../../../templates/crate/Cargo.toml.in");
-const README: &str = include_str!("../../../../templates/crate/README.md");
-const GITIGNORE: &str = include_str!("../../../../templates/crate/gitignore");
-const LIB: &str = include_str!("../../../../templates/crate/src/lib.rs");
-const ARCHIVER: &str = include_str!("../../../../templates/crate/src/archiver.rs");
-const BIN: &str = include_str!("../../../../templates/crate/bin.rs.in");
-const REPLAY_TEST: &str = include_str!("../../../../templates/crate/tests/replay.rs");
-const ARCHIVER_TEST: &str = include_str!("../../../../templates/crate/tests/archiver.rs");
-const BUILD_LAMBDA: &str = include_str!("../../../../templates/crate/scripts/build-lambda");
-const CARGO_CONFIG: &str = include_str!("../../../../templates/crate/cargo-config.toml");
+const CARGO_TOML: &str = include_str!("../../../templates/crate/Cargo.toml.in");
+const README: &str = include_str!("../../../templates/crate/README.md");
+const GITIGNORE: &str = include_str!("../../../templates/crate/gitignore");
+const LIB: &str = include_str!("../../../templates/crate/src/lib.rs");
+const ARCHIVER: &str = include_str!("../../../templates/crate/src/archiver.rs");
+const BIN: &str = include_str!("../../../templates/crate/bin.rs.in");
+const REPLAY_TEST: &str = include_str!("../../../templates/crate/tests/replay.rs");
+const ARCHIVER_TEST: &str = include_str!("../../../templates/crate/tests/archiver.rs");
+const BUILD_LAMBDA: &str = include_str!("../../../templates/crate/scripts/build-lambda");
+const CARGO_CONFIG: &str = include_str!("../../../templates/crate/cargo-config.toml");
+/// sequence-guard's own lock: a new crate's first build takes the versions
+/// sequence-guard was tested with, not the newest of each. Cargo drops the
+/// packages the crate does not use and adds the crate; every other version
+/// stays as locked (`tests/scaffold/new.rs` checks it).
+const CARGO_LOCK: &str = include_str!("../../../Cargo.lock");
 const SAMPLES: [(&str, &str); 4] = [
     (
         "events/01-item-created-and-renamed.json",
-        include_str!("../../../../templates/crate/events/01-item-created-and-renamed.json"),
+        include_str!("../../../templates/crate/events/01-item-created-and-renamed.json"),
     ),
     (
         "events/02-gap-parked.json",
-        include_str!("../../../../templates/crate/events/02-gap-parked.json"),
+        include_str!("../../../templates/crate/events/02-gap-parked.json"),
     ),
     (
         "events/03-gap-closed.json",
-        include_str!("../../../../templates/crate/events/03-gap-closed.json"),
+        include_str!("../../../templates/crate/events/03-gap-closed.json"),
     ),
     (
         "events/04-item-archived.json",
-        include_str!("../../../../templates/crate/events/04-item-archived.json"),
+        include_str!("../../../templates/crate/events/04-item-archived.json"),
     ),
 ];
 
@@ -183,7 +188,8 @@ impl File {
 }
 
 /// Every file of a new crate: the domain to start from and its process,
-/// their samples and manifest, and the deployment files of [`deployment`].
+/// their samples, manifest and lock, and the deployment files of
+/// [`deployment`] (`sync` writes only those).
 pub fn new_crate(names: &Names, dependency: &Dependency) -> Result<Vec<File>, Error> {
     let fill = |text: &str| fill(text, names);
     let mut files = vec![
@@ -194,6 +200,7 @@ pub fn new_crate(names: &Names, dependency: &Dependency) -> Result<Vec<File>, Er
                 .replace("{{test_dependency}}", &dependency.line(&["test-support"])),
             Kept::Theirs,
         ),
+        File::new("Cargo.lock", CARGO_LOCK.to_owned(), Kept::Theirs),
         File::new("README.md", fill(README), Kept::Theirs),
         File::new(".gitignore", fill(GITIGNORE), Kept::Theirs),
         File::new("src/lib.rs", fill(LIB), Kept::Theirs),

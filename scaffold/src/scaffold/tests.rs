@@ -170,7 +170,7 @@ fn our_template_is_the_stack_rendered_for_the_shop() {
     // and the process `payments`
     let rendered =
         render_with(&|tool| tool.to_owned(), &[status(), payments()]).expect("the stack");
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/template.yaml");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml");
     // (SEQUENCE_GUARD_BLESS=1 writes it, after a change of templates/stack/)
     if std::env::var_os("SEQUENCE_GUARD_BLESS").is_some() {
         std::fs::write(path, &rendered).expect("template.yaml written");
@@ -179,7 +179,7 @@ fn our_template_is_the_stack_rendered_for_the_shop() {
     let ours = std::fs::read_to_string(path).expect("template.yaml");
     assert!(
         ours == rendered,
-        "template.yaml is not templates/stack/ rendered: run `SEQUENCE_GUARD_BLESS=1 cargo test --bin sequence-guard our_template`"
+        "template.yaml is not templates/stack/ rendered: run `SEQUENCE_GUARD_BLESS=1 cargo test -p sequence-guard-scaffold our_template`"
     );
 }
 

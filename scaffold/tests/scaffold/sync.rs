@@ -1,5 +1,6 @@
-//! `sequence-guard sync`: our files restored, the team's kept, `--check`
-//! naming what differs; a consumer the team added is never deleted.
+//! `sequence-guard sync`: our files restored, the team's kept (its lock
+//! too), `--check` naming what differs; a consumer the team added is never
+//! deleted.
 
 use super::*;
 
@@ -13,6 +14,8 @@ fn sync_restores_our_files_keeps_theirs_and_check_names_what_differs() {
     let template = std::fs::read_to_string(dir.join("template.yaml")).expect("read");
     let settings = "# the team's\nversion = 0.1\n";
     std::fs::write(dir.join("samconfig.toml"), settings).expect("write");
+    let lock = std::fs::read_to_string(dir.join("Cargo.lock")).expect("read") + "# the team's\n";
+    std::fs::write(dir.join("Cargo.lock"), &lock).expect("write");
     std::fs::remove_file(dir.join("src/bin/parcels-verify.rs")).expect("rm");
     let older = template.replace("rate(5 minutes)", "rate(10 minutes)");
     std::fs::write(dir.join("template.yaml"), &older).expect("write");
@@ -66,6 +69,11 @@ fn sync_restores_our_files_keeps_theirs_and_check_names_what_differs() {
     assert_eq!(
         std::fs::read_to_string(dir.join("samconfig.toml")).expect("read"),
         settings
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("Cargo.lock")).expect("read"),
+        lock,
+        "the team's lock is theirs"
     );
     let checked = sync(&["--check"]);
     assert!(checked.status.success(), "{}", seen(&checked));
