@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::sqs::SqsEvent;
 
+use crate::figure_files::{self, Figure};
 use crate::functions::{
     Reach, dispatcher_start, projector_figures, release_binary, template_tunables,
 };
@@ -15,17 +16,50 @@ use crate::{Args, runtime_api, sqs_stand_in};
 
 /// The line of one cold-start measure: the times to the first batch
 /// answered, the function's CPU time by then, and (when measured) the same
-/// batch on new entities answered warm right after.
-fn print_starts(label: &str, times: &mut [Duration], cpu: &mut [Duration], again: &mut [Duration]) {
+/// batch on new entities answered warm right after; recorded in the table
+/// `cold-start` as `what` (and its CPU), the README's row `headline`.
+fn print_starts(
+    (label, what, headline): (&str, &str, Option<&str>),
+    times: &mut [Duration],
+    cpu: &mut [Duration],
+    again: &mut [Duration],
+) {
     let cpu = spread(cpu).map_or(0.0, |(median, ..)| median);
-    let again = spread(again).map_or(String::new(), |(median, ..)| {
+    let warm = spread(again).map(|(median, ..)| median);
+    let again = warm.map_or(String::new(), |median| {
         format!("; the same batch on new entities, warm: median {median:.1} ms")
     });
     match spread(times) {
-        Some((median, min, max, runs)) => println!(
-            "process start to the first batch answered, {label}: median {median:.1} ms (min {min:.1}, max {max:.1}, {runs} runs; its CPU time median {cpu:.1} ms{again})"
-        ),
+        Some((median, min, max, runs)) => {
+            println!(
+                "process start to the first batch answered, {label}: median {median:.1} ms (min {min:.1}, max {max:.1}, {runs} runs; its CPU time median {cpu:.1} ms{again})"
+            );
+            let figure = Figure::new(what, median, 1, "ms");
+            let figure = match warm {
+                Some(warm) => figure.baseline("the same batch answered warm", warm),
+                None => figure,
+            };
+            let figure = match headline {
+                Some(headline) => figure.headline(headline),
+                None => figure,
+            };
+            figure_files::record(COLD_START, figure);
+            let cpu_of = format!("{what}: its CPU time");
+            figure_files::record(COLD_START, Figure::new(&cpu_of, cpu, 1, "ms"));
+        }
         None => println!("process start to the first batch answered, {label}: not measured"),
+    }
+}
+
+/// The table of this file's figures.
+const COLD_START: &str = "cold-start";
+
+/// Records a release binary's size.
+fn record_size(what: &str, binary: &Path) {
+    if let Ok(meta) = std::fs::metadata(binary) {
+        let megabytes = meta.len() as f64 / 1e6;
+        println!("x86_64 release binary (stripped by the profile): {megabytes:.2} MB");
+        figure_files::record(COLD_START, Figure::new(what, megabytes, 2, "MB"));
     }
 }
 
@@ -117,18 +151,31 @@ pub async fn print_dispatcher(args: &Args, stand_in: Option<&sqs_stand_in::SqsSt
                 cpu.push(start.cpu);
             }
         }
-        print_starts(label, &mut times, &mut cpu, &mut []);
+        let (what, headline) = match ca {
+            None => (
+                "dispatcher: process start to its first batch answered, over HTTP",
+                None,
+            ),
+            Some(_) => (
+                "dispatcher: process start to its first batch answered, through TLS",
+                Some("cold start through TLS, the dispatcher's first batch answered"),
+            ),
+        };
+        print_starts((label, what, headline), &mut times, &mut cpu, &mut []);
     }
-    if let Ok(meta) = std::fs::metadata(&dispatcher) {
-        println!(
-            "x86_64 release binary (stripped by the profile): {:.2} MB",
-            meta.len() as f64 / 1e6
-        );
-    }
+    record_size("x86_64 release dispatcher, stripped", &dispatcher);
 }
 
 /// The release projector's process start to its first call for work.
 pub async fn print_first_call() {
+    figure_files::start(
+        COLD_START,
+        "The release functions' cold start: medians of new processes, DynamoDB Local and an \
+         SQS stand-in on the same cores",
+        "scripts/bench",
+        "figure",
+        &[],
+    );
     let times = start_times(20).await;
     if times.is_empty() {
         println!(
@@ -142,6 +189,15 @@ pub async fn print_first_call() {
             first.as_secs_f64() * 1e3,
             last.as_secs_f64() * 1e3,
             times.len()
+        );
+        figure_files::record(
+            COLD_START,
+            Figure::new(
+                "projector: process start to its first call for work",
+                times[times.len() / 2].as_secs_f64() * 1e3,
+                1,
+                "ms",
+            ),
         );
     }
 }
@@ -182,12 +238,19 @@ pub async fn print_projector(args: &Args, endpoint: &str, projector: &Path, firs
                 again.extend(start.again);
             }
         }
-        print_starts(label, &mut times, &mut cpu, &mut again);
+        let (what, headline) = match ca {
+            None => (
+                "projector: process start to its first batch answered (the mix's first, 8 \
+                 streams), over HTTP",
+                None,
+            ),
+            Some(_) => (
+                "projector: process start to its first batch answered (the mix's first, 8 \
+                 streams), through TLS",
+                Some("cold start through TLS, the projector's first batch of 8 streams answered"),
+            ),
+        };
+        print_starts((label, what, headline), &mut times, &mut cpu, &mut again);
     }
-    if let Ok(meta) = std::fs::metadata(projector) {
-        println!(
-            "x86_64 release binary (stripped by the profile): {:.2} MB",
-            meta.len() as f64 / 1e6
-        );
-    }
+    record_size("x86_64 release projector, stripped", projector);
 }

@@ -2,12 +2,14 @@
 //! thread, the runner beside the naive handler, with glibc's defaults and
 //! again (in a new process) under the template's `GLIBC_TUNABLES`.
 
+use std::path::Path;
 use std::time::Duration;
 
 use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
 
 use crate::cold_start::spread;
+use crate::figure_files::{self, Figure};
 use crate::functions::template_tunables;
 use crate::naive::naive;
 use crate::workloads::{Workload, realistic_mix};
@@ -92,8 +94,24 @@ fn embedded_passes(workload: &Workload, repeats: usize, handlers: Handlers) -> P
 }
 
 /// The embedded store's time per message, the runner and the naive handler.
-pub fn print_cpu(repeats: usize, handlers: Handlers) {
+/// Under `GLIBC_TUNABLES` (the template's, when `scripts/bench` runs it)
+/// its figures are the table `cpu`, else `cpu-glibc-defaults`; the run
+/// under the template's tunables is a new process, given `figures` too.
+pub fn print_cpu(repeats: usize, handlers: Handlers, figures: Option<&Path>) {
     let tunables = std::env::var("GLIBC_TUNABLES").ok();
+    let table = match &tunables {
+        Some(_) => "cpu",
+        None => "cpu-glibc-defaults",
+    };
+    let title = match &tunables {
+        Some(_) => "CPU a message on the embedded store (parse, decide, apply), one thread, \
+                    under the template's `GLIBC_TUNABLES`; medians of passes in alternation"
+            .to_owned(),
+        None => "CPU a message on the embedded store (parse, decide, apply), one thread, \
+                 with glibc's defaults; medians of passes in alternation"
+            .to_owned(),
+    };
+    figure_files::start(table, &title, "scripts/bench", "figure", &[]);
     let with = tunables
         .as_deref()
         .map_or(String::new(), |value| format!(", GLIBC_TUNABLES={value}"));
@@ -107,10 +125,12 @@ pub fn print_cpu(repeats: usize, handlers: Handlers) {
             .join()
             .unwrap_or_default()
     });
+    let mut medians = Vec::new();
     for (name, times) in [("runner", &passes.runner), ("naive ", &passes.naive)] {
         let mut times: Vec<Duration> = times.clone();
         if let Some((median, min, max, runs)) = spread(&mut times) {
             let scale = 1e3 / messages.max(1) as f64;
+            medians.push(median * scale);
             println!(
                 "{name}: {:.2} µs/message CPU, median of {runs} passes of {messages} messages (min {:.2}, max {:.2})",
                 median * scale,
@@ -127,7 +147,27 @@ pub fn print_cpu(repeats: usize, handlers: Handlers) {
         .map(|(runner, naive)| runner.as_secs_f64() / naive.as_secs_f64().max(f64::MIN_POSITIVE))
         .collect();
     ratios.sort_by(f64::total_cmp);
+    if let [runner, naive] = medians[..] {
+        let figure = Figure::new("CPU a message, the runner", runner, 2, "µs")
+            .baseline("naive handler", naive);
+        figure_files::record(
+            table,
+            match tunables {
+                Some(_) => figure.headline("CPU a message on the embedded store"),
+                None => figure,
+            },
+        );
+    }
     if let Some(median) = ratios.get(ratios.len() / 2) {
+        figure_files::record(
+            table,
+            Figure::new(
+                "the runner ÷ the naive handler, pass beside pass",
+                *median,
+                2,
+                "",
+            ),
+        );
         println!(
             "runner / naive, pass beside pass: median {median:.2} times ({} pairs, {:.2} to {:.2})",
             ratios.len(),
@@ -143,6 +183,11 @@ pub fn print_cpu(repeats: usize, handlers: Handlers) {
             std::process::Command::new(exe)
                 .args(["--cpu-only", "--repeats", &repeats.to_string()])
                 .args(["--handler", handler.get_name()])
+                .args(figures.map(|dir| {
+                    let mut dir_arg = std::ffi::OsString::from("--figures=");
+                    dir_arg.push(dir);
+                    dir_arg
+                }))
                 .env("GLIBC_TUNABLES", value)
                 .status()
         });

@@ -9,6 +9,7 @@ use sequence_guard::runner::{GapPolicy, Invocation, Outcome, Runner, RunnerConfi
 use sequence_guard::store::Store;
 use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
 
+use crate::figure_files::{self, Figure};
 use crate::workloads::{batch, message, order_event};
 
 /// What (e) cost.
@@ -141,6 +142,19 @@ pub async fn print_late_events(endpoint: &str, via: &str) {
         "\n== (e) 20 orders x 20 events, each producer sending event 2 after 15 (1, 3, ..., 15, 2, 16, ...),"
     );
     println!("   through a simulated FIFO queue: failed messages come back, maxReceiveCount 5");
+    figure_files::start(
+        "late-events",
+        "Gaps that heal: 20 orders of 20 events, each producer sending event 2 after event 15, \
+         through a simulated FIFO queue (maxReceiveCount 5)",
+        "scripts/bench",
+        "GAP_POLICY",
+        &[
+            "requests an event",
+            "deliveries an event",
+            "events applied in order",
+            "in the dead-letter queue",
+        ],
+    );
     for (policy, name) in [(GapPolicy::Park, "park"), (GapPolicy::Retry, "retry")] {
         let figures = shuffled(
             endpoint,
@@ -164,5 +178,21 @@ pub async fn print_late_events(endpoint: &str, via: &str) {
             figures.events,
             figures.dead_lettered
         );
+        let events = figures.events as f64;
+        for (column, value, decimals) in [
+            ("requests an event", figures.requests as f64 / events, 2),
+            ("deliveries an event", figures.deliveries as f64 / events, 2),
+            (
+                "events applied in order",
+                figures.applied_in_order as f64,
+                0,
+            ),
+            ("in the dead-letter queue", figures.dead_lettered as f64, 0),
+        ] {
+            figure_files::record(
+                "late-events",
+                Figure::cell(&format!("`{name}`"), column, value, decimals, ""),
+            );
+        }
     }
 }

@@ -55,6 +55,7 @@
 mod cache;
 mod cold_start;
 mod cpu;
+mod figure_files;
 mod functions;
 mod late_events;
 mod memory;
@@ -94,6 +95,7 @@ mod keys;
 #[path = "../support/meter.rs"]
 mod meter;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cpu::Handlers;
@@ -107,7 +109,7 @@ use crate::workloads::realistic_mix;
 struct Args {
     /// DynamoDB Local's endpoint, e.g. http://127.0.0.1:8000 (its tables
     /// must not exist yet: start it fresh).
-    #[arg(long, value_name = "URL", required_unless_present_any = ["cpu_only", "versions"])]
+    #[arg(long, value_name = "URL", required_unless_present_any = ["cpu_only", "versions", "splice"])]
     endpoint_url: Option<String>,
     /// Only the embedded store's time per message (no DynamoDB): passes over
     /// the mix, the two handlers in alternation; also for a profiler
@@ -179,17 +181,55 @@ struct Args {
     /// A `GLIBC_TUNABLES` value to measure with `--memory-only`; repeat for more.
     #[arg(long, value_name = "VALUE", requires = "memory_only")]
     tunables: Vec<String>,
+    /// Also write the figures printed to DIR: a JSON file and a markdown
+    /// table for each table (`figure_files.rs`).
+    #[arg(long, value_name = "DIR")]
+    figures: Option<PathBuf>,
+    /// Only render DIR's figures (every `NAME.json` to `NAME.md`, the
+    /// headline figures to `headline.md`) and put each between its markers
+    /// in the files of `--into`.
+    #[arg(long, value_name = "DIR", conflicts_with = "figures")]
+    splice: Option<PathBuf>,
+    /// With `--splice`: a document whose marked regions are regenerated;
+    /// repeat for more.
+    #[arg(long, value_name = "FILE", requires = "splice")]
+    into: Vec<PathBuf>,
 }
 
 #[tokio::main]
 async fn main() {
     let args = <Args as clap::Parser>::parse();
+    if let Some(dir) = &args.splice {
+        if let Err(err) = figure_files::splice_all(dir, &args.into) {
+            eprintln!("bench --splice: {err}");
+            std::process::exit(1);
+        }
+        return;
+    }
+    run(&args).await;
+    if let Some(dir) = &args.figures {
+        match figure_files::write_all(dir) {
+            Ok(written) => {
+                for path in written {
+                    println!("wrote {}", path.display());
+                }
+            }
+            Err(err) => {
+                eprintln!("bench --figures: {err}");
+                std::process::exit(1);
+            }
+        }
+    }
+}
+
+/// The parts the arguments ask for, in turn.
+async fn run(args: &Args) {
     if args.versions {
         versions::print_versions();
         return;
     }
     let Some(endpoint) = args.endpoint_url.clone().filter(|_| !args.cpu_only) else {
-        cpu::print_cpu(args.repeats, args.handler);
+        cpu::print_cpu(args.repeats, args.handler, args.figures.as_deref());
         return;
     };
     let stand_in = match args.sqs_stand_in_port {
@@ -197,7 +237,7 @@ async fn main() {
         None => None,
     };
     if !args.variants.is_empty() {
-        variants::print_variants(&args, &endpoint, stand_in.as_ref()).await;
+        variants::print_variants(args, &endpoint, stand_in.as_ref()).await;
         return;
     }
     if args.memory_only {
@@ -247,7 +287,7 @@ async fn main() {
 
     cache::print_cache();
 
-    cpu::print_cpu(20, Handlers::Both);
+    cpu::print_cpu(20, Handlers::Both, args.figures.as_deref());
     versions::print_versions();
 
     producer::print_producer(&endpoint, &proxy.endpoint).await;
@@ -267,6 +307,6 @@ async fn main() {
         &[None, template_tunables()],
     )
     .await;
-    cold_start::print_projector(&args, &endpoint, &projector, &mix.batches[..1]).await;
-    cold_start::print_dispatcher(&args, stand_in.as_ref()).await;
+    cold_start::print_projector(args, &endpoint, &projector, &mix.batches[..1]).await;
+    cold_start::print_dispatcher(args, stand_in.as_ref()).await;
 }

@@ -29,6 +29,7 @@ use sequence_guard::store::memory::MemoryStore;
 use serde_json::{Value, json};
 
 use crate::cpu::thread_cpu;
+use crate::figure_files::{self, Figure};
 use crate::keys::{Wrapping, keyring, kms_wrapping};
 use crate::meter::{Meter, Usage};
 use crate::workloads::{batch, message};
@@ -47,6 +48,10 @@ fn updated(n: usize) -> Value {
     json!({"customerName": "Ada King", "email": "ada.king@example.com", "totalCents": 2000 + n})
 }
 
+/// The tables of this file's figures.
+const APPENDS: &str = "personal-appends";
+const MESSAGES: &str = "personal-messages";
+
 /// One row: per append or per message.
 #[derive(Default, Clone, Copy)]
 struct Row {
@@ -59,8 +64,29 @@ struct Row {
     kms: f64,
 }
 
+/// The columns of a row, in the tables `personal-appends` and
+/// `personal-messages`.
+const COLUMNS: [&str; 5] = [
+    "write units",
+    "read units",
+    "DynamoDB requests",
+    "the key item's requests",
+    "KMS requests",
+];
+
 impl Row {
-    fn print(&self, label: &str) {
+    /// Prints the row and records it in `table`.
+    fn print(&self, table: &str, label: &str) {
+        let values = [
+            self.write,
+            self.read,
+            self.requests,
+            self.key_requests,
+            self.kms,
+        ];
+        for (column, value) in COLUMNS.into_iter().zip(values) {
+            figure_files::record(table, Figure::cell(label, column, value, 2, ""));
+        }
         println!(
             "{label:<58} {:>5.2} W {:>5.2} R {:>5.2} req  key item: {:.2} req {:.2} W {:.2} R  \
              {:.2} KMS",
@@ -271,6 +297,14 @@ pub async fn print_personal(endpoint: &str, kms_endpoint: Option<&str>) {
     let (plain, sealed) = (orders("plain"), orders("sealed"));
 
     println!("-- per append");
+    figure_files::start(
+        APPENDS,
+        "An append of an order with personal data (name and email sealed), 20 orders a row, \
+         each its own subject; units as DynamoDB Local reports them",
+        "bench --personal",
+        "append",
+        &COLUMNS,
+    );
     let baseline = appender(&client, shop::status::domain(), &wrapping);
     let warm = appender(&client, shop::domain(), &wrapping);
     let rows = [
@@ -301,12 +335,22 @@ pub async fn print_personal(endpoint: &str, kms_endpoint: Option<&str>) {
     let cancel = |_| json!({"reason": "changed their mind"});
     let cancelled = appends(&cold, &sealed, "OrderCancelled", cancel, 3).await;
     for (label, row) in rows {
-        row.print(label);
+        row.print(APPENDS, label);
     }
-    cold_row.print("(d) OrderUpdated, same subject, a new appender (cold)");
-    cancelled.print("    OrderCancelled, shop domain (no personal field)");
+    cold_row.print(
+        APPENDS,
+        "(d) OrderUpdated, same subject, a new appender (cold)",
+    );
+    cancelled.print(APPENDS, "OrderCancelled, shop domain (no personal field)");
 
     println!("-- per message, consumers (batches of 1 and of 10)");
+    figure_files::start(
+        MESSAGES,
+        "A message with personal data, on a consumer of its own table, 20 orders a row",
+        "bench --personal",
+        "message",
+        &COLUMNS,
+    );
     let store = &warm.0;
     let (plain_created, sealed_created, sealed_updated) = (
         bodies(store, &plain, 1).await,
@@ -354,7 +398,7 @@ pub async fn print_personal(endpoint: &str, kms_endpoint: Option<&str>) {
             ),
         ];
         for (label, row) in rows {
-            row.print(&format!("{label}, batch {size}"));
+            row.print(MESSAGES, &format!("{label}, batch {size}"));
         }
     }
 
@@ -473,6 +517,14 @@ fn print_cpu() {
     println!(
         "-- CPU per message, keys kept (thread CPU time, median of {PASSES} passes in alternation)"
     );
+    figure_files::start(
+        "personal-cpu",
+        "CPU an `OrderCreated` body, plain and sealed, its keys kept (thread CPU time, medians \
+         of passes in alternation)",
+        "bench --personal",
+        "per body",
+        &["plain", "sealed"],
+    );
     for (label, plain, sealed) in [
         (
             "parse an OrderCreated body (Domain::parse)",
@@ -491,5 +543,9 @@ fn print_cpu() {
             median(sealed),
             median(sealed) - median(plain)
         );
+        for (column, times) in [("plain", plain), ("sealed", sealed)] {
+            let figure = Figure::cell(label, column, median(times), 2, "µs");
+            figure_files::record("personal-cpu", figure);
+        }
     }
 }

@@ -37,6 +37,7 @@ use serde_json::{Value, json};
 
 use self::meter::{Meter, Reported};
 use crate::cost::{PRICES_READ, READ_UNIT, WRITE_UNIT};
+use crate::figure_files::{self, Figure};
 use crate::workloads::{batch, message};
 
 /// Orders measured per kind of step and batch size.
@@ -420,7 +421,20 @@ fn row(what: &str, size: &str, figures: &PerStep) {
         figures.read,
         figures.dollars_per_million(),
         figures.local_write,
-    )
+    );
+    let row = match size {
+        "-" => what.to_owned(),
+        size => format!("{what}, {size} a batch"),
+    };
+    for (column, value, decimals) in [
+        ("requests", figures.requests, 2),
+        ("write units", figures.write, 2),
+        ("read units", figures.read, 2),
+        ("$ per million steps", figures.dollars_per_million(), 3),
+        ("write units, Local's report", figures.local_write, 2),
+    ] {
+        figure_files::record("process", Figure::cell(&row, column, value, decimals, ""));
+    }
 }
 
 /// The table: each kind of step, each order's lifecycle, at batch sizes 1
@@ -443,6 +457,20 @@ pub async fn print_process(endpoint: &str) {
     println!(
         "   last column: the write units as DynamoDB Local reports them all (it undercounts a \
          transaction across two tables)"
+    );
+    figure_files::start(
+        "process",
+        "A step of the shop's payments process on DynamoDB Local: its requests, units and \
+         DynamoDB's dollars",
+        "bench --process",
+        "step",
+        &[
+            "requests",
+            "write units",
+            "read units",
+            "$ per million steps",
+            "write units, Local's report",
+        ],
     );
     let local = connect(Some(endpoint)).await;
     let events = "bench-process-events";

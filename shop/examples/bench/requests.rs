@@ -13,6 +13,7 @@ use sequence_guard::store::{
     Added, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, Store, StoreError,
 };
 
+use crate::figure_files::{self, Figure};
 use crate::naive::naive;
 use crate::workloads::{Workload, one_aggregate, realistic_mix, ten_aggregates, ten_duplicates};
 
@@ -178,6 +179,19 @@ pub async fn print_requests(endpoint: &str, via: &str) {
         "{:<44} {:>14} {:>14} {:>7} {:>12} {:>12}",
         "workload", "req/msg", "naive req/msg", "ratio", "trips max", "naive max"
     );
+    figure_files::start(
+        "requests",
+        "DynamoDB requests a message and sequential round trips a batch (the most of any \
+         batch), the runner beside the naive handler, through a proxy adding 2 ms a request",
+        "scripts/bench",
+        "workload",
+        &[
+            "requests a message",
+            "naive: requests a message",
+            "round trips a batch",
+            "naive: round trips a batch",
+        ],
+    );
     let workloads = [
         one_aggregate(),
         ten_aggregates(),
@@ -204,6 +218,34 @@ pub async fn print_requests(endpoint: &str, via: &str) {
             ours.mean_round_trips(),
             theirs.max_round_trips,
             theirs.mean_round_trips()
+        );
+        let row = workload.name;
+        let requests = Figure::cell(row, "requests a message", ours.per_message(), 2, "")
+            .baseline("naive handler", theirs.per_message());
+        let headline = match index {
+            0 => Some("DynamoDB requests a message, one aggregate's batch of 10"),
+            3 => Some("DynamoDB requests a message, a skewed mix of 1,000 aggregates"),
+            _ => None,
+        };
+        let requests = match headline {
+            Some(label) => requests.headline(label),
+            None => requests,
+        };
+        figure_files::record("requests", requests);
+        let naive = theirs.per_message();
+        figure_files::record(
+            "requests",
+            Figure::cell(row, "naive: requests a message", naive, 2, ""),
+        );
+        let (trips, naive_trips) = (ours.max_round_trips as f64, theirs.max_round_trips as f64);
+        figure_files::record(
+            "requests",
+            Figure::cell(row, "round trips a batch", trips, 0, "")
+                .baseline("naive handler", naive_trips),
+        );
+        figure_files::record(
+            "requests",
+            Figure::cell(row, "naive: round trips a batch", naive_trips, 0, ""),
         );
     }
 }

@@ -76,9 +76,13 @@ mod queues;
 mod report;
 mod run;
 mod stream;
+mod tables;
 
 #[path = "../support/cost.rs"]
 mod cost;
+#[allow(dead_code)] // the splice is the bench's
+#[path = "../bench/figure_files.rs"]
+mod figure_files;
 #[allow(dead_code)] // the bench's helpers
 #[path = "../support/keys.rs"]
 mod keys;
@@ -128,6 +132,10 @@ struct Args {
     /// What wraps the orders' data keys (made at the start).
     #[arg(skip = keys::Wrapping::Local)]
     keys: keys::Wrapping,
+    /// Also write the figures printed to DIR: a JSON file and a markdown
+    /// table for each table (`../bench/figure_files.rs`).
+    #[arg(long, value_name = "DIR")]
+    figures: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -155,6 +163,16 @@ enum Pipeline {
 }
 
 impl Pipeline {
+    /// Its column in the cost table.
+    fn column(self) -> &'static str {
+        match self {
+            Pipeline::Ours => "sequence-guard",
+            Pipeline::Naive => "naive pipeline",
+            Pipeline::Idempotency => "batch + idempotency utility",
+            Pipeline::Fanout => "fan-out to two consumers",
+        }
+    }
+
     fn tag(self) -> &'static str {
         match self {
             Pipeline::Ours => "ours",
@@ -168,6 +186,7 @@ impl Pipeline {
 #[tokio::main]
 async fn main() {
     let mut args = <Args as clap::Parser>::parse();
+    tables::start();
     if !args.local_keys {
         args.keys = keys::kms_wrapping(&args.sqs_endpoint).await;
     }
@@ -249,6 +268,7 @@ async fn main() {
                     per_event(figures.requests, figures.appended),
                     per_event(consumed.deliveries, figures.appended),
                 );
+                tables::record_live(&label, mode, &figures, consumed);
             }
             let consumer_kms: Vec<String> = figures
                 .consumers
@@ -280,6 +300,7 @@ async fn main() {
     }
     if !drained.is_empty() {
         print_drain(&drained);
+        tables::record_drain(&drained);
     }
     if !kms.is_empty() {
         println!(
@@ -300,6 +321,7 @@ async fn main() {
         for (label, mode, per_event) in &costs {
             cost::print_row(label, mode.tag(), per_event);
         }
+        tables::record_costs(&costs);
     }
     let sqs = sqs_client(&args.sqs_endpoint);
     if args.pipelines.contains(&Pipeline::Ours) {
@@ -314,6 +336,10 @@ async fn main() {
             "dispatcher on a backlog (1,000 events on 100 streams, batches of 100 records): \
              {requests} SendMessageBatch for {sent} events = {:.3} requests/event",
             per_event(requests, sent)
+        );
+        tables::record_backlog(
+            "to the queue (`SendMessageBatch`)",
+            per_event(requests, sent),
         );
     }
     if args.pipelines.contains(&Pipeline::Fanout) {
@@ -338,5 +364,19 @@ async fn main() {
             delivered[0],
             delivered[1],
         );
+        tables::record_backlog("to the topic (`PublishBatch`)", per_event(requests, sent));
+    }
+    if let Some(dir) = &args.figures {
+        match figure_files::write_all(dir) {
+            Ok(written) => {
+                for path in written {
+                    println!("wrote {}", path.display());
+                }
+            }
+            Err(err) => {
+                eprintln!("pipeline --figures: {err}");
+                std::process::exit(1);
+            }
+        }
     }
 }

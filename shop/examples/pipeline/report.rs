@@ -57,16 +57,18 @@ pub fn per_event(count: u64, events: usize) -> f64 {
     count as f64 / events.max(1) as f64
 }
 
+/// Events per second drained: its slowest consumer's.
+pub fn rate(figures: &Figures) -> f64 {
+    figures
+        .consumers
+        .iter()
+        .map(|consumed| consumed.projected as f64 / consumed.seconds)
+        .fold(f64::INFINITY, f64::min)
+}
+
 /// The drain workload: events per second of each pipeline beside ours, and
 /// where its time went.
 pub fn print_drain(drained: &[(Pipeline, Figures)]) {
-    let rate = |figures: &Figures| {
-        figures
-            .consumers
-            .iter()
-            .map(|consumed| consumed.projected as f64 / consumed.seconds)
-            .fold(f64::INFINITY, f64::min)
-    };
     let ours = drained
         .iter()
         .find(|(mode, _)| *mode == Pipeline::Ours)

@@ -1,0 +1,155 @@
+//! The tables of figures a run writes with `--figures DIR`
+//! (`../bench/figure_files.rs`): the live workloads (`pipeline`), the drain
+//! (`drain`), what a million events cost (`cost`, and its parts in
+//! `cost-parts`), and the dispatcher alone on a backlog (`backlog`).
+
+use crate::figure_files::{self, Figure};
+use crate::figures::{Consumed, Figures};
+use crate::report::{per_event, percentile, rate};
+use crate::{Pipeline, cost};
+
+/// The live workloads' columns.
+const LIVE: [&str; 5] = [
+    "events/s",
+    "latency p50 (ms)",
+    "latency p99 (ms)",
+    "dispatcher's requests an event",
+    "deliveries an event",
+];
+
+/// The cost's parts.
+const PARTS: [&str; 6] = [
+    "producer",
+    "dispatcher",
+    "SQS",
+    "consumer DynamoDB",
+    "Lambda",
+    "total",
+];
+
+/// Starts every table (a table a run has no figure for is not written).
+pub fn start() {
+    figure_files::start(
+        "pipeline",
+        "The pipeline, live: append, the table's stream, the dispatcher, SQS FIFO (or SNS FIFO \
+         to two queues), the consumers; latency from an event's append to its projection",
+        "scripts/bench",
+        "workload, pipeline, consumer",
+        &LIVE,
+    );
+    figure_files::start(
+        "drain",
+        "A filled event store (3,000 events) drained end to end, both emulators warmed first",
+        "scripts/bench",
+        "pipeline",
+        &["events/s", "sequence-guard ÷ it", "last event sent (s)"],
+    );
+    let columns: Vec<&str> = [
+        Pipeline::Ours,
+        Pipeline::Naive,
+        Pipeline::Idempotency,
+        Pipeline::Fanout,
+    ]
+    .map(Pipeline::column)
+    .to_vec();
+    figure_files::start(
+        "cost",
+        &format!(
+            "What a million events cost on AWS, in $ (on-demand, us-east-1, prices read {})",
+            cost::PRICES_READ
+        ),
+        "scripts/bench",
+        "workload",
+        &columns,
+    );
+    figure_files::start(
+        "cost-parts",
+        "What a million events cost on AWS, in $, by part",
+        "scripts/bench",
+        "workload, pipeline",
+        &PARTS,
+    );
+    figure_files::start(
+        "backlog",
+        "The dispatcher alone on a backlog (1,000 events on 100 streams, batches of 100 records)",
+        "scripts/bench",
+        "figure",
+        &[],
+    );
+}
+
+/// One consumer of a live run.
+pub fn record_live(workload: &str, mode: Pipeline, figures: &Figures, consumed: &Consumed) {
+    let row = format!("{workload}, {}, {}", mode.tag(), consumed.name);
+    let values = [
+        (consumed.projected as f64 / consumed.seconds, 0),
+        (percentile(&consumed.latencies, 0.5), 0),
+        (percentile(&consumed.latencies, 0.99), 0),
+        (per_event(figures.requests, figures.appended), 2),
+        (per_event(consumed.deliveries, figures.appended), 2),
+    ];
+    for (column, (value, decimals)) in LIVE.into_iter().zip(values) {
+        figure_files::record("pipeline", Figure::cell(&row, column, value, decimals, ""));
+    }
+}
+
+/// The drain: each pipeline's events per second beside ours.
+pub fn record_drain(drained: &[(Pipeline, Figures)]) {
+    let of = |wanted: Pipeline| {
+        drained
+            .iter()
+            .find(|(mode, _)| *mode == wanted)
+            .map(|(_, figures)| rate(figures))
+    };
+    let (ours, naive) = (of(Pipeline::Ours), of(Pipeline::Naive));
+    for (mode, figures) in drained {
+        let row = mode.column();
+        let events = rate(figures);
+        let figure = Figure::cell(row, "events/s", events, 0, "events/s");
+        let figure = match (mode, naive) {
+            (Pipeline::Ours, Some(naive)) => figure
+                .baseline("naive pipeline", naive)
+                .headline("a filled event store drained end to end"),
+            _ => figure,
+        };
+        figure_files::record("drain", figure);
+        if let (Some(ours), false) = (ours, *mode == Pipeline::Ours) {
+            let ratio = Figure::cell(row, "sequence-guard ÷ it", ours / events, 1, "");
+            figure_files::record("drain", ratio);
+        }
+        let sent = Figure::cell(row, "last event sent (s)", figures.all_sent, 1, "s");
+        figure_files::record("drain", sent);
+    }
+}
+
+/// What a million events cost, each workload and pipeline.
+pub fn record_costs(costs: &[(String, Pipeline, cost::PerEvent)]) {
+    for (workload, mode, per_event) in costs {
+        let dollars = cost::per_million(per_event);
+        let naive = costs
+            .iter()
+            .find(|(other, mode, _)| other == workload && *mode == Pipeline::Naive)
+            .map(|(_, _, naive)| cost::per_million(naive)[5]);
+        let figure = Figure::cell(workload, mode.column(), dollars[5], 2, "$");
+        let figure = match (mode, naive) {
+            (Pipeline::Ours, Some(naive)) => figure.baseline("naive pipeline", naive),
+            _ => figure,
+        };
+        let figure = match (mode, workload.starts_with("drain")) {
+            (Pipeline::Ours, true) => figure.headline("what a million events cost on AWS, drained"),
+            _ => figure,
+        };
+        figure_files::record("cost", figure);
+        let row = format!("{workload}, {}", mode.tag());
+        for (column, value) in PARTS.into_iter().zip(dollars) {
+            figure_files::record("cost-parts", Figure::cell(&row, column, value, 2, "$"));
+        }
+    }
+}
+
+/// The dispatcher's requests an event on the backlog, `to` the queue or
+/// the topic.
+pub fn record_backlog(to: &str, requests: f64) {
+    let name = format!("the dispatcher's requests an event, {to}");
+    figure_files::record("backlog", Figure::new(&name, requests, 3, ""));
+}
