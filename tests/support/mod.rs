@@ -7,7 +7,9 @@
 #![allow(dead_code)] // each test binary uses part of this
 
 pub mod domain;
+pub mod fault_proxy;
 pub mod messages;
+pub mod rng;
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
