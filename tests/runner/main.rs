@@ -19,7 +19,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use Tag;
 use sequence_guard::EntityKey;
 use sequence_guard::runner::{BatchError, BatchReport, Invocation, Outcome, Runner, RunnerConfig};
 use sequence_guard::store::Addition;
