@@ -213,8 +213,8 @@ fn table_lines(header: &[String], align: &[&str], rows: &[Vec<String>]) -> Strin
     out
 }
 
-/// The markdown of `table`: the table, then its date and command (and its
-/// note).
+/// The markdown of `table`: the table, then its command and date (and its
+/// note); its title is in its JSON, and the doc says it.
 pub fn render(table: &Table) -> String {
     let mut out = if table.columns.is_empty() {
         let rows: Vec<Vec<String>> = table
@@ -267,7 +267,7 @@ pub fn render(table: &Table) -> String {
         align.extend(table.columns.iter().map(|_| "---:"));
         table_lines(&header, &align, &rows)
     };
-    out += &format!("\n{}: `{}`, {}.", table.title, table.command, table.date);
+    out += &format!("\nFrom `{}`, {}.", table.command, table.date);
     if let Some(note) = &table.note {
         out += &format!(" {note}");
     }
@@ -450,7 +450,7 @@ mod tests {
              | --- | ---: | ---: |\n\
              | drain | 1.37 | 3.58 |\n\
              | one \\| hot |  | 2.70 |\n\
-             \n$ per million events: `scripts/bench`, 2026-12-03.\n"
+             \nFrom `scripts/bench`, 2026-12-03.\n"
         );
     }
 
@@ -470,7 +470,7 @@ mod tests {
             render(&table),
             "| figure | value | baseline |\n| --- | --- | --- |\n\
              | cold start | 26.5 ms | warm: 11.1 ms |\n| ratio | 1.20 |  |\n\
-             \n$ per million events: `scripts/bench`, 2026-12-03. Transcribed.\n"
+             \nFrom `scripts/bench`, 2026-12-03. Transcribed.\n"
         );
     }
 
