@@ -66,7 +66,9 @@
 //!     }
 //! }
 //!
-//! let domain = Domain::new::<NoteEvent>().entity::<Note>();
+//! // Note is registered by the handlings that name it: no `.entity::<Note>()`.
+//! let domain = Domain::new::<NoteEvent>();
+//! assert_eq!(domain.kinds()[0].name, "NOTE");
 //! let event = domain
 //!     .parse(r#"{"eventId":"e2","type":"NoteEdited","aggregateId":"n-1","sequence":2,"data":{"text":"hi"}}"#)
 //!     .unwrap();
@@ -80,6 +82,8 @@
 //! assert_eq!(note.as_ref().and_then(|n| n.get::<Note>()).map(|n| n.text.as_str()), Some("hi"));
 //! ```
 
+mod names;
+mod sample;
 mod shape;
 
 use std::fmt;
@@ -98,6 +102,8 @@ use crate::personal::{self, Declared, Keyring, Personal};
 use crate::process::Process;
 use crate::reason::path_from;
 use crate::versions::Versions;
+use names::{short_name, type_names, type_problems};
+use sample::Named;
 
 /// A domain's events: a serde enum tagged by the envelope's `type`, with the
 /// event's `data` as content (`#[serde(tag = "type", content = "data")]`),
@@ -105,6 +111,8 @@ use crate::versions::Versions;
 pub trait Events: DeserializeOwned + 'static {
     /// How this event is handled: [`Handling::sequenced`] with its handler,
     /// [`Handling::snapshot`], or [`Handling::add`]. One arm per event type.
+    /// The entity kinds and counters the arms name are registered by
+    /// [`Domain::new`], which asks each arm with made-up data.
     fn handling(self) -> Handling;
 
     /// Each type's current version and the upcast from each older one
@@ -130,6 +138,8 @@ pub struct Domain {
     types: &'static [&'static str],
     kinds: Vec<&'static Kind>,
     counters: Vec<&'static Counter>,
+    /// The types passed ([`Handling::pass`]), as their handling says.
+    passes: Vec<&'static str>,
     /// Mistakes in the declarations, found as they were registered.
     problems: Vec<String>,
     /// The domain crate's version, for the binaries' `--version`.
@@ -172,6 +182,7 @@ impl Domain {
             types,
             kinds: Vec::new(),
             counters: Vec::new(),
+            passes: Vec::new(),
             problems,
             versions: Table::default(),
             crate_version: None,
@@ -180,6 +191,26 @@ impl Domain {
             keys: None,
         }
         .versions_of::<E>()
+        .named_by::<E>()
+    }
+
+    /// Registers what each type's handling names (its entity kind, its
+    /// counter), as `.entity::<T>()` and `.counter(&...)` would: found by
+    /// asking the handling of made-up data (`sample.rs`). A type whose data
+    /// cannot be made up registers nothing here.
+    fn named_by<E: Events>(mut self) -> Self {
+        for event_type in self.types {
+            self = match sample::named::<E>(event_type) {
+                Some(Named::Entity(kind)) => self.register(kind),
+                Some(Named::Pass(kind)) => {
+                    self.passes.push(event_type);
+                    self.register(kind)
+                }
+                Some(Named::Counter(counter)) => self.counter(counter),
+                Some(Named::Nothing) | None => self,
+            };
+        }
+        self
     }
 
     /// The versions `E` declares, resolved; their mistakes among the
@@ -313,9 +344,14 @@ impl Domain {
     }
 
     /// Registers an entity kind (so that the sweep, `replay` and `inspect`
-    /// know its items).
-    pub fn entity<T: Entity>(mut self) -> Self {
-        let kind = Kind::of::<T>();
+    /// know its items). A kind that a handling names is registered by
+    /// [`Domain::new`] already; this is for one it cannot find (a type
+    /// whose data it cannot make up). Registering a kind twice is harmless.
+    pub fn entity<T: Entity>(self) -> Self {
+        self.register(Kind::of::<T>())
+    }
+
+    fn register(mut self, kind: &'static Kind) -> Self {
         match self.kinds.iter().find(|known| known.name == kind.name) {
             None => {
                 self.problems.extend(kind.problems());
@@ -348,7 +384,9 @@ impl Domain {
         self.crate_version
     }
 
-    /// Registers a counter that deduplicated effects add to.
+    /// Registers a counter that deduplicated effects add to. A counter
+    /// that a handling names is registered by [`Domain::new`] already, as
+    /// [`Domain::entity`] says; registering it twice is harmless.
     pub fn counter(mut self, counter: &'static Counter) -> Self {
         if !self.counters.contains(&counter) {
             if ENGINE_ATTRIBUTES.contains(&counter.attribute) {
@@ -369,31 +407,56 @@ impl Domain {
             Some(keys) => Opening::With(keys),
             None => Opening::NoKeys,
         };
-        let event = envelope::parse_body(
-            self.read,
-            self.types,
-            &self.versions,
-            (&self.personal, opening),
-            body,
-        )?;
-        self.check_declared(&event)?;
-        Ok(event)
+        self.read_body(body, opening)
     }
 
     /// Reads one message body for its envelope, its personal values not
     /// opened but read as the placeholder: what the dispatcher checks
     /// before it sends a body, which it never reads a key for.
     pub(crate) fn parse_unopened(&self, body: &str) -> Result<Event, InvalidMessage> {
-        let opening = Opening::Placeholder;
+        self.read_body(body, Opening::Placeholder)
+    }
+
+    fn read_body(&self, body: &str, opening: Opening<'_>) -> Result<Event, InvalidMessage> {
         let event = envelope::parse_body(
             self.read,
             self.types,
             &self.versions,
             (&self.personal, opening),
             body,
-        )?;
+        )
+        .map_err(|err| self.passed_without_sequence(body, err))?;
         self.check_declared(&event)?;
         Ok(event)
+    }
+
+    /// A passed type's event without a sequence, refused with why: a pass
+    /// moves its entity to the event's sequence. That a type is unsequenced
+    /// is known only from its messages (the producer's handling decides),
+    /// so this is said at the first one. Any other refusal is `err`.
+    fn passed_without_sequence(&self, body: &str, err: InvalidMessage) -> InvalidMessage {
+        // An unsequenced body has neither (`aggregateId` is read first).
+        if !matches!(&err, InvalidMessage::Missing(field) if field == "aggregateId" || field == "sequence")
+        {
+            return err;
+        }
+        let envelope: Value = serde_json::from_str(body).unwrap_or_default();
+        if envelope
+            .get("sequence")
+            .is_some_and(|sequence| !sequence.is_null())
+        {
+            return err;
+        }
+        let event_type = envelope.get("type").and_then(Value::as_str);
+        match event_type.and_then(|name| self.passes.iter().find(|pass| **pass == name)) {
+            Some(event_type) => InvalidMessage::Invalid {
+                field: "sequence".to_owned(),
+                problem: format!(
+                    "is missing, and {event_type} is passed (Handling::pass): a pass moves its entity to the event's sequence, so it takes only a sequenced type. If {event_type} has no sequence (an unsequenced type, a counter's addition), this consumer ignores it: Handling::ignore()"
+                ),
+            },
+            None => err,
+        }
     }
 
     /// Whether the domain registers the entity kind or the counter the
@@ -438,12 +501,14 @@ impl Domain {
         self.types
     }
 
-    /// The entity kinds registered, in the order they were registered.
+    /// The entity kinds registered: those the handlings name, in the order
+    /// of their types, then those registered with [`Domain::entity`].
     pub fn kinds(&self) -> &[&'static Kind] {
         &self.kinds
     }
 
-    /// The counters registered, in the order they were registered.
+    /// The counters registered: those the handlings name, in the order of
+    /// their types, then those registered with [`Domain::counter`].
     pub fn counters(&self) -> &[&'static Counter] {
         &self.counters
     }
@@ -525,63 +590,6 @@ fn unread_types<E: Events>(types: &'static [&'static str]) -> Vec<&'static str> 
                 .is_ok_and(|handling| handling.is_ok_and(|handling| !handling.reads_data()))
         })
         .collect()
-}
-
-/// What is wrong with the events enum's type names: none (not tagged as
-/// the envelope is), or one name on two variants.
-fn type_problems(enum_name: &str, types: &[&str]) -> Vec<String> {
-    if types.is_empty() {
-        return vec![format!(
-            "the events enum {enum_name} has no event types serde can read from the envelope: declare it #[serde(tag = \"type\", content = \"data\")]"
-        )];
-    }
-    let mut problems = Vec::new();
-    for (index, name) in types.iter().enumerate() {
-        // Said once, at its second variant.
-        if types[..index].iter().filter(|seen| *seen == name).count() == 1 {
-            problems.push(format!(
-                "two variants of the events enum {enum_name} are both named `{name}` (a serde rename?): the second is never read; give each its own name"
-            ));
-        }
-    }
-    problems
-}
-
-/// The last segment of a type's path (`Shipment` for `parcels::Shipment`).
-fn short_name(type_name: &str) -> &str {
-    type_name.rsplit("::").next().unwrap_or(type_name)
-}
-
-/// The names of `E`'s variants, as serde's derive lists them: asked for a
-/// type no variant has, it answers with the list of those it has.
-fn type_names<E: Events>() -> &'static [&'static str] {
-    let fields = [("type", "\u{0}"), ("data", "")].into_iter();
-    match E::deserialize(MapDeserializer::<_, Names>::new(fields)) {
-        Err(Names(Some(names))) => names,
-        _ => &[],
-    }
-}
-
-/// A serde error that keeps the variant names an `unknown_variant` gives.
-#[derive(Debug)]
-struct Names(Option<&'static [&'static str]>);
-
-impl fmt::Display for Names {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("not a type")
-    }
-}
-
-impl std::error::Error for Names {}
-
-impl serde::de::Error for Names {
-    fn custom<T: fmt::Display>(_: T) -> Self {
-        Names(None)
-    }
-
-    fn unknown_variant(_: &str, expected: &'static [&'static str]) -> Self {
-        Names(Some(expected))
-    }
 }
 
 impl fmt::Debug for Domain {

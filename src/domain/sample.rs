@@ -1,0 +1,525 @@
+//! What each event type's handling names, found as the domain is built:
+//! the events enum is read for the type with a `data` made up as serde
+//! asks for it (numbers 1, strings `"1"`, sequences and maps empty, options
+//! `None`, an enum's first variant; then again with 0 and `""`), and the
+//! [`crate::Handling`] it answers is asked which entity kind or counter it writes.
+//!
+//! A type whose data cannot be made up (a `Deserialize` of its own that
+//! refuses both), or whose registration panics on it, names nothing here:
+//! its entity is registered with `.entity::<T>()`, or named at its first
+//! message. A registration that chooses its entity by the data names only
+//! the one its made-up data chooses.
+
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use serde::Deserializer;
+use serde::de::value::{BorrowedStrDeserializer, MapDeserializer};
+use serde::de::{
+    DeserializeSeed, EnumAccess, IntoDeserializer, MapAccess, SeqAccess, VariantAccess, Visitor,
+};
+
+use super::Events;
+use crate::entity::Kind;
+use crate::handling::{Counter, How};
+
+/// What one event type's handling writes, and whether it is a pass.
+pub(super) enum Named {
+    /// An entity (sequenced, a snapshot, a process's, an erasure).
+    Entity(&'static Kind),
+    /// A pass ([`crate::Handling::pass`]): an entity, its `data` not read.
+    Pass(&'static Kind),
+    /// A counter ([`crate::Handling::add`]).
+    Counter(&'static Counter),
+    /// Nothing ([`crate::Handling::ignore`]).
+    Nothing,
+}
+
+/// What `event_type`'s handling names; `None` when its data cannot be made
+/// up, or its registration panics on it.
+pub(super) fn named<E: Events>(event_type: &'static str) -> Option<Named> {
+    FILLS.iter().find_map(|fill| {
+        let handling = catch_unwind(AssertUnwindSafe(|| {
+            read::<E>(event_type, *fill).map(Events::handling)
+        }))
+        .ok()??;
+        Some(match handling.0 {
+            How::Sequenced(apply) if !apply.reads_data() => Named::Pass(apply.kind()),
+            How::Sequenced(apply) | How::Snapshot(apply) => Named::Entity(apply.kind()),
+            How::Addition(addition) => Named::Counter(addition.counter),
+            How::Ignored(_) => Named::Nothing,
+        })
+    })
+}
+
+/// The events enum read as `event_type` with made-up data.
+fn read<E: Events>(event_type: &'static str, fill: Fill) -> Option<E> {
+    let data = Sample { fill, depth: 0 };
+    let map = MapDeserializer::<_, Refused>::new(
+        [("type", Part::Tag(event_type)), ("data", Part::Data(data))].into_iter(),
+    );
+    E::deserialize(map).ok()
+}
+
+/// The values made up: tried in order, until one is taken.
+#[derive(Debug, Clone, Copy)]
+struct Fill {
+    number: u8,
+    text: &'static str,
+}
+
+/// `1` and `"1"` pass most limits (a text of at least one character, a
+/// positive number); `0` and `""` the others.
+const FILLS: [Fill; 2] = [
+    Fill {
+        number: 1,
+        text: "1",
+    },
+    Fill {
+        number: 0,
+        text: "",
+    },
+];
+
+/// How deep a made-up value goes: a recursive type stops here, refused.
+const MAX_DEPTH: u8 = 16;
+
+/// Any refusal: the data cannot be made up.
+#[derive(Debug)]
+struct Refused;
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("cannot be made up")
+    }
+}
+
+impl std::error::Error for Refused {}
+
+impl serde::de::Error for Refused {
+    fn custom<T: fmt::Display>(_: T) -> Self {
+        Refused
+    }
+}
+
+/// The `type` and `data` of the enum's map.
+enum Part {
+    Tag(&'static str),
+    Data(Sample),
+}
+
+impl<'de> Deserializer<'de> for Part {
+    type Error = Refused;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        match self {
+            Part::Tag(name) => visitor.visit_borrowed_str(name),
+            Part::Data(sample) => sample.deserialize_any(visitor),
+        }
+    }
+
+    /// The tag is read as an enum's variant.
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Refused> {
+        match self {
+            Part::Tag(tag) => visitor.visit_enum(BorrowedStrDeserializer::new(tag)),
+            Part::Data(sample) => sample.deserialize_enum(name, variants, visitor),
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Refused> {
+        match self {
+            Part::Tag(_) => self.deserialize_any(visitor),
+            Part::Data(sample) => sample.deserialize_struct(name, fields, visitor),
+        }
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        match self {
+            Part::Tag(_) => self.deserialize_any(visitor),
+            Part::Data(sample) => sample.deserialize_ignored_any(visitor),
+        }
+    }
+
+    // Forwarded as a whole: the tag is a string, the data a sample, for
+    // every other request.
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Refused> {
+        match self {
+            Part::Tag(_) => self.deserialize_any(visitor),
+            Part::Data(sample) => sample.deserialize_newtype_struct(name, visitor),
+        }
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct seq tuple
+        tuple_struct map identifier
+    }
+}
+
+impl<'de> IntoDeserializer<'de, Refused> for Part {
+    type Deserializer = Part;
+
+    fn into_deserializer(self) -> Part {
+        self
+    }
+}
+
+/// A made-up value of whatever type serde asks for.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    fill: Fill,
+    depth: u8,
+}
+
+impl Sample {
+    /// The sample of a value inside this one.
+    fn inner(self) -> Result<Sample, Refused> {
+        if self.depth >= MAX_DEPTH {
+            return Err(Refused);
+        }
+        Ok(Sample {
+            fill: self.fill,
+            depth: self.depth + 1,
+        })
+    }
+}
+
+impl<'de> Deserializer<'de> for Sample {
+    type Error = Refused;
+
+    /// A type that reads anything (a JSON value, an untagged enum, a
+    /// number read by hand) is given a number.
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        visitor.visit_u64(u64::from(self.fill.number))
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        visitor.visit_bool(false)
+    }
+
+    fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        visitor.visit_i64(i64::from(self.fill.number))
+    }
+
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        visitor.visit_f64(f64::from(self.fill.number))
+    }
+
+    fn deserialize_char<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        visitor.visit_char(char::from(b'0' + self.fill.number))
+    }
+
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        visitor.visit_borrowed_str(self.fill.text)
+    }
+
+    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        visitor.visit_borrowed_bytes(self.fill.text.as_bytes())
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        visitor.visit_none()
+    }
+
+    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        visitor.visit_unit()
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Refused> {
+        visitor.visit_unit()
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Refused> {
+        visitor.visit_newtype_struct(self.inner()?)
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        visitor.visit_seq(Items {
+            left: 0,
+            sample: self,
+        })
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(
+        self,
+        len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Refused> {
+        visitor.visit_seq(Items {
+            left: len,
+            sample: self.inner()?,
+        })
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Refused> {
+        self.deserialize_tuple(len, visitor)
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        visitor.visit_map(Fields {
+            names: &[],
+            sample: self,
+        })
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Refused> {
+        visitor.visit_map(Fields {
+            names: fields,
+            sample: self.inner()?,
+        })
+    }
+
+    /// The enum's first variant.
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Refused> {
+        let name = variants.first().ok_or(Refused)?;
+        visitor.visit_enum(Variant {
+            name,
+            sample: self.inner()?,
+        })
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        visitor.visit_unit()
+    }
+
+    serde::forward_to_deserialize_any! {
+        i128 u8 u16 u32 u64 u128
+    }
+
+    // The other integers and floats as the widest of their kind.
+    fn deserialize_i8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        self.deserialize_i64(visitor)
+    }
+
+    fn deserialize_i16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        self.deserialize_i64(visitor)
+    }
+
+    fn deserialize_i32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        self.deserialize_i64(visitor)
+    }
+
+    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        self.deserialize_f64(visitor)
+    }
+
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        self.deserialize_bytes(visitor)
+    }
+
+    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        self.deserialize_str(visitor)
+    }
+}
+
+/// A sequence of `left` samples (a tuple's), or none.
+struct Items {
+    left: usize,
+    sample: Sample,
+}
+
+impl<'de> SeqAccess<'de> for Items {
+    type Error = Refused;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, Refused> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        seed.deserialize(self.sample).map(Some)
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.left)
+    }
+}
+
+/// A struct's fields, each a sample (a map's: none).
+struct Fields {
+    names: &'static [&'static str],
+    sample: Sample,
+}
+
+impl<'de> MapAccess<'de> for Fields {
+    type Error = Refused;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Refused> {
+        let Some((name, rest)) = self.names.split_first() else {
+            return Ok(None);
+        };
+        self.names = rest;
+        seed.deserialize(BorrowedStrDeserializer::new(name))
+            .map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Refused> {
+        seed.deserialize(self.sample)
+    }
+}
+
+/// An enum's variant, its content a sample.
+struct Variant {
+    name: &'static str,
+    sample: Sample,
+}
+
+impl<'de> EnumAccess<'de> for Variant {
+    type Error = Refused;
+    type Variant = Sample;
+
+    fn variant_seed<V: DeserializeSeed<'de>>(self, seed: V) -> Result<(V::Value, Sample), Refused> {
+        let variant = seed.deserialize(BorrowedStrDeserializer::<Refused>::new(self.name))?;
+        Ok((variant, self.sample))
+    }
+}
+
+impl<'de> VariantAccess<'de> for Sample {
+    type Error = Refused;
+
+    fn unit_variant(self) -> Result<(), Refused> {
+        Ok(())
+    }
+
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, Refused> {
+        seed.deserialize(self)
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, Refused> {
+        visitor.visit_seq(Items {
+            left: len,
+            sample: self,
+        })
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Refused> {
+        visitor.visit_map(Fields {
+            names: fields,
+            sample: self,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde::Deserialize;
+
+    use super::{FILLS, Sample};
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    enum Colour {
+        Red,
+        Blue(u8),
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    struct Everything {
+        name: String,
+        count: u32,
+        delta: i16,
+        ratio: f32,
+        done: bool,
+        initial: char,
+        tags: Vec<String>,
+        pair: (u8, String),
+        extra: BTreeMap<String, u64>,
+        colour: Colour,
+        note: Option<String>,
+        raw: serde_json::Value,
+        #[serde(default)]
+        defaulted: u8,
+    }
+
+    /// A type that holds itself: made up only to a depth, then refused.
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Chain {
+        next: Box<Chain>,
+    }
+
+    #[test]
+    fn each_type_serde_asks_for_is_made_up() {
+        let sample = Sample {
+            fill: FILLS[0],
+            depth: 0,
+        };
+        let made = Everything::deserialize(sample).expect("made up");
+        assert_eq!(
+            made,
+            Everything {
+                name: "1".to_owned(),
+                count: 1,
+                delta: 1,
+                ratio: 1.0,
+                done: false,
+                initial: '1',
+                tags: Vec::new(),
+                pair: (1, "1".to_owned()),
+                extra: BTreeMap::new(),
+                colour: Colour::Red,
+                note: None,
+                raw: serde_json::json!(1),
+                defaulted: 1,
+            }
+        );
+        let sample = Sample {
+            fill: FILLS[1],
+            depth: 0,
+        };
+        assert_eq!(String::deserialize(sample).ok().as_deref(), Some(""));
+        assert!(Chain::deserialize(sample).is_err());
+    }
+}
