@@ -414,3 +414,59 @@ fn bare_event_bodies_are_replayed_as_sqs_records() {
     assert!(stderr.contains("line 2 is not a JSON object"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An unsequenced event a consumer ignores (the status view and
+/// `InventoryAdjusted`) is shown in its stream: the SQS record's group;
+/// its `aggregateId` when its body has one; and, as a bare body that names
+/// none, `-`, never its message id.
+#[test]
+fn an_ignored_unsequenced_event_is_shown_in_its_stream_not_its_message_id() {
+    let status_replay = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_status-replay"))
+            .args(args)
+            .env_remove("GAP_POLICY")
+            .env_remove("PARK_AFTER_RECEIVES")
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+            .output()
+            .expect("run status-replay");
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let stdout = status_replay(&["events/09-inventory.json"]);
+    assert!(
+        stdout.contains(
+            "  88daf401-6b40-43ef-a54b-0c4e010c4759  SKU-LAMP  seq -  InventoryAdjusted  ignored"
+        ),
+        "{stdout}"
+    );
+
+    let dir = std::env::temp_dir().join(format!("replay-ignored-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let bodies = dir.join("inventory.jsonl");
+    std::fs::write(
+        &bodies,
+        concat!(
+            r#"{"eventId":"i-1","type":"InventoryAdjusted","data":{"sku":"SKU-LAMP","delta":10}}"#,
+            "\n",
+            r#"{"eventId":"i-2","type":"InventoryAdjusted","aggregateId":"SKU-DESK","data":{"sku":"SKU-DESK","delta":5}}"#,
+            "\n"
+        ),
+    )
+    .expect("write");
+    let stdout = status_replay(&[bodies.to_str().expect("path")]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        stdout.contains("  body-1  -         seq -  InventoryAdjusted  ignored"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  body-2  SKU-DESK  seq -  InventoryAdjusted  ignored"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("body-1  body-1"), "{stdout}");
+}

@@ -97,19 +97,18 @@ const MAX_BATCH: usize = 10;
 /// `body-<n>` (from `first` + 1), the group the event's stream (as the
 /// domain reads it; for a body it cannot read, the `aggregateId`, else the
 /// `eventId`), the deduplication id as the dispatcher makes it, a first
-/// delivery.
+/// delivery. An unsequenced event the domain ignores names no stream in its
+/// body (its producer's handler does, from its data): it has no group.
 fn wrapped(domain: &Domain, bodies: &[&str], first: usize) -> SqsEvent {
     let mut event = SqsEvent::default();
     for (index, body) in bodies.iter().enumerate() {
         let raw: Value = serde_json::from_str(body).unwrap_or(Value::Null);
         let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
         let event_id = text(raw.get("eventId")).unwrap_or_default();
-        let group = domain
-            .parse(body)
-            .map(|event| event.stream().to_owned())
-            .ok()
-            .or_else(|| text(raw.get("aggregateId")))
-            .unwrap_or_else(|| event_id.clone());
+        let group = match domain.parse(body) {
+            Ok(event) => event.stream().to_owned(),
+            Err(_) => text(raw.get("aggregateId")).unwrap_or_else(|| event_id.clone()),
+        };
         let sequence = raw.get("sequence").and_then(Value::as_u64);
         let mut message = SqsMessage::default();
         message.message_id = Some(format!("body-{}", first + index + 1));

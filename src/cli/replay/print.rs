@@ -7,7 +7,7 @@ use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use serde_json::Value;
 
 use crate::domain::Domain;
-use crate::runner::{BatchReport, MessageReport, ParkingReport};
+use crate::runner::{BatchReport, MessageReport, Outcome, ParkingReport};
 use crate::store::memory::MemoryStore;
 use crate::sweep::SweepReport;
 
@@ -34,7 +34,9 @@ pub(super) fn print_batch(
 }
 
 /// One message's row: message id, stream, sequence, type, and outcome with
-/// its reason.
+/// its reason. An ignored event whose body names no stream, delivered
+/// without a group (a bare body of an unsequenced type), has none to show:
+/// `-`, not the message id the runner keeps it apart by.
 fn row(message: &MessageReport, record: &SqsMessage) -> [String; 5] {
     // An invalid body may still name its type and sequence.
     let raw: Option<Value> = record
@@ -53,9 +55,21 @@ fn row(message: &MessageReport, record: &SqsMessage) -> [String; 5] {
         .as_deref()
         .map(|reason| format!(" ({reason})"))
         .unwrap_or_default();
+    let grouped = record
+        .attributes
+        .get("MessageGroupId")
+        .is_some_and(|group| !group.is_empty());
+    let stream = if message.outcome == Outcome::Ignored
+        && !grouped
+        && message.stream == message.message_id
+    {
+        "-".to_owned()
+    } else {
+        message.stream.clone()
+    };
     [
         message.message_id.clone(),
-        message.stream.clone(),
+        stream,
         sequence.map_or_else(|| "seq -".to_owned(), |sequence| format!("seq {sequence}")),
         event_type.unwrap_or_else(|| "?".to_owned()),
         format!("{}{reason}", message.outcome.as_str()),
