@@ -303,7 +303,7 @@ pub fn render_headline(tables: &[Table]) -> String {
 
 /// The order of the README's rows: these tables first, the others after
 /// by name.
-const HEADLINE_ORDER: [&str; 6] = ["requests", "cpu", "cold-start", "memory", "drain", "cost"];
+const HEADLINE_ORDER: [&str; 5] = ["requests", "cpu", "cold-start", "memory", "drain"];
 
 /// Renders every `NAME.json` of `dir` to its `NAME.md` and the headline
 /// figures to `headline.md`, then puts each `NAME.md` of `dir` between its

@@ -135,10 +135,6 @@ pub fn record_costs(costs: &[(String, Pipeline, cost::PerEvent)]) {
             (Pipeline::Ours, Some(naive)) => figure.baseline("naive pipeline", naive),
             _ => figure,
         };
-        let figure = match (mode, workload.starts_with("drain")) {
-            (Pipeline::Ours, true) => figure.headline("what a million events cost on AWS, drained"),
-            _ => figure,
-        };
         figure_files::record("cost", figure);
         let row = format!("{workload}, {}", mode.tag());
         for (column, value) in PARTS.into_iter().zip(dollars) {
