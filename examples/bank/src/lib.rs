@@ -1,6 +1,7 @@
 //! Bank accounts: a second domain on sequence-guard, to prove that the
 //! engine takes any events. It uses only the crate's public API and touches
-//! no file of it.
+//! no file of it. The walk-through (docs/guide.md) follows this file, in
+//! its order.
 //!
 //! | event            | handled as | handler |
 //! | ---------------- | ---------- | ------- |
@@ -8,45 +9,25 @@
 //! | `MoneyDeposited` | sequenced (the guard) | [`on_money_deposited`] |
 //! | `MoneyWithdrawn` | sequenced (the guard) | [`on_money_withdrawn`] |
 //! | `AccountSnapshot`| a complete snapshot: applied only if newer, never parked | [`from_snapshot`] |
-//! | `FeeCharged`     | a deduplicated effect: `ADD chargedCents` on the account's `FEES` item | [`on_fee_charged`] |
+//! | `FeeCharged`     | a deduplicated effect: `ADD chargedCents` on the account's fees, a stream of their own ([`fee_stream`]) | [`on_fee_charged`] |
 //!
-//! Items, in one partition per account: `ACCOUNT#<accountId>` / `STATE`
-//! (`sequence`, `lastEventId`, `owner`, `currency`, `balanceCents`) and
-//! `ACCOUNT#<accountId>` / `FEES` (`chargedCents`).
+//! Items: `ACCOUNT#<accountId>` / `STATE` (`sequence`, `lastEventId`,
+//! `owner`, `currency`, `balanceCents`) and `ACCOUNT#<accountId>/fees` /
+//! `FEES` (`chargedCents`).
 //!
 //! `AccountOpened` and `AccountSnapshot` are at version 2: their `data`
 //! gained `currency`. A version-1 body (written before, and still in the
 //! event store) is upcast by [`in_euros`]: its accounts were all in euros.
+//!
+//! The bank's rules (no overdraft) are the producer's: [`withdrawal`]
+//! decides before anything is appended; the handlers record what happened.
 
 use sequence_guard::limits::{Text, integer, non_negative};
+use sequence_guard::producer::{Append, ExpectedSequence, NewEvent};
 use sequence_guard::versions::Versions;
 use sequence_guard::{Counter, Decision, Domain, Entity, Events, Handling, Sequenced};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
-
-/// The account projection.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Entity)]
-#[serde(rename_all = "camelCase")]
-#[entity(kind = "ACCOUNT")]
-pub struct Account {
-    pub sequence: u64,
-    pub last_event_id: String,
-    pub owner: String,
-    /// ISO 4217: `EUR`, `GBP`.
-    pub currency: String,
-    pub balance_cents: i64,
-}
-
-/// The fees charged to an account, summed once per `FeeCharged`: an item
-/// of its own in the account's partition.
-pub const FEES: Counter = Counter {
-    kind: "ACCOUNT",
-    sort_key: "FEES",
-    attribute: "chargedCents",
-};
-
-/// The name `FeeCharged` events are deduplicated under.
-pub const FEES_HANDLER: &str = "FeesCharged";
 
 /// `AccountOpened` data, version 2 (version 1 had no `currency`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -54,6 +35,18 @@ pub struct Opening {
     pub owner: Text<1, 256>,
     #[serde(deserialize_with = "currency")]
     pub currency: String,
+}
+
+/// A currency: 3 upper-case ASCII letters (ISO 4217's code).
+pub fn currency<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    let code = String::deserialize(deserializer)?;
+    if code.len() == 3 && code.bytes().all(|b| b.is_ascii_uppercase()) {
+        Ok(code)
+    } else {
+        Err(serde::de::Error::custom(
+            "must be 3 upper-case letters (an ISO 4217 code: EUR)",
+        ))
+    }
 }
 
 /// `MoneyDeposited` and `MoneyWithdrawn` data.
@@ -76,7 +69,8 @@ pub struct Snapshot {
     pub balance_cents: i64,
 }
 
-/// `FeeCharged` data: not sequenced; the account is its stream.
+/// `FeeCharged` data: not sequenced; its stream is the account's fees
+/// ([`fee_stream`]), not the account's own.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Fee {
@@ -96,56 +90,25 @@ pub enum BankEvent {
     FeeCharged(Fee),
 }
 
-/// The registration: how each event type is handled.
-impl Events for BankEvent {
-    fn handling(self) -> Handling {
-        match self {
-            BankEvent::AccountOpened(data) => Handling::sequenced(data, on_account_opened),
-            BankEvent::MoneyDeposited(data) => Handling::sequenced(data, on_money_deposited),
-            BankEvent::MoneyWithdrawn(data) => Handling::sequenced(data, on_money_withdrawn),
-            BankEvent::AccountSnapshot(data) => Handling::snapshot(data, from_snapshot),
-            BankEvent::FeeCharged(fee) => on_fee_charged(fee),
-        }
-    }
-
-    /// Version 2 of the account's events carries its currency.
-    fn versions() -> Versions {
-        Versions::none()
-            .current("AccountOpened", 2)
-            .upcast("AccountOpened", 1, in_euros)
-            .current("AccountSnapshot", 2)
-            .upcast("AccountSnapshot", 1, in_euros)
-    }
+/// The account projection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Entity)]
+#[serde(rename_all = "camelCase")]
+#[entity(kind = "ACCOUNT", summary = "line")]
+pub struct Account {
+    pub sequence: u64,
+    pub last_event_id: String,
+    pub owner: String,
+    /// ISO 4217: `EUR`, `GBP`.
+    pub currency: String,
+    pub balance_cents: i64,
 }
 
-/// The upcast of `AccountOpened` and `AccountSnapshot` from version 1 to 2:
-/// the accounts of version 1 are in euros. A `currency` a version-1 body
-/// carries is a field version 1 ignores, and is replaced.
-pub fn in_euros(mut data: Value) -> Result<Value, String> {
-    let Value::Object(fields) = &mut data else {
-        return Err("is not an object".to_owned());
-    };
-    fields.insert("currency".to_owned(), Value::from("EUR"));
-    Ok(data)
-}
-
-/// A currency: 3 upper-case ASCII letters (ISO 4217's code).
-fn currency<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
-    let code = String::deserialize(deserializer)?;
-    if code.len() == 3 && code.bytes().all(|b| b.is_ascii_uppercase()) {
-        Ok(code)
-    } else {
-        Err(serde::de::Error::custom(
-            "must be 3 upper-case letters (an ISO 4217 code: EUR)",
-        ))
+impl Account {
+    /// What `replay` and `inspect` print of it: `Ada: 150 EUR cents`.
+    pub fn line(&self) -> String {
+        let (owner, cents, currency) = (&self.owner, self.balance_cents, &self.currency);
+        format!("{owner}: {cents} {currency} cents")
     }
-}
-
-/// The bank, registered.
-pub fn domain() -> Domain {
-    Domain::new::<BankEvent>()
-        .entity::<Account>()
-        .counter(&FEES)
 }
 
 /// `AccountOpened`: a creation checks existence instead of the sequence.
@@ -168,14 +131,14 @@ pub fn on_money_deposited(account: &mut Option<Account>, event: &Sequenced<Amoun
     apply(account, event, cents(event.data.amount_cents))
 }
 
-/// `MoneyWithdrawn`: the guard, then the balance moves down (the projection
-/// records what happened; refusing an overdraft is the producer's business).
+/// `MoneyWithdrawn`: the guard, then the balance moves down. It records
+/// what happened: refusing an overdraft is the producer's ([`withdrawal`]).
 pub fn on_money_withdrawn(account: &mut Option<Account>, event: &Sequenced<Amount>) -> Decision {
     apply(account, event, -cents(event.data.amount_cents))
 }
 
 /// An amount as a signed number (amounts are read as at most 2^63-1).
-fn cents(amount: u64) -> i64 {
+pub fn cents(amount: u64) -> i64 {
     i64::try_from(amount).unwrap_or(i64::MAX)
 }
 
@@ -207,9 +170,86 @@ pub fn from_snapshot(event: &Sequenced<Snapshot>) -> Account {
     }
 }
 
+/// The fees charged to an account, summed once per `FeeCharged`: the item
+/// `ACCOUNT#<accountId>/fees` / `FEES`, its `chargedCents`.
+pub const FEES: Counter = Counter {
+    kind: "ACCOUNT",
+    sort_key: "FEES",
+    attribute: "chargedCents",
+};
+
+/// The name `FeeCharged` events are deduplicated under.
+pub const FEES_HANDLER: &str = "FeesCharged";
+
+/// The stream of an account's fees, and their counter's id: `acct-1/fees`.
+/// Not the account's own stream: a stream holds one kind's events, and
+/// `append` refuses a fee on the account's.
+pub fn fee_stream(account_id: &str) -> String {
+    format!("{account_id}/fees")
+}
+
 /// `FeeCharged`: added to the account's fees once per event.
 pub fn on_fee_charged(fee: Fee) -> Handling {
-    Handling::add(FEES_HANDLER, &FEES, fee.account_id, cents(fee.fee_cents))
+    let stream = fee_stream(fee.account_id.as_str());
+    Handling::add(FEES_HANDLER, &FEES, stream, cents(fee.fee_cents))
+}
+
+/// The registration: how each event type is handled.
+impl Events for BankEvent {
+    fn handling(self) -> Handling {
+        match self {
+            BankEvent::AccountOpened(data) => Handling::sequenced(data, on_account_opened),
+            BankEvent::MoneyDeposited(data) => Handling::sequenced(data, on_money_deposited),
+            BankEvent::MoneyWithdrawn(data) => Handling::sequenced(data, on_money_withdrawn),
+            BankEvent::AccountSnapshot(data) => Handling::snapshot(data, from_snapshot),
+            BankEvent::FeeCharged(fee) => on_fee_charged(fee),
+        }
+    }
+
+    /// Version 2 of the account's events carries its currency.
+    fn versions() -> Versions {
+        Versions::none()
+            .current("AccountOpened", 2)
+            .upcast("AccountOpened", 1, in_euros)
+            .current("AccountSnapshot", 2)
+            .upcast("AccountSnapshot", 1, in_euros)
+    }
+}
+
+/// The bank, registered.
+pub fn domain() -> Domain {
+    Domain::new::<BankEvent>()
+        .entity::<Account>()
+        .counter(&FEES)
+}
+
+/// The upcast of `AccountOpened` and `AccountSnapshot` from version 1 to 2:
+/// the accounts of version 1 are in euros. A `currency` a version-1 body
+/// carries is a field version 1 ignores, and is replaced.
+pub fn in_euros(mut data: Value) -> Result<Value, String> {
+    let Value::Object(fields) = &mut data else {
+        return Err("is not an object".to_owned());
+    };
+    fields.insert("currency".to_owned(), Value::from("EUR"));
+    Ok(data)
+}
+
+/// A withdrawal, as the bank's producer decides it before anything is
+/// appended: refused when it would leave the balance below zero. `account`
+/// is the account as the producer read it; the append expects the stream
+/// where that account stands, so a withdrawal decided on a balance that
+/// moved meanwhile writes nothing (`AppendError::ExpectedSequence`: read
+/// again, decide again).
+pub fn withdrawal(account: &Account, id: &str, amount_cents: u64) -> Result<Append, &'static str> {
+    if cents(amount_cents) > account.balance_cents {
+        return Err("the balance does not cover the withdrawal");
+    }
+    let data = serde_json::json!({ "amountCents": amount_cents });
+    let event = NewEvent::new("MoneyWithdrawn", data);
+    Ok(Append {
+        expected: ExpectedSequence::Exact(account.sequence),
+        ..Append::one(id, event)
+    })
 }
 
 // The walk-through (docs/guide.md) is this crate's doctests: each Rust
@@ -222,7 +262,7 @@ pub struct Guide;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sequence_guard::testkit::given;
+    use sequence_guard::testkit::{given, when_effect};
 
     fn at(sequence: u64, balance_cents: i64) -> Account {
         Account {
@@ -280,6 +320,34 @@ mod tests {
         given(None::<Account>)
             .when("e4", "acct-1", 4, snapshot(400))
             .then(Decision::Applied, Some(at(4, 400)));
+    }
+
+    #[test]
+    fn a_fee_adds_to_the_accounts_fees_on_a_stream_of_their_own() {
+        let fee = Fee {
+            account_id: Text::new("acct-1").expect("a valid id"),
+            fee_cents: 500,
+        };
+        when_effect(BankEvent::FeeCharged(fee)).adds(&FEES, "acct-1/fees", 500);
+    }
+
+    #[test]
+    fn a_withdrawal_the_balance_does_not_cover_is_refused_before_any_append() {
+        assert_eq!(
+            withdrawal(&at(2, 100), "acct-1", 101).err(),
+            Some("the balance does not cover the withdrawal")
+        );
+        let append = withdrawal(&at(2, 100), "acct-1", 100).expect("covered");
+        assert_eq!(append.stream_id, "acct-1");
+        assert_eq!(append.expected, ExpectedSequence::Exact(2));
+        assert_eq!(
+            append.events,
+            [NewEvent::new(
+                "MoneyWithdrawn",
+                serde_json::json!({"amountCents": 100})
+            )]
+        );
+        assert_eq!(at(2, -5).line(), "Ada: -5 EUR cents");
     }
 
     #[test]
@@ -389,6 +457,44 @@ mod tests {
                 "field `version` names MoneyDeposited version 2, newer than this consumer knows (1)"
             )
         );
+    }
+
+    /// A consumer of `AccountOpened` whose struct is version 2's, and
+    /// which declares no versions (every type at 1).
+    #[derive(Debug, Deserialize)]
+    #[serde(tag = "type", content = "data")]
+    enum Undeclared {
+        AccountOpened(Opening),
+    }
+
+    impl Events for Undeclared {
+        fn handling(self) -> Handling {
+            match self {
+                Undeclared::AccountOpened(data) => Handling::sequenced(data, on_account_opened),
+            }
+        }
+    }
+
+    #[test]
+    fn a_consumer_that_does_not_declare_the_versions_refuses_both() {
+        let domain = Domain::new::<Undeclared>().entity::<Account>();
+        assert_eq!(domain.check(), Ok(()));
+        for (body, reason) in [
+            (
+                opening(None, r#"{"owner":"Ada"}"#),
+                "missing field `data.currency`",
+            ),
+            (
+                opening(Some(2), r#"{"owner":"Ada","currency":"GBP"}"#),
+                "field `version` names AccountOpened version 2, newer than this consumer knows (1)",
+            ),
+        ] {
+            let refused = given(None::<Account>)
+                .when_body(&domain, &body)
+                .err()
+                .map(|err| err.to_string());
+            assert_eq!(refused.as_deref(), Some(reason));
+        }
     }
 
     #[test]

@@ -36,18 +36,18 @@ fn bank_replay_tells_the_story_on_the_embedded_table() {
     let (code, stdout, stderr) = run(env!("CARGO_BIN_EXE_bank-replay"), &SAMPLES);
     assert_eq!(code, 0, "{stderr}");
     for line in [
-        "acct-1  seq -  FeeCharged      duplicate",
+        "acct-1/fees  seq -  FeeCharged      duplicate",
         "parked  acct-2 seq 3 (waiting for 2; 1 parked on it)",
         "drained acct-2 seq 3 MoneyDeposited",
         "acct-3  seq 5  AccountSnapshot  applied",
-        // Version 1 bodies, upcast: in euros.
-        "account acct-1       sequence 3   balanceCents 75000 currency \"EUR\" owner \"Ada Lovelace\"",
-        "account acct-3       sequence 6   balanceCents 60000 currency \"EUR\" owner \"Grace Hopper\"",
-        "fees    acct-1       chargedCents 500",
+        // Version 1 bodies, upcast: in euros; each account as its summary.
+        "account acct-1       sequence 3   Ada Lovelace: 75000 EUR cents",
+        "account acct-3       sequence 6   Grace Hopper: 60000 EUR cents",
+        "fees    acct-1/fees  chargedCents 500",
         // Version 2 bodies, and a version 1 one among them.
-        "account acct-4       sequence 2   balanceCents 30000 currency \"GBP\" owner \"Ada Byron\"",
-        "account acct-5       sequence 4   balanceCents 12000 currency \"CHF\" owner \"Alan Turing\"",
-        "account acct-6       sequence 1   balanceCents 0 currency \"EUR\" owner \"Edsger Dijkstra\"",
+        "account acct-4       sequence 2   Ada Byron: 30000 GBP cents",
+        "account acct-5       sequence 4   Alan Turing: 12000 CHF cents",
+        "account acct-6       sequence 1   Edsger Dijkstra: 0 EUR cents",
     ] {
         assert!(stdout.contains(line), "{line} missing:\n{stdout}");
     }
@@ -76,9 +76,13 @@ fn bank_inspect_reads_what_bank_replay_wrote_on_dynamodb_local() {
         "{stdout}"
     );
     assert!(stdout.contains("nothing parked"), "{stdout}");
-    let (code, stdout, stderr) = inspect(&["fees", "acct-1"]);
+    assert!(
+        stdout.contains("\n  Grace Hopper: 60000 EUR cents\n"),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = inspect(&["fees", "acct-1/fees"]);
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(stdout, "fees acct-1\n  chargedCents 500\n");
+    assert_eq!(stdout, "fees acct-1/fees\n  chargedCents 500\n");
     let (code, stdout, _) = inspect(&["--parked"]);
     assert_eq!(code, 0);
     assert!(

@@ -125,16 +125,16 @@ async fn the_bank_story_on_dynamodb_local() {
         "the item is the struct as serde_dynamo writes it, under the account's key"
     );
     assert_eq!(
-        item(&store, "ACCOUNT#acct-1", "FEES").await,
+        item(&store, "ACCOUNT#acct-1/fees", "FEES").await,
         [
             ("chargedCents".to_owned(), n(500)),
-            ("pk".to_owned(), s("ACCOUNT#acct-1")),
+            ("pk".to_owned(), s("ACCOUNT#acct-1/fees")),
             ("sk".to_owned(), s("FEES")),
         ],
-        "the fee counted once"
+        "the fee counted once, on the account's fees: a stream of their own"
     );
     assert_eq!(
-        store.counter(&FEES, "acct-1").await.expect("read"),
+        store.counter(&FEES, "acct-1/fees").await.expect("read"),
         Some(500)
     );
 
@@ -230,7 +230,7 @@ async fn redelivering_every_sample_changes_nothing() {
         account(&store, "acct-1").await,
         account(&store, "acct-2").await,
         account(&store, "acct-3").await,
-        store.counter(&FEES, "acct-1").await.expect("read"),
+        store.counter(&FEES, "acct-1/fees").await.expect("read"),
     );
     for sample in samples {
         let report = run(&runner, sample).await;
@@ -247,7 +247,7 @@ async fn redelivering_every_sample_changes_nothing() {
         account(&store, "acct-1").await,
         account(&store, "acct-2").await,
         account(&store, "acct-3").await,
-        store.counter(&FEES, "acct-1").await.expect("read"),
+        store.counter(&FEES, "acct-1/fees").await.expect("read"),
     );
     assert_eq!(before, after);
 }
