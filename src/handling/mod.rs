@@ -18,6 +18,7 @@
 //! | --- | --- |
 //! | `mod.rs` | [`Decision`], [`Sequenced`], [`Counter`], [`Handling`], and the calls of sequenced, snapshot and pass handlers |
 //! | `checks.rs` | the checks of a guarded answer against the entity |
+//! | `effects.rs` | [`Handling::sequenced_with_effects`]: a sequenced handler that also adds to counters of other keys, once per event |
 //! | `erasure.rs` | [`Handling::erase`]: a subject's erasure, a pass that also replaces the entity's personal attributes |
 //! | `reacting.rs` | a process's handler: the same checks, and its outbox |
 
@@ -30,10 +31,12 @@ use crate::entity::{AnyEntity, Entity, Kind};
 use crate::process::Outbox;
 
 mod checks;
+mod effects;
 mod erasure;
 mod reacting;
 
 use checks::{misapplied, misplaced};
+pub use effects::{Effect, Effects, MAX_EFFECT_ID, MAX_EFFECT_ITEMS, items as effect_items};
 
 /// What a handler decided for one event.
 ///
@@ -176,6 +179,26 @@ impl Handling {
             handler,
             reads_data: true,
             style: PhantomData::<fn() -> (T, Complete)>,
+        })))
+    }
+
+    /// Sequenced, with effects on items of other keys (a member's numbers
+    /// fed by book events): as [`Handling::sequenced`], and the handler is
+    /// also given [`Effects`] to add to counters keyed otherwise than by
+    /// the stream. Only an `Applied` answer may fill it; the effects are
+    /// written in the same transaction as the entity, whose guard makes
+    /// them once per event (see [`effects`](crate::handling::Effects)).
+    pub fn sequenced_with_effects<T, D, F>(data: D, handler: F) -> Handling
+    where
+        T: Entity,
+        D: fmt::Debug + Send + Sync + 'static,
+        F: Fn(&mut Option<T>, &Sequenced<D>, &mut Effects) -> Decision + Send + Sync + 'static,
+    {
+        Handling(How::Sequenced(Box::new(Call {
+            event: unbound(data),
+            handler,
+            reads_data: true,
+            style: PhantomData::<fn() -> (T, effects::Projecting)>,
         })))
     }
 

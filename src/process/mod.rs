@@ -235,6 +235,17 @@ pub struct Outbox {
     appends: Vec<Outgoing>,
     deadline: Option<Option<u64>>,
     problem: Option<String>,
+    /// A handler with effects' ([`crate::handling::Effects`]): they ride
+    /// here from the handler's call to the step, with the entity as it was
+    /// before the event (for a step that cannot take them to put back).
+    projected: Option<Projected>,
+}
+
+/// An applied event's effects, and the entity before it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Projected {
+    pub(crate) effects: Vec<crate::handling::Effect>,
+    pub(crate) before: Option<AnyEntity>,
 }
 
 impl Outbox {
@@ -323,6 +334,20 @@ impl Outbox {
     /// What went wrong filling it (data that is not JSON), if anything.
     pub(crate) fn problem(&self) -> Option<&str> {
         self.problem.as_deref()
+    }
+
+    /// Keeps an applied event's effects and the entity before it.
+    pub(crate) fn carry(
+        &mut self,
+        effects: Vec<crate::handling::Effect>,
+        before: Option<AnyEntity>,
+    ) {
+        self.projected = Some(Projected { effects, before });
+    }
+
+    /// Takes what [`Outbox::carry`] kept.
+    pub(crate) fn take_projected(&mut self) -> Option<Projected> {
+        self.projected.take()
     }
 
     /// Takes the appends and the deadline, leaving it empty (at the same

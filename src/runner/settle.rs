@@ -152,7 +152,8 @@ impl<S: Store> Runner<S> {
             settling.verdicts.extend(step.verdicts);
             return Next::Done; // nothing to write
         }
-        let operation = if step.commit.touches_entity() && step.commit.items() == 1 {
+        let alone = step.effects.is_empty() && step.commit.items() == 1;
+        let operation = if step.commit.touches_entity() && alone {
             "UpdateItem"
         } else {
             "TransactWriteItems"
@@ -161,7 +162,7 @@ impl<S: Store> Runner<S> {
         // some 13 KB, and the set of entity runs it would sit in inline is
         // moved whole (in, and out of it when done); boxed, it is copied
         // once, and the run stays small.
-        let commit = self.store.commit(&step.commit);
+        let commit = self.store.commit_with_effects(&step.commit, &step.effects);
         match Box::pin(self.timed(operation, invocation, commit)).await {
             Ok(Committed::Written) => {
                 let stuck = stuck(&step);

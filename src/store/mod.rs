@@ -17,7 +17,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 
 use crate::entity::{AnyEntity, EntityKey};
-use crate::handling::Counter;
+use crate::handling::{Counter, Effect};
 
 /// Identifies a deduplication record: an event handled by a handler.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -426,6 +426,30 @@ pub trait Store: Send + Sync {
     /// answers with the item as it is.
     fn commit(&self, commit: &Commit)
     -> impl Future<Output = Result<Committed, StoreError>> + Send;
+
+    /// [`Store::commit`], with `effects` on counters of other keys in the
+    /// same atomic write ([`crate::handling::Effects`]): the deltas on one
+    /// item summed (a transaction touches an item once), each counter kept
+    /// in the 64-bit range. Nothing is written, effects included, when the
+    /// entity's item is not as expected (the guard: once per event); a
+    /// counter that would leave the range refuses the whole write. Effects
+    /// are only written with the entity's write. A store that does not
+    /// write effects refuses them.
+    fn commit_with_effects(
+        &self,
+        commit: &Commit,
+        effects: &[Effect],
+    ) -> impl Future<Output = Result<Committed, StoreError>> + Send {
+        async move {
+            if effects.is_empty() {
+                return self.commit(commit).await;
+            }
+            Err(StoreError::Rejected {
+                operation: "TransactWriteItems",
+                message: "this store does not write effects on other keys".to_owned(),
+            })
+        }
+    }
 
     /// The parked events of `key` at these sequences, with strongly
     /// consistent reads; sequences with nothing parked are left out.

@@ -8,7 +8,7 @@ use super::{
     ParkedPage, Store, StoreError, SweepMark,
 };
 use crate::entity::EntityKey;
-use crate::handling::Counter;
+use crate::handling::{Counter, Effect};
 
 /// A store behind a pointer is a store: `Arc<S>` (two runners on one table, as
 /// two concurrent invocations are) and `&S`.
@@ -28,6 +28,14 @@ macro_rules! delegate_store {
                 commit: &Commit,
             ) -> impl Future<Output = Result<Committed, StoreError>> + Send {
                 S::commit(self, commit)
+            }
+
+            fn commit_with_effects(
+                &self,
+                commit: &Commit,
+                effects: &[Effect],
+            ) -> impl Future<Output = Result<Committed, StoreError>> + Send {
+                S::commit_with_effects(self, commit, effects)
             }
 
             fn parked(

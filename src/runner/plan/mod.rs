@@ -21,8 +21,10 @@
 //! | `gap.rs` | a gap: parked, found parked already, or failed; conflicts recorded |
 //! | `drain.rs` | parked events that follow the entity applied; those behind it cleared |
 //! | `outbox.rs` | a process's step: its appends and deadline gathered, or the step cut |
+//! | `effects.rs` | effects on counters of other keys joined to the step, or the step cut |
 
 mod drain;
+mod effects;
 mod gap;
 mod outbox;
 
@@ -33,7 +35,7 @@ use super::{Outcome, RunnerConfig};
 use crate::domain::Domain;
 use crate::entity::{AnyEntity, EntityKey};
 use crate::envelope::{Event, Record};
-use crate::handling::{Decision, HandlerFault};
+use crate::handling::{Decision, Effect, HandlerFault};
 use crate::store::{
     Commit, ConflictRecord, Expected, MAX_COMMIT_BYTES, MAX_COMMIT_ITEMS, Outbound, ParkedEvent,
     Parking, Stored,
@@ -55,6 +57,8 @@ pub(super) struct Step {
     unchanged: Option<AnyEntity>,
     /// Stored parked events the step applies.
     pub drained: Vec<ParkedEvent>,
+    /// Effects on counters of other keys, written with the commit.
+    pub effects: Vec<Effect>,
     /// The step stopped at the size of a transaction: plan the rest after
     /// committing it.
     pub more: bool,
@@ -148,6 +152,7 @@ pub(super) fn plan(
         stuck: None,
         outgoing: None,
         deadline: None,
+        effects: Vec::new(),
     };
     match planner.run() {
         Err(wanted) => Planned::Fetch(wanted, planner.stored),
@@ -183,6 +188,8 @@ struct Planner<'a> {
     outgoing: Option<Outbound>,
     /// A process's: the deadline the step sets or clears.
     deadline: Option<Option<u64>>,
+    /// Applied events' effects on counters of other keys.
+    effects: Vec<Effect>,
 }
 
 /// `Err`: the parked events to read before planning again.
@@ -190,9 +197,11 @@ type Planning<T> = Result<T, Vec<u64>>;
 
 impl Planner<'_> {
     /// Items the commit would write: the entity's, its entry in the index of
-    /// parked entities, and one per event parked, drained or in conflict.
+    /// parked entities, one per event parked, drained or in conflict, and
+    /// one per item of other keys the effects touch.
     fn items(&self) -> usize {
-        2 + self.new_parks.len()
+        2 + self.effect_items()
+            + self.new_parks.len()
             + self.drained.len()
             + self.cleared.len()
             + self.conflicts.len()
@@ -342,6 +351,7 @@ impl Planner<'_> {
             },
             unchanged,
             drained: self.drained,
+            effects: self.effects,
             more: self.more,
             stuck: self.stuck,
             cleared: self.cleared,

@@ -27,18 +27,27 @@ impl Planner<'_> {
     /// Runs the event's handler on the slot; for a process, with an outbox
     /// whose appends and deadline join the step.
     pub(super) fn react(&mut self, event: &Event) -> Reacted {
+        let mut outbox = Outbox::at(self.now);
         let Some(process) = self.domain.process() else {
-            return match event.decide(&mut self.slot) {
-                Ok(decision) => Reacted::Decided(decision),
-                Err(fault) => Reacted::Fault(fault),
+            // Any handler but a process's or one with effects leaves it empty.
+            let decision = match event.react(&mut self.slot, &mut outbox) {
+                Ok(decision) => decision,
+                Err(fault) => return Reacted::Fault(fault),
+            };
+            return match self.project(event, outbox.take_projected()) {
+                Ok(()) => Reacted::Decided(decision),
+                Err(refused) => refused,
             };
         };
         let before: Option<AnyEntity> = self.slot.clone();
-        let mut outbox = Outbox::at(self.now);
         let decision = match event.react(&mut self.slot, &mut outbox) {
             Ok(decision) => decision,
             Err(fault) => return Reacted::Fault(fault),
         };
+        let projected = self.effects.len();
+        if let Err(refused) = self.project(event, outbox.take_projected()) {
+            return refused;
+        }
         let (mut appends, deadline) = outbox.take();
         if !self.config.appends {
             // `rebuild`: what the process appended is in the store already.
@@ -48,6 +57,7 @@ impl Planner<'_> {
             let cause = Cause::Event(event.event_id().to_owned());
             if let Err(refusal) = self.join(process, &cause, appends) {
                 self.slot = before;
+                self.effects.truncate(projected);
                 return match refusal {
                     Refusal::Cut => Reacted::Cut,
                     Refusal::Fault(problem) => Reacted::Fault(HandlerFault {
@@ -104,13 +114,14 @@ impl Planner<'_> {
 impl Planner<'_> {
     /// Whether the step writes something already (so that cutting it before
     /// an event makes progress).
-    fn has_work(&self) -> bool {
+    pub(super) fn has_work(&self) -> bool {
         !self.verdicts.is_empty()
             || !self.drained.is_empty()
             || !self.new_parks.is_empty()
             || !self.cleared.is_empty()
             || !self.conflicts.is_empty()
             || self.outgoing.is_some()
+            || !self.effects.is_empty()
     }
 }
 

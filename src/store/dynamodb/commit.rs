@@ -10,6 +10,7 @@ use aws_sdk_dynamodb::types::{
 };
 use serde_dynamo::aws_sdk_dynamodb_1::to_item;
 
+use super::effects::OnItem;
 use super::errors::{build_error, cancelled, service_error};
 use super::expression::{Expression, entity_update};
 use super::items::{
@@ -143,6 +144,7 @@ impl DynamoStore {
         &self,
         commit: &Commit,
         outbound: &Outbound,
+        merged: &[OnItem<'_>],
     ) -> Result<Committed, StoreError> {
         let Some(events) = &self.events else {
             return Err(StoreError::Rejected {
@@ -150,7 +152,8 @@ impl DynamoStore {
                 message: "a process's step appends events, and the store was given no event store (set EVENT_STORE_TABLE)".to_owned(),
             });
         };
-        let writes = self.commit_items(commit)?;
+        let mut writes = self.commit_items(commit)?;
+        writes.extend(self.effect_items(merged)?);
         self.note("TransactWriteItems");
         self.note("Query");
         if !commit.drain.is_empty() {

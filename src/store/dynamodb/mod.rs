@@ -25,6 +25,7 @@
 //! | `mod.rs` | [`DynamoStore`]: the handle, and the [`Store`] trait's operations in their phases |
 //! | `requests.rs` | the requests they are made of: batched reads, a partition's pages, one transaction |
 //! | `commit.rs` | a commit's writes: the entity's update, parked events, the index entry, conflicts |
+//! | `effects.rs` | a commit's effects on counters of other keys: one update per item, in its transaction |
 //! | `counters.rs` | counters: the additions' transaction, what its cancellation means, a read |
 //! | `items.rs` | the item layout: keys, attributes, items to and from entities (serde_dynamo) |
 //! | `expression.rs` | update and condition expressions; a commit's conditional update |
@@ -47,6 +48,7 @@ mod admin;
 mod commit;
 mod counters;
 mod due;
+mod effects;
 pub(crate) mod errors;
 mod expression;
 mod forget;
@@ -67,7 +69,7 @@ use super::{
     ParkedPage, Store, StoreError, SweepMark,
 };
 use crate::entity::EntityKey;
-use crate::handling::Counter;
+use crate::handling::{Counter, Effect};
 
 use crate::entity::Item;
 
@@ -244,13 +246,27 @@ impl Store for DynamoStore {
     }
 
     async fn commit(&self, commit: &Commit) -> Result<Committed, StoreError> {
-        if let Some(outbound) = &commit.outbox {
-            return self.commit_with_outbox(commit, outbound).await;
+        self.commit_with_effects(commit, &[]).await
+    }
+
+    async fn commit_with_effects(
+        &self,
+        commit: &Commit,
+        effects: &[Effect],
+    ) -> Result<Committed, StoreError> {
+        if !effects.is_empty() && !commit.touches_entity() {
+            return Err(crate::store::memory::effects::unguarded());
         }
-        if commit.touches_entity() && commit.items() == 1 {
+        let merged = effects::merged(effects);
+        if let Some(outbound) = &commit.outbox {
+            return self.commit_with_outbox(commit, outbound, &merged).await;
+        }
+        if merged.is_empty() && commit.touches_entity() && commit.items() == 1 {
             return self.update_entity(commit).await;
         }
-        let items = self.commit_items(commit)?;
+        let mut items = self.commit_items(commit)?;
+        let written = items.len();
+        items.extend(self.effect_items(&merged)?);
         if items.is_empty() {
             return Ok(Committed::Written);
         }
@@ -260,7 +276,17 @@ impl Store for DynamoStore {
         }
         match self.transact(items).await? {
             Ok(()) => Ok(Committed::Written),
-            Err(reasons) => self.cancelled_commit(commit, &reasons).await,
+            Err(reasons) => {
+                // The guard's condition first: a lost race is decided again.
+                let raced = commit.touches_entity()
+                    && reasons
+                        .first()
+                        .is_some_and(|first| first.code() == Some("ConditionalCheckFailed"));
+                match effects::refused_effect(&merged, written, &reasons) {
+                    Some(refused) if !raced => Err(refused),
+                    _ => self.cancelled_commit(commit, &reasons).await,
+                }
+            }
         }
     }
 

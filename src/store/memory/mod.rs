@@ -3,6 +3,7 @@
 //! | file | what it holds |
 //! | --- | --- |
 //! | `mod.rs` | [`MemoryStore`]: entities, parked events, conflicts, counters, deadlines, and the [`Store`] operations |
+//! | `effects.rs` | a commit's effects on counters of other keys: summed, kept in range |
 //! | `log.rs` | the embedded event store a process appends to ([`LoggedEvent`]) |
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -14,9 +15,10 @@ use super::{
     SweepMark, added, checks,
 };
 use crate::entity::{AnyEntity, EntityKey};
-use crate::handling::Counter;
+use crate::handling::{Counter, Effect, effect_items};
 use crate::process::due_shard;
 
+pub(crate) mod effects;
 mod log;
 
 pub use log::LoggedEvent;
@@ -228,16 +230,27 @@ impl Store for MemoryStore {
     }
 
     async fn commit(&self, commit: &Commit) -> Result<Committed, StoreError> {
+        self.commit_with_effects(commit, &[]).await
+    }
+
+    async fn commit_with_effects(
+        &self,
+        commit: &Commit,
+        effects: &[Effect],
+    ) -> Result<Committed, StoreError> {
         tokio::task::yield_now().await;
-        if commit.items() > MAX_COMMIT_ITEMS {
+        let items = commit.items() + effect_items(effects);
+        if items > MAX_COMMIT_ITEMS {
             // As DynamoDB refuses a transaction of more than 100 items.
             return Err(StoreError::Request {
                 operation: "TransactWriteItems",
                 message: format!(
-                    "{} items, more than the {MAX_COMMIT_ITEMS} a transaction holds",
-                    commit.items()
+                    "{items} items, more than the {MAX_COMMIT_ITEMS} a transaction holds"
                 ),
             });
+        }
+        if !effects.is_empty() && !commit.touches_entity() {
+            return Err(effects::unguarded());
         }
         let mut tables = self.tables();
         let key = &commit.key;
@@ -273,6 +286,8 @@ impl Store for MemoryStore {
                     Err(answer) => return Ok(answer),
                 }
             }
+            // As DynamoDB's conditional ADD of each counter's sum.
+            let sums = effects::sums(&tables.counters, effects)?;
             if let Some(entity) = &commit.entity {
                 // As DynamoDB would refuse it.
                 checks::entity_fits(entity, &key.pk(), commit.parked_after().len())?;
@@ -293,6 +308,7 @@ impl Store for MemoryStore {
             if let Some(outbound) = &commit.outbox {
                 tables.append(outbound);
             }
+            tables.counters.extend(sums);
         }
         if !commit.conflicts.is_empty() {
             let conflicts = tables.conflicts.entry(key.clone()).or_default();
