@@ -216,11 +216,10 @@ impl Events for BankEvent {
     }
 }
 
-/// The bank, registered.
+/// The bank, registered: `Account` and `FEES` by the handlings that name
+/// them.
 pub fn domain() -> Domain {
     Domain::new::<BankEvent>()
-        .entity::<Account>()
-        .counter(&FEES)
 }
 
 /// The upcast of `AccountOpened` and `AccountSnapshot` from version 1 to 2:

@@ -97,7 +97,7 @@ async fn an_option_going_to_none_is_removed_when_skipped_and_null_when_not() {
     let table = format!("bank-optional-{}", std::process::id());
     create_table(&client, &table).await.expect("table");
     let store = DynamoStore::new(client.clone(), table.clone());
-    let domain = Domain::new::<CardEvent>().entity::<Card>();
+    let domain = Domain::new::<CardEvent>(); // Card: named by both handlings
     let runner = Runner::new(domain, store.clone(), RunnerConfig::default());
     let item = || async {
         let output = client
