@@ -18,6 +18,11 @@
 //! | at most [`MAX_EFFECT_ITEMS`] items per event | with the entity's write, one transaction (100 items) |
 //! | a counter must be registered in the domain | as for [`super::Handling::add`]: `inspect` names it, its attribute is checked |
 //!
+//! An item that many streams touch at once (a daily total) is a hot item:
+//! DynamoDB may cancel a transaction for another in flight on it
+//! (`TransactionConflict`); its messages fail, and their redelivery is
+//! applied once, as any retry is.
+//!
 //! Every path that runs the consumer's steps writes them (a message, a
 //! parked event drained, `replay`, `rebuild`, `verify`'s fold);
 //! [`crate::envelope::Event::decide`] and the [`crate::testkit`] run the handler and

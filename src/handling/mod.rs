@@ -187,7 +187,7 @@ impl Handling {
     /// also given [`Effects`] to add to counters keyed otherwise than by
     /// the stream. Only an `Applied` answer may fill it; the effects are
     /// written in the same transaction as the entity, whose guard makes
-    /// them once per event (see [`effects`](crate::handling::Effects)).
+    /// them once per event (see [`Effects`]).
     pub fn sequenced_with_effects<T, D, F>(data: D, handler: F) -> Handling
     where
         T: Entity,
