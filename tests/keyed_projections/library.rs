@@ -103,7 +103,7 @@ pub fn domain() -> Domain {
         .counter(&RECALLS)
 }
 
-fn added(book: &mut Option<Book>, event: &Sequenced<Added>) -> Decision {
+pub fn added(book: &mut Option<Book>, event: &Sequenced<Added>) -> Decision {
     if book.is_some() {
         return Decision::Duplicate;
     }
@@ -116,7 +116,10 @@ fn added(book: &mut Option<Book>, event: &Sequenced<Added>) -> Decision {
 }
 
 /// The guard of an update: `Ok` with the book when the event is its next.
-fn next<'a, D>(book: &'a mut Option<Book>, event: &Sequenced<D>) -> Result<&'a mut Book, Decision> {
+pub fn next<'a, D>(
+    book: &'a mut Option<Book>,
+    event: &Sequenced<D>,
+) -> Result<&'a mut Book, Decision> {
     let Some(book) = book else {
         return Err(Decision::NotCreated);
     };
@@ -131,7 +134,7 @@ fn next<'a, D>(book: &'a mut Option<Book>, event: &Sequenced<D>) -> Result<&'a m
     Ok(book)
 }
 
-fn lent(book: &mut Option<Book>, event: &Sequenced<Loan>, effects: &mut Effects) -> Decision {
+pub fn lent(book: &mut Option<Book>, event: &Sequenced<Loan>, effects: &mut Effects) -> Decision {
     let book = match next(book, event) {
         Ok(book) => book,
         Err(decision) => return decision,

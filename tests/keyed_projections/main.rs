@@ -7,6 +7,7 @@
 //! each store.
 
 mod library;
+mod process;
 mod stories;
 
 use std::sync::OnceLock;
@@ -39,6 +40,11 @@ impl<S> Writes<S> {
             store,
             writes: AtomicUsize::new(0),
         }
+    }
+
+    /// The store it counts the writes of.
+    pub fn inner(&self) -> &S {
+        &self.store
     }
 
     /// The writes so far.
