@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::sqs::SqsEvent;
 
-use crate::figure_files::{self, Figure};
+use crate::figure_files::{Figure, Tables};
 use crate::functions::{
     Reach, dispatcher_start, projector_figures, release_binary, template_tunables,
 };
@@ -23,6 +23,7 @@ fn print_starts(
     times: &mut [Duration],
     cpu: &mut [Duration],
     again: &mut [Duration],
+    tables: &mut Tables,
 ) {
     let cpu = spread(cpu).map_or(0.0, |(median, ..)| median);
     let warm = spread(again).map(|(median, ..)| median);
@@ -43,9 +44,9 @@ fn print_starts(
                 Some(headline) => figure.headline(headline),
                 None => figure,
             };
-            figure_files::record(COLD_START, figure);
+            tables.record(COLD_START, figure);
             let cpu_of = format!("{what}: its CPU time");
-            figure_files::record(COLD_START, Figure::new(&cpu_of, cpu, 1, "ms"));
+            tables.record(COLD_START, Figure::new(&cpu_of, cpu, 1, "ms"));
         }
         None => println!("process start to the first batch answered, {label}: not measured"),
     }
@@ -55,11 +56,11 @@ fn print_starts(
 const COLD_START: &str = "cold-start";
 
 /// Records a release binary's size.
-fn record_size(what: &str, binary: &Path) {
+fn record_size(tables: &mut Tables, what: &str, binary: &Path) {
     if let Ok(meta) = std::fs::metadata(binary) {
         let megabytes = meta.len() as f64 / 1e6;
         println!("x86_64 release binary (stripped by the profile): {megabytes:.2} MB");
-        figure_files::record(COLD_START, Figure::new(what, megabytes, 2, "MB"));
+        tables.record(COLD_START, Figure::new(what, megabytes, 2, "MB"));
     }
 }
 
@@ -118,7 +119,11 @@ async fn start_times(samples: usize) -> Vec<Duration> {
 
 /// The release dispatcher's cold start, over HTTP and through TLS, to the
 /// SQS stand-in.
-pub async fn print_dispatcher(args: &Args, stand_in: Option<&sqs_stand_in::SqsStandIn>) {
+pub async fn print_dispatcher(
+    args: &Args,
+    stand_in: Option<&sqs_stand_in::SqsStandIn>,
+    tables: &mut Tables,
+) {
     println!("\n== Release dispatcher (SendMessageBatch to a local SQS stand-in)");
     let (Some(stand_in), Some(port)) = (stand_in, args.sqs_stand_in_port) else {
         println!(
@@ -161,14 +166,20 @@ pub async fn print_dispatcher(args: &Args, stand_in: Option<&sqs_stand_in::SqsSt
                 Some("cold start through TLS, the dispatcher's first batch answered"),
             ),
         };
-        print_starts((label, what, headline), &mut times, &mut cpu, &mut []);
+        print_starts(
+            (label, what, headline),
+            &mut times,
+            &mut cpu,
+            &mut [],
+            tables,
+        );
     }
-    record_size("x86_64 release dispatcher, stripped", &dispatcher);
+    record_size(tables, "x86_64 release dispatcher, stripped", &dispatcher);
 }
 
 /// The release projector's process start to its first call for work.
-pub async fn print_first_call() {
-    figure_files::start(
+pub async fn print_first_call(tables: &mut Tables) {
+    tables.start(
         COLD_START,
         "The release functions' cold start: medians of new processes, DynamoDB Local and an \
          SQS stand-in on the same cores",
@@ -190,7 +201,7 @@ pub async fn print_first_call() {
             last.as_secs_f64() * 1e3,
             times.len()
         );
-        figure_files::record(
+        tables.record(
             COLD_START,
             Figure::new(
                 "projector: process start to its first call for work",
@@ -205,7 +216,13 @@ pub async fn print_first_call() {
 /// The release projector's start to its first batch answered, on `first`
 /// (the mix's first batch), over HTTP and through TLS (`--tls-endpoint`);
 /// then the size of its binary.
-pub async fn print_projector(args: &Args, endpoint: &str, projector: &Path, first: &[SqsEvent]) {
+pub async fn print_projector(
+    args: &Args,
+    endpoint: &str,
+    projector: &Path,
+    first: &[SqsEvent],
+    tables: &mut Tables,
+) {
     // The cold start a user sees: start to the first batch answered, a new
     // process and table each time, over plain HTTP and through TLS.
     for (label, function, ca) in [
@@ -250,7 +267,13 @@ pub async fn print_projector(args: &Args, endpoint: &str, projector: &Path, firs
                 Some("cold start through TLS, the projector's first batch of 8 streams answered"),
             ),
         };
-        print_starts((label, what, headline), &mut times, &mut cpu, &mut again);
+        print_starts(
+            (label, what, headline),
+            &mut times,
+            &mut cpu,
+            &mut again,
+            tables,
+        );
     }
-    record_size("x86_64 release projector, stripped", projector);
+    record_size(tables, "x86_64 release projector, stripped", projector);
 }

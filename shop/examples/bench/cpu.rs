@@ -9,7 +9,7 @@ use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
 
 use crate::cold_start::spread;
-use crate::figure_files::{self, Figure};
+use crate::figure_files::{Figure, Tables};
 use crate::functions::template_tunables;
 use crate::naive::naive;
 use crate::workloads::{Workload, realistic_mix};
@@ -97,7 +97,7 @@ fn embedded_passes(workload: &Workload, repeats: usize, handlers: Handlers) -> P
 /// Under `GLIBC_TUNABLES` (the template's, when `scripts/bench` runs it)
 /// its figures are the table `cpu`, else `cpu-glibc-defaults`; the run
 /// under the template's tunables is a new process, given `figures` too.
-pub fn print_cpu(repeats: usize, handlers: Handlers, figures: Option<&Path>) {
+pub fn print_cpu(repeats: usize, handlers: Handlers, figures: Option<&Path>, tables: &mut Tables) {
     let tunables = std::env::var("GLIBC_TUNABLES").ok();
     let table = match &tunables {
         Some(_) => "cpu",
@@ -111,7 +111,7 @@ pub fn print_cpu(repeats: usize, handlers: Handlers, figures: Option<&Path>) {
                  with glibc's defaults; medians of passes in alternation"
             .to_owned(),
     };
-    figure_files::start(table, &title, "scripts/bench", "figure", &[]);
+    tables.start(table, &title, "scripts/bench", "figure", &[]);
     let with = tunables
         .as_deref()
         .map_or(String::new(), |value| format!(", GLIBC_TUNABLES={value}"));
@@ -150,7 +150,7 @@ pub fn print_cpu(repeats: usize, handlers: Handlers, figures: Option<&Path>) {
     if let [runner, naive] = medians[..] {
         let figure = Figure::new("CPU a message, the runner", runner, 2, "µs")
             .baseline("naive handler", naive);
-        figure_files::record(
+        tables.record(
             table,
             match tunables {
                 Some(_) => figure.headline("CPU a message on the embedded store"),
@@ -159,7 +159,7 @@ pub fn print_cpu(repeats: usize, handlers: Handlers, figures: Option<&Path>) {
         );
     }
     if let Some(median) = ratios.get(ratios.len() / 2) {
-        figure_files::record(
+        tables.record(
             table,
             Figure::new(
                 "the runner ÷ the naive handler, pass beside pass",

@@ -18,7 +18,6 @@
 //! The pipeline benchmark includes this file too (`#[path]`).
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -119,54 +118,59 @@ impl Figure {
     }
 }
 
-/// The tables this process measured, written by [`write_all`].
-static TABLES: Mutex<Vec<Table>> = Mutex::new(Vec::new());
-
-/// Starts the table `name` (a table of that name started before is
-/// replaced): a grid when `columns` are given, else a list.
-pub fn start(name: &str, title: &str, command: &str, row_label: &str, columns: &[&str]) {
-    let table = Table {
-        name: name.to_owned(),
-        title: title.to_owned(),
-        command: command.to_owned(),
-        date: today(),
-        note: None,
-        row_label: row_label.to_owned(),
-        columns: columns.iter().map(|column| (*column).to_owned()).collect(),
-        figures: Vec::new(),
-    };
-    if let Ok(mut tables) = TABLES.lock() {
-        tables.retain(|kept| kept.name != name);
-        tables.push(table);
-    }
+/// The tables a run measured, written by [`Tables::write_all`].
+#[derive(Debug, Default)]
+pub struct Tables {
+    tables: Vec<Table>,
 }
 
-/// Adds `figure` to the table `name` (started first; else it is dropped).
-/// A figure that is not a number (nothing measured) is not kept.
-pub fn record(name: &str, figure: Figure) {
-    if !figure.value.is_finite() {
-        return;
+impl Tables {
+    /// Starts the table `name` (a table of that name started before is
+    /// replaced): a grid when `columns` are given, else a list.
+    pub fn start(
+        &mut self,
+        name: &str,
+        title: &str,
+        command: &str,
+        row_label: &str,
+        columns: &[&str],
+    ) {
+        self.tables.retain(|kept| kept.name != name);
+        self.tables.push(Table {
+            name: name.to_owned(),
+            title: title.to_owned(),
+            command: command.to_owned(),
+            date: today(),
+            note: None,
+            row_label: row_label.to_owned(),
+            columns: columns.iter().map(|column| (*column).to_owned()).collect(),
+            figures: Vec::new(),
+        });
     }
-    if let Ok(mut tables) = TABLES.lock()
-        && let Some(table) = tables.iter_mut().find(|table| table.name == name)
-    {
-        table.figures.push(figure);
-    }
-}
 
-/// Writes every table recorded to `dir`: `NAME.json` and `NAME.md`.
-pub fn write_all(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let tables = TABLES
-        .lock()
-        .map(|tables| tables.clone())
-        .map_err(|_| "the figures recorded are lost (a thread panicked)".to_owned())?;
-    std::fs::create_dir_all(dir)
-        .map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
-    let mut written = Vec::new();
-    for table in tables.iter().filter(|table| !table.figures.is_empty()) {
-        written.extend(write_table(dir, table)?);
+    /// Adds `figure` to the table `name` (started first; else it is
+    /// dropped). A figure that is not a number (nothing measured) is not
+    /// kept.
+    pub fn record(&mut self, name: &str, figure: Figure) {
+        if !figure.value.is_finite() {
+            return;
+        }
+        if let Some(table) = self.tables.iter_mut().find(|table| table.name == name) {
+            table.figures.push(figure);
+        }
     }
-    Ok(written)
+
+    /// Writes every table that holds a figure to `dir`: `NAME.json` and
+    /// `NAME.md`.
+    pub fn write_all(&self, dir: &Path) -> Result<Vec<PathBuf>, String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
+        let mut written = Vec::new();
+        for table in self.tables.iter().filter(|table| !table.figures.is_empty()) {
+            written.extend(write_table(dir, table)?);
+        }
+        Ok(written)
+    }
 }
 
 /// Writes `table` to `dir` as `NAME.json` and `NAME.md`.
@@ -534,6 +538,27 @@ mod tests {
         );
         assert!(spliced.starts_with("A\n") && spliced.ends_with("end -->\nB\n"));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn tables_keep_what_was_recorded_in_a_started_table() {
+        let mut tables = Tables::default();
+        tables.record("cost", Figure::new("dropped: not started", 1.0, 0, ""));
+        tables.start("cost", "title", "scripts/bench", "figure", &[]);
+        tables.record("cost", Figure::new("kept", 1.0, 0, ""));
+        tables.record("cost", Figure::new("not measured", f64::NAN, 0, ""));
+        let names: Vec<Vec<&str>> = tables
+            .tables
+            .iter()
+            .map(|table| {
+                table
+                    .figures
+                    .iter()
+                    .map(|figure| figure.name.as_str())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(names, vec![vec!["kept"]]);
     }
 
     #[test]

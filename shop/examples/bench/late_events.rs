@@ -9,7 +9,7 @@ use sequence_guard::runner::{GapPolicy, Invocation, Outcome, Runner, RunnerConfi
 use sequence_guard::store::Store;
 use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
 
-use crate::figure_files::{self, Figure};
+use crate::figure_files::{Figure, Tables};
 use crate::workloads::{batch, message, order_event};
 
 /// What (e) cost.
@@ -137,12 +137,12 @@ async fn shuffled(
 
 /// The lines of (e), with parking and with `GAP_POLICY=retry`, on DynamoDB
 /// Local reached through `via` (the latency proxy).
-pub async fn print_late_events(endpoint: &str, via: &str) {
+pub async fn print_late_events(endpoint: &str, via: &str, tables: &mut Tables) {
     println!(
         "\n== (e) 20 orders x 20 events, each producer sending event 2 after 15 (1, 3, ..., 15, 2, 16, ...),"
     );
     println!("   through a simulated FIFO queue: failed messages come back, maxReceiveCount 5");
-    figure_files::start(
+    tables.start(
         "late-events",
         "Gaps that heal: 20 orders of 20 events, each producer sending event 2 after event 15, \
          through a simulated FIFO queue (maxReceiveCount 5)",
@@ -189,7 +189,7 @@ pub async fn print_late_events(endpoint: &str, via: &str) {
             ),
             ("in the dead-letter queue", figures.dead_lettered as f64, 0),
         ] {
-            figure_files::record(
+            tables.record(
                 "late-events",
                 Figure::cell(&format!("`{name}`"), column, value, decimals, ""),
             );

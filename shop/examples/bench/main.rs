@@ -42,6 +42,10 @@
 //!   KMS requests per append and per message with an order's name and email
 //!   sealed and without, and the CPU time of opening a sealed body.
 //!
+//! With `--figures DIR` each table printed is also written to DIR as JSON
+//! and markdown (`scripts/bench` gives `docs/figures`); `--splice DIR
+//! --into FILE...` regenerates the docs' marked tables from DIR.
+//!
 //! Layout: `main.rs` reads the arguments and runs the parts in turn;
 //! `workloads.rs` makes the batches and `naive.rs` is the naive handler;
 //! `requests.rs` is (a) to (d), `late_events.rs` is (e) and `cache.rs` what
@@ -50,7 +54,9 @@
 //! `functions.rs` starts the release functions, for `cold_start.rs`,
 //! `memory.rs` and `variants.rs` (several builds side by side);
 //! `process.rs` is a process's step (`process/meter.rs`: the units DynamoDB
-//! Local reports); `personal.rs` is personal data's cost.
+//! Local reports); `personal.rs` is personal data's cost;
+//! `figure_files.rs` writes the tables of figures (`--figures DIR`) and
+//! splices them into the docs (`--splice DIR --into FILE`).
 
 mod cache;
 mod cold_start;
@@ -206,9 +212,10 @@ async fn main() {
         }
         return;
     }
-    run(&args).await;
+    let mut tables = figure_files::Tables::default();
+    run(&args, &mut tables).await;
     if let Some(dir) = &args.figures {
-        match figure_files::write_all(dir) {
+        match tables.write_all(dir) {
             Ok(written) => {
                 for path in written {
                     println!("wrote {}", path.display());
@@ -223,13 +230,13 @@ async fn main() {
 }
 
 /// The parts the arguments ask for, in turn.
-async fn run(args: &Args) {
+async fn run(args: &Args, tables: &mut figure_files::Tables) {
     if args.versions {
         versions::print_versions();
         return;
     }
     let Some(endpoint) = args.endpoint_url.clone().filter(|_| !args.cpu_only) else {
-        cpu::print_cpu(args.repeats, args.handler, args.figures.as_deref());
+        cpu::print_cpu(args.repeats, args.handler, args.figures.as_deref(), tables);
         return;
     };
     let stand_in = match args.sqs_stand_in_port {
@@ -254,16 +261,17 @@ async fn run(args: &Args) {
             &projector,
             &realistic_mix(3000, 13).batches,
             &tunables,
+            tables,
         )
         .await;
         return;
     }
     if args.process {
-        process::print_process(&endpoint).await;
+        process::print_process(&endpoint, tables).await;
         return;
     }
     if args.personal {
-        personal::print_personal(&endpoint, args.kms_endpoint.as_deref()).await;
+        personal::print_personal(&endpoint, args.kms_endpoint.as_deref(), tables).await;
         return;
     }
     // A network between the function and DynamoDB: 2 ms per request, so that a
@@ -281,21 +289,21 @@ async fn run(args: &Args) {
         producer::print_producer(&endpoint, &proxy.endpoint).await;
         return;
     }
-    requests::print_requests(&endpoint, &proxy.endpoint).await;
+    requests::print_requests(&endpoint, &proxy.endpoint, tables).await;
 
-    late_events::print_late_events(&endpoint, &proxy.endpoint).await;
+    late_events::print_late_events(&endpoint, &proxy.endpoint, tables).await;
 
     cache::print_cache();
 
-    cpu::print_cpu(20, Handlers::Both, args.figures.as_deref());
+    cpu::print_cpu(20, Handlers::Both, args.figures.as_deref(), tables);
     versions::print_versions();
 
     producer::print_producer(&endpoint, &proxy.endpoint).await;
 
-    process::print_process(&endpoint).await;
+    process::print_process(&endpoint, tables).await;
 
     println!("\n== Release projector");
-    cold_start::print_first_call().await;
+    cold_start::print_first_call(tables).await;
     let Some(projector) = release_binary("projector") else {
         return;
     };
@@ -305,8 +313,9 @@ async fn run(args: &Args) {
         &projector,
         &mix.batches,
         &[None, template_tunables()],
+        tables,
     )
     .await;
-    cold_start::print_projector(args, &endpoint, &projector, &mix.batches[..1]).await;
-    cold_start::print_dispatcher(args, stand_in.as_ref()).await;
+    cold_start::print_projector(args, &endpoint, &projector, &mix.batches[..1], tables).await;
+    cold_start::print_dispatcher(args, stand_in.as_ref(), tables).await;
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use aws_lambda_events::event::sqs::SqsEvent;
 
-use crate::figure_files::{self, Figure};
+use crate::figure_files::{Figure, Tables};
 use crate::functions::{Reach, projector_figures, template_tunables};
 
 /// The release projector's peak memory after the mix's batches, once for
@@ -15,8 +15,9 @@ pub async fn print_memory(
     projector: &Path,
     batches: &[SqsEvent],
     tunables: &[Option<&str>],
+    tables: &mut Tables,
 ) {
-    figure_files::start(
+    tables.start(
         "memory",
         "The release projector's peak memory (VmHWM) after the mix's batches",
         "scripts/bench",
@@ -60,7 +61,7 @@ pub async fn print_memory(
                 } else {
                     figure
                 };
-                figure_files::record("memory", figure);
+                tables.record("memory", figure);
             }
             None => println!("peak memory{with}: not measured"),
         }

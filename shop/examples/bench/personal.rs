@@ -29,7 +29,7 @@ use sequence_guard::store::memory::MemoryStore;
 use serde_json::{Value, json};
 
 use crate::cpu::thread_cpu;
-use crate::figure_files::{self, Figure};
+use crate::figure_files::{Figure, Tables};
 use crate::keys::{Wrapping, keyring, kms_wrapping};
 use crate::meter::{Meter, Usage};
 use crate::workloads::{batch, message};
@@ -76,7 +76,7 @@ const COLUMNS: [&str; 5] = [
 
 impl Row {
     /// Prints the row and records it in `table`.
-    fn print(&self, table: &str, label: &str) {
+    fn print(&self, tables: &mut Tables, table: &str, label: &str) {
         let values = [
             self.write,
             self.read,
@@ -85,7 +85,7 @@ impl Row {
             self.kms,
         ];
         for (column, value) in COLUMNS.into_iter().zip(values) {
-            figure_files::record(table, Figure::cell(label, column, value, 2, ""));
+            tables.record(table, Figure::cell(label, column, value, 2, ""));
         }
         println!(
             "{label:<58} {:>5.2} W {:>5.2} R {:>5.2} req  key item: {:.2} req {:.2} W {:.2} R  \
@@ -266,7 +266,7 @@ async fn deliver(
     metered.since(&mark, bodies.len())
 }
 
-pub async fn print_personal(endpoint: &str, kms_endpoint: Option<&str>) {
+pub async fn print_personal(endpoint: &str, kms_endpoint: Option<&str>, tables: &mut Tables) {
     let client = connect(Some(endpoint)).await;
     if let Err(err) = ensure_events_table(&client, EVENTS).await {
         eprintln!("{EVENTS}: {err}");
@@ -297,7 +297,7 @@ pub async fn print_personal(endpoint: &str, kms_endpoint: Option<&str>) {
     let (plain, sealed) = (orders("plain"), orders("sealed"));
 
     println!("-- per append");
-    figure_files::start(
+    tables.start(
         APPENDS,
         "An append of an order with personal data (name and email sealed), 20 orders a row, \
          each its own subject; units as DynamoDB Local reports them",
@@ -335,16 +335,21 @@ pub async fn print_personal(endpoint: &str, kms_endpoint: Option<&str>) {
     let cancel = |_| json!({"reason": "changed their mind"});
     let cancelled = appends(&cold, &sealed, "OrderCancelled", cancel, 3).await;
     for (label, row) in rows {
-        row.print(APPENDS, label);
+        row.print(tables, APPENDS, label);
     }
     cold_row.print(
+        tables,
         APPENDS,
         "(d) OrderUpdated, same subject, a new appender (cold)",
     );
-    cancelled.print(APPENDS, "OrderCancelled, shop domain (no personal field)");
+    cancelled.print(
+        tables,
+        APPENDS,
+        "OrderCancelled, shop domain (no personal field)",
+    );
 
     println!("-- per message, consumers (batches of 1 and of 10)");
-    figure_files::start(
+    tables.start(
         MESSAGES,
         "A message with personal data, on a consumer of its own table, 20 orders a row",
         "bench --personal",
@@ -398,13 +403,13 @@ pub async fn print_personal(endpoint: &str, kms_endpoint: Option<&str>) {
             ),
         ];
         for (label, row) in rows {
-            row.print(MESSAGES, &format!("{label}, batch {size}"));
+            row.print(tables, MESSAGES, &format!("{label}, batch {size}"));
         }
     }
 
     // On a thread of its own: its runtime is a current-thread one, as a
     // function's, and its CPU clock counts this work alone.
-    if std::thread::spawn(print_cpu).join().is_err() {
+    if std::thread::scope(|scope| scope.spawn(|| print_cpu(tables)).join()).is_err() {
         eprintln!("the CPU measure failed");
     }
 }
@@ -413,7 +418,7 @@ pub async fn print_personal(endpoint: &str, kms_endpoint: Option<&str>) {
 /// plain, its keys kept: `Domain::parse` alone, and the runner's whole
 /// handling on the embedded store (batches of 10), by the thread's CPU
 /// clock, the two in alternation.
-fn print_cpu() {
+fn print_cpu(tables: &mut Tables) {
     const BODIES: usize = 100;
     const PASSES: usize = 41;
     const PARSES: usize = 200;
@@ -517,7 +522,7 @@ fn print_cpu() {
     println!(
         "-- CPU per message, keys kept (thread CPU time, median of {PASSES} passes in alternation)"
     );
-    figure_files::start(
+    tables.start(
         "personal-cpu",
         "CPU an `OrderCreated` body, plain and sealed, its keys kept (thread CPU time, medians \
          of passes in alternation)",
@@ -545,7 +550,7 @@ fn print_cpu() {
         );
         for (column, times) in [("plain", plain), ("sealed", sealed)] {
             let figure = Figure::cell(label, column, median(times), 2, "µs");
-            figure_files::record("personal-cpu", figure);
+            tables.record("personal-cpu", figure);
         }
     }
 }

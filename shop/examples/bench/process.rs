@@ -37,7 +37,7 @@ use serde_json::{Value, json};
 
 use self::meter::{Meter, Reported};
 use crate::cost::{PRICES_READ, READ_UNIT, WRITE_UNIT};
-use crate::figure_files::{self, Figure};
+use crate::figure_files::{Figure, Tables};
 use crate::workloads::{batch, message};
 
 /// Orders measured per kind of step and batch size.
@@ -408,7 +408,7 @@ async fn measure(local: &Client, endpoint: &str, events: &str, run: u64, size: u
 /// A row's figures, from the steps of one batch size.
 type Pick = fn(&Steps) -> PerStep;
 
-fn row(what: &str, size: &str, figures: &PerStep) {
+fn row(tables: &mut Tables, what: &str, size: &str, figures: &PerStep) {
     let failed = if figures.failed > 0 {
         format!(" ({} requests failed, no units reported)", figures.failed)
     } else {
@@ -433,13 +433,13 @@ fn row(what: &str, size: &str, figures: &PerStep) {
         ("$ per million steps", figures.dollars_per_million(), 3),
         ("write units, Local's report", figures.local_write, 2),
     ] {
-        figure_files::record("process", Figure::cell(&row, column, value, decimals, ""));
+        tables.record("process", Figure::cell(&row, column, value, decimals, ""));
     }
 }
 
 /// The table: each kind of step, each order's lifecycle, at batch sizes 1
 /// and 10, on DynamoDB Local at `endpoint`.
-pub async fn print_process(endpoint: &str) {
+pub async fn print_process(endpoint: &str, tables: &mut Tables) {
     println!("\n== A process's step: the shop's payments process on DynamoDB Local");
     println!(
         "   per step: DynamoDB requests (the event store's included); write units: a transaction's \
@@ -458,7 +458,7 @@ pub async fn print_process(endpoint: &str) {
         "   last column: the write units as DynamoDB Local reports them all (it undercounts a \
          transaction across two tables)"
     );
-    figure_files::start(
+    tables.start(
         "process",
         "A step of the shop's payments process on DynamoDB Local: its requests, units and \
          DynamoDB's dollars",
@@ -505,8 +505,8 @@ pub async fn print_process(endpoint: &str) {
         }),
     ];
     for (what, of) in kinds {
-        row(what, "1", &of(&one));
-        row(what, "10", &of(&ten));
+        row(tables, what, "1", &of(&one));
+        row(tables, what, "10", &of(&ten));
     }
     let lifecycles: [(&str, Pick); 3] = [
         ("an order created, paid (2 steps)", |s| {
@@ -527,10 +527,11 @@ pub async fn print_process(endpoint: &str) {
         ),
     ];
     for (what, of) in lifecycles {
-        row(what, "1", &of(&one));
-        row(what, "10", &of(&ten));
+        row(tables, what, "1", &of(&one));
+        row(tables, what, "10", &of(&ten));
     }
     row(
+        tables,
         "a sweep with no deadline due (per sweep, each schedule period)",
         "-",
         &one.empty_sweep,

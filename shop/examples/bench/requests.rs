@@ -13,7 +13,7 @@ use sequence_guard::store::{
     Added, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, Store, StoreError,
 };
 
-use crate::figure_files::{self, Figure};
+use crate::figure_files::{Figure, Tables};
 use crate::naive::naive;
 use crate::workloads::{Workload, one_aggregate, realistic_mix, ten_aggregates, ten_duplicates};
 
@@ -172,14 +172,14 @@ pub async fn measure(
 /// The table of (a) to (d): requests per message and sequential round trips
 /// per batch, the runner beside the naive handler, on DynamoDB Local reached
 /// through `via` (the latency proxy).
-pub async fn print_requests(endpoint: &str, via: &str) {
+pub async fn print_requests(endpoint: &str, via: &str, tables: &mut Tables) {
     println!("== DynamoDB requests per message and sequential round trips per batch");
     println!("   (DynamoDB Local behind a proxy adding 2 ms to each request)");
     println!(
         "{:<44} {:>14} {:>14} {:>7} {:>12} {:>12}",
         "workload", "req/msg", "naive req/msg", "ratio", "trips max", "naive max"
     );
-    figure_files::start(
+    tables.start(
         "requests",
         "DynamoDB requests a message and sequential round trips a batch (the most of any \
          batch), the runner beside the naive handler, through a proxy adding 2 ms a request",
@@ -231,19 +231,19 @@ pub async fn print_requests(endpoint: &str, via: &str) {
             Some(label) => requests.headline(label),
             None => requests,
         };
-        figure_files::record("requests", requests);
+        tables.record("requests", requests);
         let naive = theirs.per_message();
-        figure_files::record(
+        tables.record(
             "requests",
             Figure::cell(row, "naive: requests a message", naive, 2, ""),
         );
         let (trips, naive_trips) = (ours.max_round_trips as f64, theirs.max_round_trips as f64);
-        figure_files::record(
+        tables.record(
             "requests",
             Figure::cell(row, "round trips a batch", trips, 0, "")
                 .baseline("naive handler", naive_trips),
         );
-        figure_files::record(
+        tables.record(
             "requests",
             Figure::cell(row, "naive: round trips a batch", naive_trips, 0, ""),
         );

@@ -60,7 +60,8 @@
 //! naive projectors) are its tasks, `stream.rs` and `queues.rs` what they
 //! read and send to; `figures.rs` what they count; `drain.rs` fills the
 //! drain workload's store; `backlog.rs` is the dispatcher alone; `report.rs`
-//! prints what is not in the main table.
+//! prints what is not in the main table; `tables.rs` records the figures
+//! that `--figures DIR` writes (`../bench/figure_files.rs`).
 
 use std::time::Instant;
 
@@ -186,7 +187,8 @@ impl Pipeline {
 #[tokio::main]
 async fn main() {
     let mut args = <Args as clap::Parser>::parse();
-    tables::start();
+    let mut figures_out = figure_files::Tables::default();
+    tables::start(&mut figures_out);
     if !args.local_keys {
         args.keys = keys::kms_wrapping(&args.sqs_endpoint).await;
     }
@@ -268,7 +270,7 @@ async fn main() {
                     per_event(figures.requests, figures.appended),
                     per_event(consumed.deliveries, figures.appended),
                 );
-                tables::record_live(&label, mode, &figures, consumed);
+                tables::record_live(&mut figures_out, &label, mode, &figures, consumed);
             }
             let consumer_kms: Vec<String> = figures
                 .consumers
@@ -300,7 +302,7 @@ async fn main() {
     }
     if !drained.is_empty() {
         print_drain(&drained);
-        tables::record_drain(&drained);
+        tables::record_drain(&mut figures_out, &drained);
     }
     if !kms.is_empty() {
         println!(
@@ -321,7 +323,7 @@ async fn main() {
         for (label, mode, per_event) in &costs {
             cost::print_row(label, mode.tag(), per_event);
         }
-        tables::record_costs(&costs);
+        tables::record_costs(&mut figures_out, &costs);
     }
     let sqs = sqs_client(&args.sqs_endpoint);
     if args.pipelines.contains(&Pipeline::Ours) {
@@ -338,6 +340,7 @@ async fn main() {
             per_event(requests, sent)
         );
         tables::record_backlog(
+            &mut figures_out,
             "to the queue (`SendMessageBatch`)",
             per_event(requests, sent),
         );
@@ -364,10 +367,14 @@ async fn main() {
             delivered[0],
             delivered[1],
         );
-        tables::record_backlog("to the topic (`PublishBatch`)", per_event(requests, sent));
+        tables::record_backlog(
+            &mut figures_out,
+            "to the topic (`PublishBatch`)",
+            per_event(requests, sent),
+        );
     }
     if let Some(dir) = &args.figures {
-        match figure_files::write_all(dir) {
+        match figures_out.write_all(dir) {
             Ok(written) => {
                 for path in written {
                     println!("wrote {}", path.display());

@@ -3,7 +3,7 @@
 //! (`drain`), what a million events cost (`cost`, and its parts in
 //! `cost-parts`), and the dispatcher alone on a backlog (`backlog`).
 
-use crate::figure_files::{self, Figure};
+use crate::figure_files::{Figure, Tables};
 use crate::figures::{Consumed, Figures};
 use crate::report::{per_event, percentile, rate};
 use crate::{Pipeline, cost};
@@ -28,8 +28,8 @@ const PARTS: [&str; 6] = [
 ];
 
 /// Starts every table (a table a run has no figure for is not written).
-pub fn start() {
-    figure_files::start(
+pub fn start(tables: &mut Tables) {
+    tables.start(
         "pipeline",
         "The pipeline, live: append, the table's stream, the dispatcher, SQS FIFO (or SNS FIFO \
          to two queues), the consumers; latency from an event's append to its projection",
@@ -37,7 +37,7 @@ pub fn start() {
         "workload, pipeline, consumer",
         &LIVE,
     );
-    figure_files::start(
+    tables.start(
         "drain",
         "A filled event store (3,000 events) drained end to end, both emulators warmed first",
         "scripts/bench",
@@ -52,7 +52,7 @@ pub fn start() {
     ]
     .map(Pipeline::column)
     .to_vec();
-    figure_files::start(
+    tables.start(
         "cost",
         &format!(
             "What a million events cost on AWS, in $ (on-demand, us-east-1, prices read {})",
@@ -62,14 +62,14 @@ pub fn start() {
         "workload",
         &columns,
     );
-    figure_files::start(
+    tables.start(
         "cost-parts",
         "What a million events cost on AWS, in $, by part",
         "scripts/bench",
         "workload, pipeline",
         &PARTS,
     );
-    figure_files::start(
+    tables.start(
         "backlog",
         "The dispatcher alone on a backlog (1,000 events on 100 streams, batches of 100 records)",
         "scripts/bench",
@@ -79,7 +79,13 @@ pub fn start() {
 }
 
 /// One consumer of a live run.
-pub fn record_live(workload: &str, mode: Pipeline, figures: &Figures, consumed: &Consumed) {
+pub fn record_live(
+    tables: &mut Tables,
+    workload: &str,
+    mode: Pipeline,
+    figures: &Figures,
+    consumed: &Consumed,
+) {
     let row = format!("{workload}, {}, {}", mode.tag(), consumed.name);
     let values = [
         (consumed.projected as f64 / consumed.seconds, 0),
@@ -89,12 +95,12 @@ pub fn record_live(workload: &str, mode: Pipeline, figures: &Figures, consumed: 
         (per_event(consumed.deliveries, figures.appended), 2),
     ];
     for (column, (value, decimals)) in LIVE.into_iter().zip(values) {
-        figure_files::record("pipeline", Figure::cell(&row, column, value, decimals, ""));
+        tables.record("pipeline", Figure::cell(&row, column, value, decimals, ""));
     }
 }
 
 /// The drain: each pipeline's events per second beside ours.
-pub fn record_drain(drained: &[(Pipeline, Figures)]) {
+pub fn record_drain(tables: &mut Tables, drained: &[(Pipeline, Figures)]) {
     let of = |wanted: Pipeline| {
         drained
             .iter()
@@ -112,18 +118,18 @@ pub fn record_drain(drained: &[(Pipeline, Figures)]) {
                 .headline("a filled event store drained end to end"),
             _ => figure,
         };
-        figure_files::record("drain", figure);
+        tables.record("drain", figure);
         if let (Some(ours), false) = (ours, *mode == Pipeline::Ours) {
             let ratio = Figure::cell(row, "sequence-guard ÷ it", ours / events, 1, "");
-            figure_files::record("drain", ratio);
+            tables.record("drain", ratio);
         }
         let sent = Figure::cell(row, "last event sent (s)", figures.all_sent, 1, "s");
-        figure_files::record("drain", sent);
+        tables.record("drain", sent);
     }
 }
 
 /// What a million events cost, each workload and pipeline.
-pub fn record_costs(costs: &[(String, Pipeline, cost::PerEvent)]) {
+pub fn record_costs(tables: &mut Tables, costs: &[(String, Pipeline, cost::PerEvent)]) {
     for (workload, mode, per_event) in costs {
         let dollars = cost::per_million(per_event);
         let naive = costs
@@ -135,17 +141,17 @@ pub fn record_costs(costs: &[(String, Pipeline, cost::PerEvent)]) {
             (Pipeline::Ours, Some(naive)) => figure.baseline("naive pipeline", naive),
             _ => figure,
         };
-        figure_files::record("cost", figure);
+        tables.record("cost", figure);
         let row = format!("{workload}, {}", mode.tag());
         for (column, value) in PARTS.into_iter().zip(dollars) {
-            figure_files::record("cost-parts", Figure::cell(&row, column, value, 2, "$"));
+            tables.record("cost-parts", Figure::cell(&row, column, value, 2, "$"));
         }
     }
 }
 
 /// The dispatcher's requests an event on the backlog, `to` the queue or
 /// the topic.
-pub fn record_backlog(to: &str, requests: f64) {
+pub fn record_backlog(tables: &mut Tables, to: &str, requests: f64) {
     let name = format!("the dispatcher's requests an event, {to}");
-    figure_files::record("backlog", Figure::new(&name, requests, 3, ""));
+    tables.record("backlog", Figure::new(&name, requests, 3, ""));
 }
