@@ -10,8 +10,10 @@
 //! scripts/bench        # runs this after the other benchmarks
 //! ```
 //!
-//! Prints, never asserts.
+//! Prints, never asserts; with `--figures DIR` also writes its table there
+//! (`bench/figure_files.rs`).
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
@@ -19,6 +21,12 @@ use futures::stream::{self, StreamExt};
 use sequence_guard::runner::{BatchReport, Invocation, Runner, RunnerConfig};
 use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
 use serde_json::json;
+
+#[allow(dead_code)] // the splice is the bench's
+#[path = "bench/figure_files.rs"]
+mod figure_files;
+
+use crate::figure_files::{Figure, Tables};
 
 #[derive(Debug, clap::Parser)]
 struct Args {
@@ -31,7 +39,19 @@ struct Args {
     /// Batches in flight at once (concurrent invocations).
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
+    /// Also write the figures printed to DIR (`parking-storm.json` and
+    /// `.md`).
+    #[arg(long, value_name = "DIR")]
+    figures: Option<PathBuf>,
 }
+
+/// The table's columns.
+const COLUMNS: [&str; 4] = [
+    "events/s",
+    "index writes/s",
+    "index write units/s",
+    "index write units/s a shard",
+];
 
 /// One batch of ten: event `sequence` of ten orders, delivered `receives` times.
 fn batch(orders: &[String], sequence: u64, receives: u32) -> SqsEvent {
@@ -141,6 +161,18 @@ async fn main() {
         "index WCU/s (x2)",
         "per shard (/16)"
     );
+    let mut tables = Tables::default();
+    tables.start(
+        "parking-storm",
+        &format!(
+            "A parking storm on DynamoDB Local: {} entities park a gap at once, then drain ({} \
+             batches in flight); the index of parked entities is 16 partition keys",
+            args.entities, args.concurrency
+        ),
+        "scripts/bench",
+        "phase",
+        &COLUMNS,
+    );
     for (phase, events, writes, seconds) in [
         ("park", parks, index_writes(&parked), park_seconds),
         ("drain", drains, index_writes(&drained), drain_seconds),
@@ -152,10 +184,32 @@ async fn main() {
             2.0 * per_second,
             2.0 * per_second / 16.0
         );
+        let values = [
+            events as f64 / seconds.max(1e-9),
+            per_second,
+            2.0 * per_second,
+            2.0 * per_second / 16.0,
+        ];
+        for (column, value) in COLUMNS.into_iter().zip(values) {
+            tables.record("parking-storm", Figure::cell(phase, column, value, 0, ""));
+        }
     }
     let created: usize = created.iter().map(|report| report.messages.len()).sum();
     println!(
         "   ({created} creations first; one index write per commit that parks or drains; a partition takes 1,000 WCU/s, so one index key \
          would take about 500 such commits a second; 16 take about 8,000)"
     );
+    if let Some(dir) = &args.figures {
+        match tables.write_all(dir) {
+            Ok(written) => {
+                for path in written {
+                    println!("wrote {}", path.display());
+                }
+            }
+            Err(err) => {
+                eprintln!("parking_storm --figures: {err}");
+                std::process::exit(1);
+            }
+        }
+    }
 }

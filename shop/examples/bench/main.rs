@@ -232,7 +232,7 @@ async fn main() {
 /// The parts the arguments ask for, in turn.
 async fn run(args: &Args, tables: &mut figure_files::Tables) {
     if args.versions {
-        versions::print_versions();
+        versions::print_versions(tables);
         return;
     }
     let Some(endpoint) = args.endpoint_url.clone().filter(|_| !args.cpu_only) else {
@@ -244,7 +244,7 @@ async fn run(args: &Args, tables: &mut figure_files::Tables) {
         None => None,
     };
     if !args.variants.is_empty() {
-        variants::print_variants(args, &endpoint, stand_in.as_ref()).await;
+        variants::print_variants(args, &endpoint, stand_in.as_ref(), tables).await;
         return;
     }
     if args.memory_only {
@@ -293,10 +293,10 @@ async fn run(args: &Args, tables: &mut figure_files::Tables) {
 
     late_events::print_late_events(&endpoint, &proxy.endpoint, tables).await;
 
-    cache::print_cache();
+    cache::print_cache(tables);
 
     cpu::print_cpu(20, Handlers::Both, args.figures.as_deref(), tables);
-    versions::print_versions();
+    versions::print_versions(tables);
 
     producer::print_producer(&endpoint, &proxy.endpoint).await;
 

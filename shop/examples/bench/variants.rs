@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::cold_start::spread;
+use crate::figure_files::{Figure, Tables};
 use crate::functions::{Reach, dispatcher_start, projector_figures, template_tunables};
 use crate::requests::measure;
 use crate::workloads::{one_aggregate, realistic_mix};
@@ -37,6 +38,13 @@ impl Measure {
         }
     }
 }
+
+/// The columns of the table of cold starts by build.
+const COLUMNS: [&str; 3] = [
+    "median (ms)",
+    "its CPU, median (ms)",
+    "the same batch warm, median (ms)",
+];
 
 /// Messages of the mix DynamoDB Local answers before the cold starts.
 const WARM_MESSAGES: usize = 10_000;
@@ -71,6 +79,7 @@ pub async fn print_variants(
     args: &Args,
     endpoint: &str,
     stand_in: Option<&sqs_stand_in::SqsStandIn>,
+    tables: &mut Tables,
 ) {
     let builds: Vec<(&str, PathBuf)> = args
         .variants
@@ -183,6 +192,26 @@ pub async fn print_variants(
             }
         }
     }
+    // `scripts/bench --cold-start` (one build) or `--tls-variants`; under
+    // `--plain-proxy` the rows "through TLS" take the same hop in plain TCP:
+    // a table of their own.
+    let table = match (builds.len(), tls.starts_with("http://")) {
+        (1, false) => "cold-start-warmed",
+        (1, true) => "cold-start-warmed-plain-proxy",
+        (_, false) => "tls-variants",
+        (_, true) => "tls-variants-plain-proxy",
+    };
+    tables.start(
+        table,
+        "Cold starts by build, side by side: process start to the first batch answered, \
+         medians of new processes, DynamoDB Local warmed first",
+        match builds.len() {
+            1 => "scripts/bench --cold-start",
+            _ => "scripts/bench --tls-variants",
+        },
+        "build: measure",
+        &COLUMNS,
+    );
     println!(
         "{:<24} {:<42} {:>10} {:>18} {:>12} {:>14} {:>16}",
         "build",
@@ -205,8 +234,20 @@ pub async fn print_variants(
                 (Some(low), _) => low.to_string(),
                 _ => String::new(),
             };
-            let cpu = spread(cpu).map_or(String::new(), |(median, ..)| format!("{median:.1}"));
-            let again = spread(again).map_or(String::new(), |(median, ..)| format!("{median:.1}"));
+            let cpu = spread(cpu).map(|(median, ..)| median);
+            let again = spread(again).map(|(median, ..)| median);
+            let row = format!("{name}: {}", measure.label());
+            for (column, value) in
+                COLUMNS
+                    .into_iter()
+                    .zip([spread(times).map(|(median, ..)| median), cpu, again])
+            {
+                if let Some(value) = value {
+                    tables.record(table, Figure::cell(&row, column, value, 1, "ms"));
+                }
+            }
+            let cpu = cpu.map_or(String::new(), |median| format!("{median:.1}"));
+            let again = again.map_or(String::new(), |median| format!("{median:.1}"));
             if let Some((median, min, max, _)) = spread(times) {
                 println!(
                     "{name:<24} {:<42} {median:>10.1} {:>18} {connections:>12} {cpu:>14} {again:>16}",

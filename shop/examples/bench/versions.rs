@@ -3,9 +3,11 @@
 
 use std::time::Instant;
 
+use crate::figure_files::{Figure, Tables};
+
 /// The time to read one body (`Domain::parse`: envelope, version, upcast,
 /// data), by its version: the median of 5 rounds of 200,000 parses each.
-pub fn print_versions() {
+pub fn print_versions(tables: &mut Tables) {
     const ROUNDS: usize = 5;
     const PARSES: u32 = 200_000;
     println!("\n== Reading a body by its version: ns per message (Domain::parse), one thread");
@@ -47,6 +49,14 @@ pub fn print_versions() {
             account("AccountOpened", "", r#"{"owner":"Ada Lovelace"}"#),
         ),
     ];
+    tables.start(
+        "versions",
+        "Reading a body by its version (`Domain::parse`: envelope, version, upcast, data), \
+         one thread, the median of 5 rounds of 200,000 parses",
+        "scripts/bench",
+        "body",
+        &[],
+    );
     let mut rounds: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
     for _ in 0..ROUNDS {
         // Rounds interleave the cases, so that a slower moment is shared.
@@ -70,5 +80,6 @@ pub fn print_versions() {
             times[0],
             times[ROUNDS - 1]
         );
+        tables.record("versions", Figure::new(label, times[ROUNDS / 2], 0, "ns"));
     }
 }
