@@ -105,3 +105,72 @@ fn a_block_the_bank_does_not_hold_is_caught() {
     assert_eq!(code("    x += 1; // a note"), Some("x += 1;".to_owned()));
     assert_eq!(code("    // a comment"), None);
 }
+
+/// The docs' generated tables cannot drift from the benchmark's files:
+/// each region between `<!-- figures:NAME begin -->` and
+/// `<!-- figures:NAME end -->` in the README and `docs/*.md` holds exactly
+/// `docs/figures/NAME.md` (`scripts/bench --splice` writes them so).
+#[test]
+fn the_docs_figures_are_their_generated_files() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs = vec![root.join("README.md")];
+    let entries = std::fs::read_dir(root.join("docs")).expect("docs/");
+    docs.extend(entries.filter_map(|entry| {
+        let path = entry.ok()?.path();
+        (path.extension()? == "md").then_some(path)
+    }));
+    let mut regions = 0;
+    for doc in &docs {
+        let text = std::fs::read_to_string(doc).expect("a doc");
+        for (name, region) in figure_regions(&text) {
+            let file = root.join("docs/figures").join(format!("{name}.md"));
+            let generated = std::fs::read_to_string(&file)
+                .unwrap_or_else(|err| panic!("{}: {}: {err}", doc.display(), file.display()));
+            assert!(
+                region == generated,
+                "{}: the figures {name} differ from docs/figures/{name}.md: \
+                 run scripts/bench --splice",
+                doc.display()
+            );
+            regions += 1;
+        }
+    }
+    assert!(
+        regions >= 2,
+        "the README and docs/performance.md include generated tables"
+    );
+}
+
+/// Each marked region of `doc`: its name and what it holds (from the line
+/// after its begin marker to its end marker).
+fn figure_regions(doc: &str) -> Vec<(String, String)> {
+    let mut regions = Vec::new();
+    let mut rest = doc;
+    while let Some(at) = rest.find("\n<!-- figures:") {
+        let after = &rest[at + "\n<!-- figures:".len()..];
+        let Some((name, tail)) = after.split_once(" begin -->\n") else {
+            panic!(
+                "a figures marker that is not `<!-- figures:NAME begin -->`: {}",
+                after.lines().next().unwrap_or_default()
+            );
+        };
+        let end = format!("<!-- figures:{name} end -->");
+        let length = tail
+            .find(&end)
+            .unwrap_or_else(|| panic!("figures {name}: no `{end}`"));
+        regions.push((name.to_owned(), tail[..length].to_owned()));
+        rest = &tail[length + end.len()..];
+    }
+    regions
+}
+
+#[test]
+fn each_marked_region_is_read_whole_and_in_order() {
+    let doc = "a\n<!-- figures:cost begin -->\n| x |\n<!-- figures:cost end -->\nb\n\
+               <!-- figures:cpu begin -->\n<!-- figures:cpu end -->\n`<!-- figures:NAME -->`\n";
+    let regions = figure_regions(doc);
+    let expected = [("cost", "| x |\n"), ("cpu", "")]
+        .map(|(name, region)| (name.to_owned(), region.to_owned()));
+    assert_eq!(regions, expected);
+    assert!(figure_regions("no markers").is_empty());
+}
