@@ -59,9 +59,13 @@ pub async fn dispatcher(domain: Domain) -> ExitCode {
         || aws_sdk_sns::Client::new(&sdk),
         config.failure_queue_url,
     );
+    // Shared, not borrowed: `run_concurrent` serves several invocations at
+    // once when `AWS_LAMBDA_MAX_CONCURRENCY` is above 1 (Managed Instances).
+    let shared = std::sync::Arc::new((domain, queue));
     super::served(
-        lambda_runtime::run(service_fn(|event: LambdaEvent<serde_json::Value>| {
-            handle(&domain, &queue, emf.as_ref(), event)
+        lambda_runtime::run_concurrent(service_fn(move |event: LambdaEvent<serde_json::Value>| {
+            let shared = std::sync::Arc::clone(&shared);
+            async move { handle(&shared.0, &shared.1, emf.as_ref(), event).await }
         }))
         .await,
     )

@@ -95,10 +95,14 @@ pub async fn projector(domain: Domain) -> ExitCode {
             .with_retry_budget(std::time::Duration::from_secs(5));
         store = store.with_event_store(events);
     }
-    let runner = Runner::new(domain, store, config.runner);
+    // Shared, not borrowed: under Lambda Managed Instances
+    // (`AWS_LAMBDA_MAX_CONCURRENCY` above 1) `run_concurrent` serves several
+    // invocations at once in this process; otherwise one at a time, as `run`.
+    let runner = std::sync::Arc::new(Runner::new(domain, store, config.runner));
     super::served(
-        lambda_runtime::run(service_fn(|event: LambdaEvent<serde_json::Value>| {
-            respond(&runner, emf.as_ref(), event)
+        lambda_runtime::run_concurrent(service_fn(move |event: LambdaEvent<serde_json::Value>| {
+            let runner = std::sync::Arc::clone(&runner);
+            async move { respond(&runner, emf.as_ref(), event).await }
         }))
         .await,
     )
