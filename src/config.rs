@@ -13,6 +13,7 @@
 //! | `GAP_POLICY`         | `park`: park a gap that keeps coming back; `retry`: always fail it | `park`, `retry` | `park` |
 //! | `PARK_AFTER_RECEIVES`| the delivery (`ApproximateReceiveCount`) from which a gap is parked; keep it below the queue's `maxReceiveCount` | 1 to 1000 | 3 |
 //! | `MAX_PARKED_PER_STREAM` | the most events parked on one entity | 1 to 10000 | 1000 |
+//! | `WARM_ENTITIES`      | the most entity items kept as this process last wrote them, so that a hot stream's next batch is not read first; `0`: none | 0 to 100000 | 1000 |
 //! | `EVENT_STORE_TABLE`  | a process's (required there): the event store's table, which its steps append to; a consumer's that opens personal data: the table its subjects' keys are in | as `TABLE_NAME` | |
 //! | `PERSONAL_DATA_KEY`  | a consumer's whose domain declares personal data (unread elsewhere): the KMS key (id, ARN or `alias/...`) the subjects' data keys are wrapped under, or `local:<32 bytes in base64url>`; their items are read from `EVENT_STORE_TABLE`. Unset: nothing is opened, and a sealed body fails | a KMS key id, ARN or alias | |
 //! | `METRICS_NAMESPACE`  | CloudWatch namespace of the metrics                  | 1 to 255 of `a-z A-Z 0-9 . - _ / # : space`, not starting with `AWS/` | `SequenceGuard` |
@@ -42,9 +43,12 @@ pub const CONDITION_RETRIES_RANGE: RangeInclusive<u64> = 0..=10;
 pub const PARK_AFTER_RECEIVES_RANGE: RangeInclusive<u64> = 1..=1000;
 /// `MAX_PARKED_PER_STREAM`.
 pub const MAX_PARKED_RANGE: RangeInclusive<u64> = 1..=MAX_PARKED_LIMIT;
+/// `WARM_ENTITIES`: each entry is one entity's item (at most 400 KB, mostly
+/// well under 1 KB).
+pub const WARM_ENTITIES_RANGE: RangeInclusive<u64> = 0..=100_000;
 
 /// Every variable the projector reads (besides the SDK's and the runtime's).
-pub const VARIABLES: [&str; 13] = [
+pub const VARIABLES: [&str; 14] = [
     "TABLE_NAME",
     "EVENT_STORE_TABLE",
     "PERSONAL_DATA_KEY",
@@ -54,6 +58,7 @@ pub const VARIABLES: [&str; 13] = [
     "GAP_POLICY",
     "PARK_AFTER_RECEIVES",
     "MAX_PARKED_PER_STREAM",
+    "WARM_ENTITIES",
     "METRICS_NAMESPACE",
     "METRICS_SERVICE",
     "POWERTOOLS_METRICS_NAMESPACE",
@@ -305,6 +310,12 @@ pub fn runner_from_lookup(
         )?)
         .unwrap_or(usize::MAX),
         appends: defaults.appends,
+        warm_entities: usize::try_from(within(
+            "WARM_ENTITIES",
+            defaults.warm_entities as u64,
+            WARM_ENTITIES_RANGE,
+        )?)
+        .unwrap_or(usize::MAX),
     })
 }
 

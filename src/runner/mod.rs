@@ -38,6 +38,7 @@ mod sealed;
 mod settle;
 mod stream;
 mod verdict;
+mod warm;
 
 use std::time::{Duration, Instant};
 
@@ -85,6 +86,10 @@ pub struct RunnerConfig {
     /// not only move the state and the deadline): `false` for `rebuild`,
     /// which reads the event store, where those appends are already.
     pub appends: bool,
+    /// The most entity items kept as this process last wrote them, so that
+    /// a hot stream's next batch is decided without reading (`warm.rs`);
+    /// `0`: every batch reads.
+    pub warm_entities: usize,
 }
 
 impl RunnerConfig {
@@ -109,6 +114,7 @@ impl Default for RunnerConfig {
             park_after_receives: 3,
             max_parked_per_entity: 1000,
             appends: true,
+            warm_entities: 1000,
         }
     }
 }
@@ -144,6 +150,7 @@ pub struct Runner<S> {
     domain: Domain,
     store: S,
     config: RunnerConfig,
+    warm: warm::Warm,
 }
 
 impl<S: Store> Runner<S> {
@@ -160,6 +167,7 @@ impl<S: Store> Runner<S> {
         Runner {
             domain,
             store,
+            warm: warm::Warm::new(config.warm_entities),
             config,
         }
     }
@@ -194,12 +202,15 @@ impl<S: Store> Runner<S> {
         // One read for the whole batch: its entities and its deduplication
         // records, split into each stream's share.
         let wanted = batch::wanted(&records);
-        let loaded = if wanted.keys.is_empty() && wanted.dedup.is_empty() {
+        // Items this process wrote last are not read again (`warm.rs`).
+        let (cold, warm) = self.warm_split(&wanted.keys);
+        let loaded = if cold.is_empty() && wanted.dedup.is_empty() {
             Ok(Loaded::default())
         } else {
-            let load = self.store.load(&wanted.keys, &wanted.dedup);
+            let load = self.store.load(&cold, &wanted.dedup);
             self.timed("BatchGetItem", &invocation, load).await
         };
+        let loaded = loaded.map(|loaded| warm::with_warm(loaded, warm));
         if let Err(CallError::Store(err)) = &loaded {
             warn!(error = %err, "loading the batch's entities failed");
         }

@@ -62,6 +62,9 @@ impl<S: Store> Runner<S> {
             let Some(key) = event.entity_key() else {
                 continue;
             };
+            // The item is read again: an erasure is decided on the item as
+            // stored, never on one this process remembers.
+            self.warm_forget(&key);
             let forget = self.store.forget_conflicts(&key);
             match self.timed("Query", invocation, forget).await {
                 Ok(0) => {}

@@ -47,6 +47,7 @@ impl<S: Store> Runner<S> {
         let mut stored = match loaded {
             Ok(stored) => stored,
             Err(err) => {
+                self.warm_forget(key);
                 let (outcome, reason) = err.outcome();
                 return (
                     fail_from(skipped(run.len()), 0, outcome, &reason),
@@ -166,9 +167,19 @@ impl<S: Store> Runner<S> {
         match Box::pin(self.timed(operation, invocation, commit)).await {
             Ok(Committed::Written) => {
                 let stuck = stuck(&step);
-                written(stream, key, *step, stuck, invocation.now, settling)
+                let (more, stored) = written(stream, key, *step, stuck, invocation.now, settling);
+                if more {
+                    self.warm_put(key, stored.clone());
+                    Next::Plan(stored)
+                } else {
+                    self.warm_put(key, stored);
+                    Next::Done
+                }
             }
-            Ok(Committed::LostRace { current }) => self.lost_race(*step, current, settling),
+            Ok(Committed::LostRace { current }) => {
+                self.warm_forget(key);
+                self.lost_race(*step, current, settling)
+            }
             Ok(Committed::Moved {
                 stream: moved,
                 expected,
@@ -177,6 +188,7 @@ impl<S: Store> Runner<S> {
                 // A message's step that appends at an exact sequence: the
                 // stream moved, nothing was written; decided again when the
                 // message comes back.
+                self.warm_forget(key);
                 let reason = format!(
                     "the process's append to stream {moved} expected it at sequence {expected}, and it is at {current}: nothing written, decided again on redelivery"
                 );
@@ -184,6 +196,7 @@ impl<S: Store> Runner<S> {
                 Next::Done
             }
             Err(err) => {
+                self.warm_forget(key);
                 let (outcome, reason) = err.outcome();
                 if !step.drained.is_empty() {
                     warn!(
@@ -249,8 +262,8 @@ impl<S: Store> Runner<S> {
     }
 }
 
-/// A step written: its verdicts stand, and the next is planned on the item
-/// as it leaves it, if the run has more.
+/// A step written: its verdicts stand. Returns whether the run has more,
+/// and the item as the step leaves it (the next step is planned on it).
 fn written(
     stream: &str,
     key: &EntityKey,
@@ -258,7 +271,7 @@ fn written(
     stuck: Option<StuckEvent>,
     now: u64,
     settling: &mut Settling,
-) -> Next {
+) -> (bool, Stored) {
     if step.commit.changes_parking() || stuck.is_some() {
         let report = parking_report(stream, key, &step, now, stuck);
         if step.commit.changes_parking() {
@@ -277,8 +290,7 @@ fn written(
     });
     settling.verdicts.append(&mut step.verdicts);
     let more = step.more;
-    let stored = step.into_stored();
-    if more { Next::Plan(stored) } else { Next::Done }
+    (more, step.into_stored())
 }
 
 /// A step not written: the verdicts before its first write stand (decided

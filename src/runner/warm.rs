@@ -1,0 +1,169 @@
+//! The entities this process last committed, kept so that a hot stream's
+//! next batch is decided without reading its item first.
+//!
+//! The cache is only a guess. Every write stays conditioned exactly as
+//! after a read: on the entity's `sequence`, on its `dueAt` and on its exact
+//! `parked` set (`expression.rs`, and the memory store alike). So a stale
+//! entry costs one failed condition, whose item comes back and is decided
+//! again as a lost race is; it never makes a wrong write.
+//!
+//! | what the load tells the planner | why a cached item is safe |
+//! | ------------------------------- | ------------------------- |
+//! | the entity | an entry is the item as this process's write left it, stored only after the write succeeded |
+//! | the parked sequences | the write requires the same `parked` set: another invocation that parked an event fails it, and the item returned lists it, so it is drained |
+//! | `dueAt` | the write requires the same `dueAt`: a deadline fired elsewhere fails it |
+//! | deduplication records | not cached: a batch that needs them is loaded |
+//!
+//! A batch whose messages are all at or below the cached sequence writes
+//! nothing: its duplicates are answered without a request. An event parked
+//! meanwhile waits for the gap before it, whose write fails the condition
+//! and drains it; the sweep drains the rest as before.
+//!
+//! An entry is dropped on a lost race, on any store error for its key, and
+//! when the map is full (the oldest entry first). Its size is
+//! `WARM_ENTITIES` (entries; `0`: no cache).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use crate::entity::EntityKey;
+use crate::store::{Loaded, Stored};
+
+/// A bounded map of entity items as this process last wrote them, shared by
+/// concurrent invocations.
+#[derive(Debug)]
+pub(super) struct Warm {
+    capacity: usize,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    items: HashMap<EntityKey, Stored>,
+    /// Keys in the order they were stored (a key may be listed more than
+    /// once; only its last place counts when evicting).
+    order: VecDeque<EntityKey>,
+}
+
+impl Warm {
+    pub(super) fn new(capacity: usize) -> Self {
+        Warm {
+            capacity,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves a map that is still a set of
+        // guesses: every write is conditioned anyway.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The item as this process last wrote it, if it is known.
+    pub(super) fn get(&self, key: &EntityKey) -> Option<Stored> {
+        if self.capacity == 0 {
+            return None;
+        }
+        self.lock().items.get(key).cloned()
+    }
+
+    /// Keeps the item as a write of this process left it.
+    pub(super) fn put(&self, key: &EntityKey, stored: Stored) {
+        if self.capacity == 0 {
+            return;
+        }
+        let mut inner = self.lock();
+        inner.items.insert(key.clone(), stored);
+        inner.order.push_back(key.clone());
+        while inner.items.len() > self.capacity {
+            let Some(oldest) = inner.order.pop_front() else {
+                break;
+            };
+            // Evict only at a key's last place in the order.
+            if !inner.order.contains(&oldest) {
+                inner.items.remove(&oldest);
+            }
+        }
+        // The order list stays within a bound too: rebuilt when stale places
+        // pile up.
+        if inner.order.len() > 4 * self.capacity.max(16) {
+            let Inner { items, order } = &mut *inner;
+            let mut seen = std::collections::HashSet::new();
+            let mut kept: VecDeque<EntityKey> = order
+                .iter()
+                .rev()
+                .filter(|key| items.contains_key(*key) && seen.insert((*key).clone()))
+                .cloned()
+                .collect();
+            kept.make_contiguous().reverse();
+            *order = kept;
+        }
+    }
+
+    /// Forgets the item (a lost race, a store error).
+    pub(super) fn forget(&self, key: &EntityKey) {
+        if self.capacity == 0 {
+            return;
+        }
+        self.lock().items.remove(key);
+    }
+
+    /// How many items are kept.
+    pub(super) fn len(&self) -> usize {
+        self.lock().items.len()
+    }
+}
+
+impl<S: crate::store::Store> super::Runner<S> {
+    /// The batch's keys split: those to read, and the items known warm.
+    pub(super) fn warm_split(
+        &self,
+        keys: &[EntityKey],
+    ) -> (Vec<EntityKey>, Vec<(EntityKey, Stored)>) {
+        let mut cold = Vec::new();
+        let mut warm: Vec<(EntityKey, Stored)> = Vec::new();
+        for key in keys {
+            if warm.iter().any(|(known, _)| known == key) || cold.contains(key) {
+                continue;
+            }
+            match self.warm.get(key) {
+                Some(stored) => warm.push((key.clone(), stored)),
+                None => cold.push(key.clone()),
+            }
+        }
+        (cold, warm)
+    }
+
+    /// Keeps the item as this process's write left it.
+    pub(super) fn warm_put(&self, key: &EntityKey, stored: Stored) {
+        self.warm.put(key, stored);
+    }
+
+    /// Forgets the item: a lost race or an error left it unknown.
+    pub(super) fn warm_forget(&self, key: &EntityKey) {
+        self.warm.forget(key);
+    }
+
+    /// How many items the runner keeps warm (for tests and metrics).
+    pub fn warm_entities(&self) -> usize {
+        self.warm.len()
+    }
+}
+
+/// The load with the warm items added as if read.
+pub(super) fn with_warm(mut loaded: Loaded, warm: Vec<(EntityKey, Stored)>) -> Loaded {
+    for (key, stored) in warm {
+        if let Some(entity) = stored.entity {
+            loaded.entities.insert(key.clone(), Ok(entity));
+        }
+        if !stored.parking.sequences.is_empty() || stored.parking.since.is_some() {
+            loaded.parking.insert(key.clone(), stored.parking);
+        }
+        if let Some(at) = stored.due_at {
+            loaded.due.insert(key, at);
+        }
+    }
+    loaded
+}
