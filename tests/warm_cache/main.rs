@@ -1,0 +1,209 @@
+//! A warm runner: the items it wrote stand in for the next batch's read
+//! (`src/runner/warm.rs`). On the in-memory store, counting its requests.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use sequence_guard::EntityKey;
+use sequence_guard::handling::{Counter, Effect};
+use sequence_guard::runner::{Invocation, Outcome, Runner, RunnerConfig};
+use sequence_guard::store::memory::MemoryStore;
+use sequence_guard::store::{
+    Added, Addition, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, ParkedPage,
+    Store, StoreError,
+};
+use support::*;
+
+/// A store that counts its loads and writes (each one request).
+pub struct Calls<S> {
+    store: S,
+    writes: AtomicUsize,
+}
+
+impl<S> Calls<S> {
+    pub fn new(store: S) -> Self {
+        Calls {
+            store,
+            writes: AtomicUsize::new(0),
+        }
+    }
+
+    /// The store it counts the writes of.
+    pub fn inner(&self) -> &S {
+        &self.store
+    }
+
+    /// The loads and writes so far.
+    pub fn calls(&self) -> usize {
+        self.writes.load(Ordering::Relaxed)
+    }
+}
+
+impl<S: Store> Store for Calls<S> {
+    async fn load(&self, keys: &[EntityKey], dedup: &[DedupKey]) -> Result<Loaded, StoreError> {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        self.store.load(keys, dedup).await
+    }
+
+    async fn commit(&self, commit: &Commit) -> Result<Committed, StoreError> {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        self.store.commit(commit).await
+    }
+
+    async fn commit_with_effects(
+        &self,
+        commit: &Commit,
+        effects: &[Effect],
+    ) -> Result<Committed, StoreError> {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        self.store.commit_with_effects(commit, effects).await
+    }
+
+    async fn parked(
+        &self,
+        key: &EntityKey,
+        sequences: &[u64],
+    ) -> Result<Vec<ParkedEvent>, StoreError> {
+        self.store.parked(key, sequences).await
+    }
+
+    async fn parked_entities(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<ParkedPage, StoreError> {
+        self.store.parked_entities(after, limit).await
+    }
+
+    async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {
+        self.store.inspect(key).await
+    }
+
+    async fn add(&self, additions: &[Addition]) -> Result<Added, StoreError> {
+        self.store.add(additions).await
+    }
+
+    async fn counter(
+        &self,
+        counter: &'static Counter,
+        id: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        self.store.counter(counter, id).await
+    }
+
+    fn requests(&self) -> u64 {
+        self.store.requests()
+    }
+}
+
+fn now() -> Invocation {
+    Invocation {
+        deadline: None,
+        now: 1_700_000_000,
+    }
+}
+
+fn updates(item: &str, from: u64, to: u64) -> aws_lambda_events::event::sqs::SqsEvent {
+    let messages = (from..=to)
+        .map(|sequence| {
+            let event_type = if sequence == 1 {
+                "ItemCreated"
+            } else {
+                "ItemUpdated"
+            };
+            message(
+                &format!("{item}-{sequence}"),
+                item,
+                &item_body(event_type, item, sequence),
+            )
+        })
+        .collect();
+    batch(messages)
+}
+
+#[tokio::test]
+async fn a_warm_batch_is_one_write_and_its_duplicates_none() {
+    let store = Calls::new(MemoryStore::default());
+    let runner = Runner::new(domain(), &store, RunnerConfig::default());
+    let report = runner
+        .run(&updates("item-w", 1, 10), now())
+        .await
+        .expect("run");
+    assert_eq!(outcomes(&report), vec![Outcome::Applied; 10]);
+    let before = store.calls();
+    let report = runner
+        .run(&updates("item-w", 11, 20), now())
+        .await
+        .expect("run");
+    assert_eq!(outcomes(&report), vec![Outcome::Applied; 10]);
+    assert_eq!(store.calls() - before, 1, "one write, no read");
+    let before = store.calls();
+    let report = runner
+        .run(&updates("item-w", 11, 20), now())
+        .await
+        .expect("run");
+    assert_eq!(outcomes(&report), vec![Outcome::Duplicate; 10]);
+    assert_eq!(store.calls() - before, 0, "duplicates: no request");
+}
+
+#[tokio::test]
+async fn another_writer_between_batches_fails_the_condition_and_is_decided_again() {
+    let store = Calls::new(MemoryStore::default());
+    let runner = Runner::new(domain(), &store, RunnerConfig::default());
+    runner
+        .run(&updates("item-r", 1, 3), now())
+        .await
+        .expect("run");
+    // Another invocation applies 4 and 5 behind this runner's back.
+    let other = Runner::new(domain(), &store, RunnerConfig::default());
+    let report = other
+        .run(&updates("item-r", 4, 5), now())
+        .await
+        .expect("run");
+    assert_eq!(outcomes(&report), vec![Outcome::Applied; 2]);
+    // This runner still believes 3: its write fails, the item comes back,
+    // 4 and 5 are duplicates and 6 is applied once.
+    let report = runner
+        .run(&updates("item-r", 4, 6), now())
+        .await
+        .expect("run");
+    assert_eq!(
+        outcomes(&report),
+        [Outcome::Duplicate, Outcome::Duplicate, Outcome::Applied]
+    );
+    let item = typed::<Item, _>(store.inner(), "item-r")
+        .await
+        .expect("item");
+    assert_eq!(item.sequence, 6);
+}
+
+#[tokio::test]
+async fn the_cache_is_bounded_and_can_be_turned_off() {
+    let store = Calls::new(MemoryStore::default());
+    let config = RunnerConfig {
+        warm_entities: 2,
+        ..RunnerConfig::default()
+    };
+    let runner = Runner::new(domain(), &store, config);
+    for item in ["a", "b", "c"] {
+        runner.run(&updates(item, 1, 2), now()).await.expect("run");
+    }
+    assert_eq!(runner.warm_entities(), 2);
+    let before = store.calls();
+    // "a" was evicted: its batch reads again.
+    runner.run(&updates("a", 3, 3), now()).await.expect("run");
+    assert_eq!(store.calls() - before, 2, "a read and a write");
+
+    let cold = Runner::new(
+        domain(),
+        &store,
+        RunnerConfig {
+            warm_entities: 0,
+            ..RunnerConfig::default()
+        },
+    );
+    cold.run(&updates("d", 1, 1), now()).await.expect("run");
+    assert_eq!(cold.warm_entities(), 0);
+}
