@@ -1,8 +1,11 @@
 //! What each event type's handling names, found as the domain is built:
 //! the events enum is read for the type with a `data` made up as serde
-//! asks for it (numbers 1, strings `"1"`, sequences and maps empty, options
-//! `None`, an enum's first variant; then again with 0 and `""`), and the
-//! [`crate::Handling`] it answers is asked which entity kind or counter it writes.
+//! asks for it (numbers 1, strings `"1"`, sequences empty, options `None`,
+//! an enum's first variant, a struct's fields; then again with 0 and `""`),
+//! and the [`crate::Handling`] it answers is asked which entity kind or
+//! counter it writes. `data` read without a list of fields (a struct
+//! variant's) is a map of the fields serde says are missing, found one
+//! refusal at a time.
 //!
 //! A type whose data cannot be made up (a `Deserialize` of its own that
 //! refuses both), or whose registration panics on it, names nothing here:
@@ -14,10 +17,8 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use serde::Deserializer;
-use serde::de::value::{BorrowedStrDeserializer, MapDeserializer};
-use serde::de::{
-    DeserializeSeed, EnumAccess, IntoDeserializer, MapAccess, SeqAccess, VariantAccess, Visitor,
-};
+use serde::de::value::BorrowedStrDeserializer;
+use serde::de::{DeserializeSeed, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor};
 
 use super::Events;
 use crate::entity::Kind;
@@ -40,7 +41,7 @@ pub(super) enum Named {
 pub(super) fn named<E: Events>(event_type: &'static str) -> Option<Named> {
     FILLS.iter().find_map(|fill| {
         let handling = catch_unwind(AssertUnwindSafe(|| {
-            read::<E>(event_type, *fill).map(Events::handling)
+            made_up::<E>(event_type, *fill).map(Events::handling)
         }))
         .ok()??;
         Some(match handling.0 {
@@ -52,14 +53,31 @@ pub(super) fn named<E: Events>(event_type: &'static str) -> Option<Named> {
     })
 }
 
-/// The events enum read as `event_type` with made-up data.
-fn read<E: Events>(event_type: &'static str, fill: Fill) -> Option<E> {
-    let data = Sample { fill, depth: 0 };
-    let map = MapDeserializer::<_, Refused>::new(
-        [("type", Part::Tag(event_type)), ("data", Part::Data(data))].into_iter(),
-    );
-    E::deserialize(map).ok()
+/// The events enum read as `event_type` with made-up data: read again
+/// with each field serde says is missing, until it is taken or refused.
+fn made_up<E: Events>(event_type: &'static str, fill: Fill) -> Option<E> {
+    let mut keys: Vec<&'static str> = Vec::new();
+    while keys.len() <= MAX_KEYS {
+        let data = Sample {
+            fill,
+            keys: &keys,
+            depth: 0,
+        };
+        let envelope = Envelope {
+            tag: Some(event_type),
+            data: Some(data),
+        };
+        match E::deserialize(envelope) {
+            Ok(events) => return Some(events),
+            Err(Refused(Some(field))) if !keys.contains(&field) => keys.push(field),
+            Err(_) => return None,
+        }
+    }
+    None
 }
+
+/// The most fields found missing, one refusal at a time.
+const MAX_KEYS: usize = 64;
 
 /// The values made up: tried in order, until one is taken.
 #[derive(Debug, Clone, Copy)]
@@ -84,9 +102,9 @@ const FILLS: [Fill; 2] = [
 /// How deep a made-up value goes: a recursive type stops here, refused.
 const MAX_DEPTH: u8 = 16;
 
-/// Any refusal: the data cannot be made up.
+/// A refusal: the data cannot be made up, or lacks this field.
 #[derive(Debug)]
-struct Refused;
+struct Refused(Option<&'static str>);
 
 impl fmt::Display for Refused {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -98,112 +116,95 @@ impl std::error::Error for Refused {}
 
 impl serde::de::Error for Refused {
     fn custom<T: fmt::Display>(_: T) -> Self {
-        Refused
+        Refused(None)
+    }
+
+    fn missing_field(field: &'static str) -> Self {
+        Refused(Some(field))
     }
 }
 
-/// The `type` and `data` of the enum's map.
-enum Part {
-    Tag(&'static str),
-    Data(Sample),
+/// The envelope's `type` and `data`, as a map: the tag, then the sample.
+struct Envelope<'k> {
+    tag: Option<&'static str>,
+    data: Option<Sample<'k>>,
 }
 
-impl<'de> Deserializer<'de> for Part {
+impl<'de> Deserializer<'de> for Envelope<'_> {
     type Error = Refused;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
-        match self {
-            Part::Tag(name) => visitor.visit_borrowed_str(name),
-            Part::Data(sample) => sample.deserialize_any(visitor),
-        }
-    }
-
-    /// The tag is read as an enum's variant.
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        variants: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Refused> {
-        match self {
-            Part::Tag(tag) => visitor.visit_enum(BorrowedStrDeserializer::new(tag)),
-            Part::Data(sample) => sample.deserialize_enum(name, variants, visitor),
-        }
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Refused> {
-        match self {
-            Part::Tag(_) => self.deserialize_any(visitor),
-            Part::Data(sample) => sample.deserialize_struct(name, fields, visitor),
-        }
-    }
-
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
-        match self {
-            Part::Tag(_) => self.deserialize_any(visitor),
-            Part::Data(sample) => sample.deserialize_ignored_any(visitor),
-        }
-    }
-
-    // Forwarded as a whole: the tag is a string, the data a sample, for
-    // every other request.
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Refused> {
-        match self {
-            Part::Tag(_) => self.deserialize_any(visitor),
-            Part::Data(sample) => sample.deserialize_newtype_struct(name, visitor),
-        }
+        visitor.visit_map(self)
     }
 
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf option unit unit_struct seq tuple
-        tuple_struct map identifier
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
     }
 }
 
-impl<'de> IntoDeserializer<'de, Refused> for Part {
-    type Deserializer = Part;
+impl<'de> MapAccess<'de> for Envelope<'_> {
+    type Error = Refused;
 
-    fn into_deserializer(self) -> Part {
-        self
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Refused> {
+        let key = if self.tag.is_some() {
+            "type"
+        } else if self.data.is_some() {
+            "data"
+        } else {
+            return Ok(None);
+        };
+        seed.deserialize(BorrowedStrDeserializer::new(key))
+            .map(Some)
+    }
+
+    /// The tag as a string, or as an enum's variant (serde's
+    /// `BorrowedStrDeserializer` is both); then the data.
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Refused> {
+        if let Some(tag) = self.tag.take() {
+            return seed.deserialize(BorrowedStrDeserializer::new(tag));
+        }
+        let data = self.data.take().ok_or(Refused(None))?;
+        seed.deserialize(data)
     }
 }
 
 /// A made-up value of whatever type serde asks for.
 #[derive(Debug, Clone, Copy)]
-struct Sample {
+struct Sample<'k> {
     fill: Fill,
+    /// The fields of a map read without their list (found missing).
+    keys: &'k [&'static str],
     depth: u8,
 }
 
-impl Sample {
+impl<'k> Sample<'k> {
     /// The sample of a value inside this one.
-    fn inner(self) -> Result<Sample, Refused> {
+    fn inner(self) -> Result<Sample<'k>, Refused> {
         if self.depth >= MAX_DEPTH {
-            return Err(Refused);
+            return Err(Refused(None));
         }
         Ok(Sample {
-            fill: self.fill,
             depth: self.depth + 1,
+            ..self
         })
     }
 }
 
-impl<'de> Deserializer<'de> for Sample {
+impl<'de> Deserializer<'de> for Sample<'_> {
     type Error = Refused;
 
-    /// A type that reads anything (a JSON value, an untagged enum, a
-    /// number read by hand) is given a number.
+    /// A type that reads anything: `data` itself, always an object, is a
+    /// map (a struct variant reads it so); inside it, a number (a JSON
+    /// value, an untagged enum, a number read by hand).
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
+        if self.depth == 0 {
+            return self.deserialize_map(visitor);
+        }
         visitor.visit_u64(u64::from(self.fill.number))
     }
 
@@ -284,8 +285,8 @@ impl<'de> Deserializer<'de> for Sample {
 
     fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
         visitor.visit_map(Fields {
-            names: &[],
-            sample: self,
+            names: self.keys,
+            sample: self.inner()?,
         })
     }
 
@@ -308,7 +309,7 @@ impl<'de> Deserializer<'de> for Sample {
         variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, Refused> {
-        let name = variants.first().ok_or(Refused)?;
+        let name = variants.first().ok_or(Refused(None))?;
         visitor.visit_enum(Variant {
             name,
             sample: self.inner()?,
@@ -354,12 +355,12 @@ impl<'de> Deserializer<'de> for Sample {
 }
 
 /// A sequence of `left` samples (a tuple's), or none.
-struct Items {
+struct Items<'k> {
     left: usize,
-    sample: Sample,
+    sample: Sample<'k>,
 }
 
-impl<'de> SeqAccess<'de> for Items {
+impl<'de> SeqAccess<'de> for Items<'_> {
     type Error = Refused;
 
     fn next_element_seed<T: DeserializeSeed<'de>>(
@@ -378,13 +379,13 @@ impl<'de> SeqAccess<'de> for Items {
     }
 }
 
-/// A struct's fields, each a sample (a map's: none).
-struct Fields {
-    names: &'static [&'static str],
-    sample: Sample,
+/// A struct's fields (a map's: those found missing), each a sample.
+struct Fields<'k> {
+    names: &'k [&'static str],
+    sample: Sample<'k>,
 }
 
-impl<'de> MapAccess<'de> for Fields {
+impl<'de> MapAccess<'de> for Fields<'_> {
     type Error = Refused;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(
@@ -405,22 +406,25 @@ impl<'de> MapAccess<'de> for Fields {
 }
 
 /// An enum's variant, its content a sample.
-struct Variant {
+struct Variant<'k> {
     name: &'static str,
-    sample: Sample,
+    sample: Sample<'k>,
 }
 
-impl<'de> EnumAccess<'de> for Variant {
+impl<'de, 'k> EnumAccess<'de> for Variant<'k> {
     type Error = Refused;
-    type Variant = Sample;
+    type Variant = Sample<'k>;
 
-    fn variant_seed<V: DeserializeSeed<'de>>(self, seed: V) -> Result<(V::Value, Sample), Refused> {
+    fn variant_seed<V: DeserializeSeed<'de>>(
+        self,
+        seed: V,
+    ) -> Result<(V::Value, Sample<'k>), Refused> {
         let variant = seed.deserialize(BorrowedStrDeserializer::<Refused>::new(self.name))?;
         Ok((variant, self.sample))
     }
 }
 
-impl<'de> VariantAccess<'de> for Sample {
+impl<'de> VariantAccess<'de> for Sample<'_> {
     type Error = Refused;
 
     fn unit_variant(self) -> Result<(), Refused> {
@@ -451,75 +455,4 @@ impl<'de> VariantAccess<'de> for Sample {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use serde::Deserialize;
-
-    use super::{FILLS, Sample};
-
-    #[derive(Debug, Deserialize, PartialEq)]
-    enum Colour {
-        Red,
-        Blue(u8),
-    }
-
-    #[derive(Debug, Deserialize, PartialEq)]
-    #[serde(rename_all = "camelCase")]
-    struct Everything {
-        name: String,
-        count: u32,
-        delta: i16,
-        ratio: f32,
-        done: bool,
-        initial: char,
-        tags: Vec<String>,
-        pair: (u8, String),
-        extra: BTreeMap<String, u64>,
-        colour: Colour,
-        note: Option<String>,
-        raw: serde_json::Value,
-        #[serde(default)]
-        defaulted: u8,
-    }
-
-    /// A type that holds itself: made up only to a depth, then refused.
-    #[derive(Debug, Deserialize)]
-    #[allow(dead_code)]
-    struct Chain {
-        next: Box<Chain>,
-    }
-
-    #[test]
-    fn each_type_serde_asks_for_is_made_up() {
-        let sample = Sample {
-            fill: FILLS[0],
-            depth: 0,
-        };
-        let made = Everything::deserialize(sample).expect("made up");
-        assert_eq!(
-            made,
-            Everything {
-                name: "1".to_owned(),
-                count: 1,
-                delta: 1,
-                ratio: 1.0,
-                done: false,
-                initial: '1',
-                tags: Vec::new(),
-                pair: (1, "1".to_owned()),
-                extra: BTreeMap::new(),
-                colour: Colour::Red,
-                note: None,
-                raw: serde_json::json!(1),
-                defaulted: 1,
-            }
-        );
-        let sample = Sample {
-            fill: FILLS[1],
-            depth: 0,
-        };
-        assert_eq!(String::deserialize(sample).ok().as_deref(), Some(""));
-        assert!(Chain::deserialize(sample).is_err());
-    }
-}
+mod tests;
