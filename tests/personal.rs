@@ -241,7 +241,7 @@ fn a_sound_declaration_is_taken_and_each_mistake_is_named() {
 fn an_entity_declaring_a_field_it_lacks_is_refused() {
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Entity)]
     #[serde(rename_all = "camelCase")]
-    #[entity(kind = "MEMBER", personal("fullName"), placeholder = "-")]
+    #[entity(kind = "MISNAMED", personal("fullName"), placeholder = "-")]
     struct Misnamed {
         sequence: u64,
         last_event_id: String,

@@ -237,6 +237,26 @@ fn on_due_later(ticket: &mut Ticket, due: &Due, outbox: &mut Outbox) {
     outbox.set_deadline(due.at + 3600);
 }
 
+/// A state no handling of the tickets' events names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Desk {
+    sequence: u64,
+    last_event_id: String,
+}
+
+impl Entity for Desk {
+    const KIND: &'static str = "DESK";
+    fn sequence(&self) -> u64 {
+        self.sequence
+    }
+    fn last_event_id(&self) -> &str {
+        &self.last_event_id
+    }
+}
+
+fn on_due_desk(_: &mut Desk, _: &Due, _: &mut Outbox) {}
+
 fn domain_with(process: Process) -> Domain {
     Domain::new::<TicketEvent>()
         .entity::<Ticket>()
@@ -530,11 +550,16 @@ async fn without_appends_a_rebuild_moves_states_and_appends_nothing() {
 
 #[test]
 fn declarations_that_cannot_work_are_refused() {
-    let unregistered = Domain::new::<TicketEvent>()
+    // The ticket is named by the events' handlings, so it is registered.
+    let named_by_handling = Domain::new::<TicketEvent>()
         .with_process(Process::new("tickets", store_domain()).on_deadline(on_due));
+    assert_eq!(named_by_handling.check(), Ok(()));
+    // A state no handling names and nobody registered cannot hold a deadline.
+    let unregistered = Domain::new::<TicketEvent>()
+        .with_process(Process::new("tickets", store_domain()).on_deadline(on_due_desk));
     let problems = unregistered.check().expect_err("refused");
     assert!(
-        problems.problems().iter().any(|p| p.contains("TICKET")),
+        problems.problems().iter().any(|p| p.contains("DESK")),
         "{problems}"
     );
     let named = domain_with(Process::new("Tickets Desk", store_domain()));
