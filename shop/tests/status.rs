@@ -101,6 +101,28 @@ async fn passes_cost_the_runs_one_write_and_park_as_updates() {
     assert_eq!(outcomes(&report), [Outcome::Applied; 5]);
     assert_eq!(
         store.requests() - before,
+        1,
+        "the status this runner wrote is known: one conditional write for the run"
+    );
+    // A runner that keeps nothing warm reads first: one load, one write.
+    let cold_store = fresh_table().await;
+    let cold = Runner::new(
+        shop::status::domain(),
+        cold_store.clone(),
+        RunnerConfig {
+            warm_entities: 0,
+            ..RunnerConfig::default()
+        },
+    );
+    run(&cold, vec![order("o-1", "OrderCreated", 1, 1)]).await;
+    let before = cold_store.requests();
+    let updates: Vec<_> = (2..=6)
+        .map(|n| order("o-1", "OrderUpdated", n, 1))
+        .collect();
+    let report = run(&cold, updates).await;
+    assert_eq!(outcomes(&report), [Outcome::Applied; 5]);
+    assert_eq!(
+        cold_store.requests() - before,
         2,
         "one load and one conditional write for the run"
     );
