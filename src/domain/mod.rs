@@ -83,6 +83,7 @@
 //! ```
 
 mod names;
+mod payload;
 mod sample;
 mod shape;
 
@@ -90,7 +91,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
-use serde::de::value::MapDeserializer;
 use serde_json::Value;
 
 use crate::entity::{ENGINE_ATTRIBUTES, Entity, EntityKey, Kind};
@@ -100,9 +100,9 @@ use crate::handling::{Counter, Handling};
 use crate::personal::reading::Opening;
 use crate::personal::{self, Declared, Keyring, Personal};
 use crate::process::Process;
-use crate::reason::path_from;
 use crate::versions::Versions;
 use names::{short_name, type_names, type_problems};
+use payload::{payload, unread_types};
 use sample::Named;
 
 /// A domain's events: a serde enum tagged by the envelope's `type`, with the
@@ -552,44 +552,6 @@ impl Parser for Domain {
     fn parse(&self, body: &str) -> Result<Event, InvalidMessage> {
         Domain::parse(self, body)
     }
-}
-
-/// Reads `data` as the event type's payload, through serde and the limits
-/// its types declare; a refusal names the field by its path.
-fn payload<E: Events>(event_type: &Value, data: &Value) -> Result<Handling, InvalidMessage> {
-    let fields = || {
-        MapDeserializer::<_, serde_json::Error>::new(
-            [("type", event_type), ("data", data)].into_iter(),
-        )
-    };
-    // The common case pays for no path; a refusal is read again with its
-    // path, to name the field.
-    let events = E::deserialize(fields()).or_else(|_| {
-        serde_path_to_error::deserialize::<_, E>(fields()).map_err(|err| {
-            let path = path_from("", err.path());
-            let message = err.into_inner().to_string();
-            envelope::refusal(event_type.as_str().unwrap_or_default(), &path, &message)
-        })
-    })?;
-    Ok(events.handling())
-}
-
-/// The types `E` passes or ignores ([`Handling::pass`], [`Handling::ignore`]):
-/// their `data` and `version` are not read. Found once, as the domain is
-/// registered, by reading each type with an empty `data`: only a payload
-/// that reads nothing (`IgnoredAny`) takes it and can be one of them.
-fn unread_types<E: Events>(types: &'static [&'static str]) -> Vec<&'static str> {
-    let empty = Value::Object(serde_json::Map::new());
-    types
-        .iter()
-        .copied()
-        .filter(|name| {
-            let event_type = Value::String((*name).to_owned());
-            // A registration that panics on an empty `data` reads it.
-            std::panic::catch_unwind(|| payload::<E>(&event_type, &empty))
-                .is_ok_and(|handling| handling.is_ok_and(|handling| !handling.reads_data()))
-        })
-        .collect()
 }
 
 impl fmt::Debug for Domain {
