@@ -47,7 +47,9 @@ pub async fn respond<S: Store>(
     // Boxed: one allocation per invocation keeps the caller's future (the
     // binary's `main`) shallow enough for the compiler's layout limit, which
     // a release build reaches without it.
-    Box::pin(route(runner, emf, event)).instrument(span).await
+    // Its trace is the scope's: under Managed Instances no variable holds it.
+    let trace = event.context.xray_trace_id.clone();
+    crate::trace::scope(trace, Box::pin(route(runner, emf, event)).instrument(span)).await
 }
 
 /// The span of one invocation: every log line in it carries the request id

@@ -149,6 +149,7 @@ pub mod sweep;
 #[cfg(feature = "test-support")]
 pub mod testing;
 pub mod testkit;
+pub mod trace;
 pub mod versions;
 
 pub use domain::{Domain, Events};

@@ -193,9 +193,7 @@ impl EventStore {
                 .clone()
                 .unwrap_or_else(super::new_event_id),
             now: now(),
-            trace: std::env::var("_X_AMZN_TRACE_ID")
-                .ok()
-                .filter(|trace| crate::sqs::valid_trace_header(trace)),
+            trace: crate::trace::current().filter(|trace| crate::sqs::valid_trace_header(trace)),
             at,
             proven,
             uncertain: Vec::new(),

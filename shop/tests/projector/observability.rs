@@ -250,17 +250,27 @@ async fn log_lines_carry_the_trace_and_request_ids_and_metrics_powertools_names(
 /// of the invocation's trace, sent to the daemon as UDP datagrams.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_dynamodb_call_is_a_subsegment_of_the_invocations_trace() {
+    subsegments_of_the_invocations_trace(&[]).await;
+}
+
+/// Under Lambda Managed Instances (`AWS_LAMBDA_MAX_CONCURRENCY` above 1)
+/// `lambda_runtime` serves several invocations at once and sets no
+/// `_X_AMZN_TRACE_ID`: the trace still comes from the invocation's context.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_managed_instances_the_subsegments_keep_the_invocations_trace() {
+    subsegments_of_the_invocations_trace(&[("AWS_LAMBDA_MAX_CONCURRENCY", "4")]).await;
+}
+
+async fn subsegments_of_the_invocations_trace(more: &[(&str, &str)]) {
     let daemon = tokio::net::UdpSocket::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let address = daemon.local_addr().expect("address").to_string();
     let store = fresh_table().await;
     let api = RuntimeApi::start().await;
-    let _function = support::function::start_with(
-        &api,
-        Some(store.table()),
-        &[("AWS_XRAY_DAEMON_ADDRESS", address.as_str())],
-    );
+    let mut variables = vec![("AWS_XRAY_DAEMON_ADDRESS", address.as_str())];
+    variables.extend_from_slice(more);
+    let _function = support::function::start_with(&api, Some(store.table()), &variables);
     // The local Runtime API hands out Root=1-5bef4de7-...;Parent=9a9197af755a6419;Sampled=1.
     assert_eq!(
         failures(&api.invoke(samples::ORDER_CREATED_AND_UPDATED).await),

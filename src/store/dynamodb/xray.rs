@@ -1,8 +1,8 @@
 //! X-Ray subsegments for the DynamoDB calls, so that the function's trace
 //! (`Tracing: Active`) shows each batch's requests: one UDP datagram per
 //! call to the X-Ray daemon that Lambda runs (`AWS_XRAY_DAEMON_ADDRESS`),
-//! under the invocation's segment (`_X_AMZN_TRACE_ID`, which
-//! `lambda_runtime` sets for each invocation). Nothing is sent when there is
+//! under the invocation's segment (its trace header: `crate::trace`, one
+//! per invocation even when several run at once). Nothing is sent when there is
 //! no daemon, no trace, or the trace is not sampled.
 
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
@@ -79,7 +79,7 @@ impl XRay {
 
 /// The invocation's trace root and segment id, when it is sampled.
 fn current_trace() -> Option<(String, String)> {
-    sampled(&std::env::var("_X_AMZN_TRACE_ID").ok()?)
+    sampled(&crate::trace::current()?)
 }
 
 /// The root and parent of a trace header, when it is sampled.
