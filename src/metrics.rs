@@ -18,6 +18,12 @@
 //! | `DynamoDbRequests` | Count | requests the batch sent to the table |
 //! | `BatchDuration` | Milliseconds | time to run the batch |
 //!
+//! When one process serves several invocations at once (Lambda Managed
+//! Instances), a document holds what any of them recorded since the last
+//! flush: each count and each duration is in exactly one document, so
+//! CloudWatch's sums and percentiles are right, but a document is not one
+//! invocation's.
+//!
 //! Every metric has the one dimension `Service`. The values are recorded
 //! through the `metrics` facade; without an installed [`Emf`] collector (in
 //! `replay` and in tests) recording does nothing.
