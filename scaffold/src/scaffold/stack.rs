@@ -1,8 +1,9 @@
 //! The SAM template, made from two files of sequence-guard's: the stack
 //! (`templates/stack/base.yaml`: the event store, the dispatcher, the alarm
 //! topic, the dashboard) and one consumer (`templates/stack/consumer.yaml`:
-//! its queues, subscription, table, function and sweep, alarms, log query,
-//! dashboard row and outputs), rendered once for the first consumer and
+//! its queues, subscription, table, function and sweep, and outputs; with
+//! `templates/stack/watch.yaml`: its alarms, log query and dashboard row),
+//! rendered once for the first consumer and
 //! once for each further consumer a crate declares. Every consumer is
 //! whole because there is one definition of a consumer. What a process
 //! adds to a consumer (its index of due deadlines, the event store's name
@@ -20,6 +21,7 @@ use super::{ConsumerDeclaration, Error, Names};
 
 const BASE: &str = include_str!("../../../templates/stack/base.yaml");
 const CONSUMER: &str = include_str!("../../../templates/stack/consumer.yaml");
+const WATCH: &str = include_str!("../../../templates/stack/watch.yaml");
 const PERSONAL: &str = include_str!("../../../templates/stack/personal.yaml");
 
 /// The dashboard rows above the first further consumer's: the first
@@ -397,27 +399,26 @@ fn one_of_each(text: &str) -> Result<(), Error> {
 
 /// The consumer's definition, by section (`#@ name` lines), without the
 /// comments above the first.
-fn sections(text: &str) -> Result<Vec<(&str, String)>, Error> {
-    let sections = split(text);
-    let expected = [
-        "parameters",
-        "conditions",
-        "rules",
-        "resources",
-        "widgets",
-        "widget variables",
-        "outputs",
-    ];
-    for expected in expected
+fn sections() -> Result<Vec<(&'static str, String)>, Error> {
+    let consumer = ["parameters", "conditions", "rules", "resources", "outputs"];
+    let watch = ["watch", "widgets", "widget variables"];
+    let mut sections = split(CONSUMER);
+    sections.extend(split(WATCH));
+    let expected = consumer
         .into_iter()
+        .chain(watch)
         .chain(PROCESS_SECTIONS)
-        .chain(PERSONAL_SECTIONS)
-    {
-        if !sections.iter().any(|(name, _)| *name == expected) {
+        .chain(PERSONAL_SECTIONS);
+    for expected in expected {
+        let found = sections
+            .iter()
+            .filter(|(name, _)| *name == expected)
+            .count();
+        if found != 1 {
             return Err(Error::Drifted {
-                file: "templates/stack/consumer.yaml",
+                file: "templates/stack/consumer.yaml and watch.yaml",
                 pattern: expected,
-                found: 0,
+                found,
                 expected: 1,
             });
         }
@@ -470,7 +471,7 @@ pub fn render_with(
     binary: &dyn Fn(&str) -> String,
     further: &[ConsumerDeclaration],
 ) -> Result<String, Error> {
-    let sections = sections(CONSUMER)?;
+    let sections = sections()?;
     let section = |name: &str| {
         sections
             .iter()
@@ -515,7 +516,14 @@ pub fn render_with(
         ("#@ consumer rules\n", joined(only_further, "rules", "")),
         (
             "#@ consumer resources\n",
-            joined(&consumers, "resources", "\n"),
+            // A consumer's resources, then what watches it.
+            consumers
+                .iter()
+                .map(|consumer| {
+                    consumer.render(&format!("{}\n{}", section("resources"), section("watch")))
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
         ),
         ("#@ consumer outputs\n", joined(&consumers, "outputs", "")),
         ("#@ personal data resources\n", personal_resources),
