@@ -53,7 +53,7 @@ pub struct Start {
 
 /// The CPU time all threads of process `pid` have spent so far (Linux: the
 /// first field of each `/proc/PID/task/TID/schedstat`, in nanoseconds).
-fn cpu_time(pid: u32) -> Duration {
+pub fn cpu_time(pid: u32) -> Duration {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Duration::ZERO;
     };
@@ -108,7 +108,7 @@ fn connections_to(pid: u32, port: u16) -> usize {
 }
 
 /// The environment every function started here gets (a Lambda without AWS).
-fn function_command(binary: &Path, api: &runtime_api::RuntimeApi) -> tokio::process::Command {
+pub fn function_command(binary: &Path, api: &runtime_api::RuntimeApi) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(binary);
     command
         .env_clear()
@@ -129,7 +129,7 @@ fn function_command(binary: &Path, api: &runtime_api::RuntimeApi) -> tokio::proc
 /// Writes and reads an item no batch uses, so that the table is in use, as a
 /// deployed function's is: DynamoDB Local's first requests on a new table
 /// are slower than its later ones, and would be counted as the cold start.
-async fn warm(client: &aws_sdk_dynamodb::Client, table: &str) {
+pub async fn warm(client: &aws_sdk_dynamodb::Client, table: &str) {
     use aws_sdk_dynamodb::types::AttributeValue;
     let key = [
         ("pk", AttributeValue::S("bench-warm".to_owned())),

@@ -6,10 +6,11 @@
 //!
 //! Prints, never asserts:
 //! - on DynamoDB Local, for (a) one aggregate with 10 events in one batch,
-//!   (b) 10 existing aggregates with one update each, (c) a batch of 10
+//!   and its next 10 in a process that wrote the first, (b) 10 existing aggregates with one update each, (c) a batch of 10
 //!   duplicates, (d) a realistic mix (1,000 aggregates, skewed activity, 1 %
 //!   duplicates, batches of 10): DynamoDB requests per message and sequential
-//!   round trips per batch, for the runner and for a naive handler (one read
+//!   round trips per batch, for the runner (one process across the
+//!   workload; and again keeping nothing warm) and for a naive handler (one read
 //!   and one write per message, in order: the literal reading of the guard);
 //! - on DynamoDB Local, (e) producers that send an event late, behind the
 //!   next batch, through a simulated FIFO queue that redelivers failed messages:
@@ -24,6 +25,9 @@
 //!   HTTP to DynamoDB Local and through a TLS proxy, with its CPU time), and
 //!   peak memory after the mix, with glibc's defaults and the template's
 //!   tunables (`--memory-only [--tunables VALUE]...` runs this alone);
+//! - for the release `projector` under Lambda Managed Instances
+//!   (`AWS_LAMBDA_MAX_CONCURRENCY` 1, 8 and 32): batches a second, CPU time a
+//!   batch and peak memory of one process serving that many at once;
 //! - for the release `dispatcher`: time from process start to its first
 //!   stream batch answered (one `SendMessageBatch` to an SQS stand-in, over
 //!   HTTP and through TLS);
@@ -48,22 +52,22 @@
 //!
 //! Layout: `main.rs` reads the arguments and runs the parts in turn;
 //! `workloads.rs` makes the batches and `naive.rs` is the naive handler;
-//! `requests.rs` is (a) to (d), `late_events.rs` is (e) and `cache.rs` what
-//! a warm entity cache could save; `cpu.rs` is the embedded store's time per
+//! `requests.rs` is (a) to (d), `late_events.rs` is (e); `cpu.rs` is the embedded store's time per
 //! message, `versions.rs` the time to read a body by its version;
 //! `functions.rs` starts the release functions, for `cold_start.rs`,
-//! `memory.rs` and `variants.rs` (several builds side by side);
+//! `memory.rs`, `managed.rs` (several invocations at once in one process)
+//! and `variants.rs` (several builds side by side);
 //! `process.rs` is a process's step (`process/meter.rs`: the units DynamoDB
 //! Local reports); `personal.rs` is personal data's cost;
 //! `figure_files.rs` writes the tables of figures (`--figures DIR`) and
 //! splices them into the docs (`--splice DIR --into FILE`).
 
-mod cache;
 mod cold_start;
 mod cpu;
 mod figure_files;
 mod functions;
 mod late_events;
+mod managed;
 mod memory;
 mod naive;
 mod personal;
@@ -184,6 +188,10 @@ struct Args {
     /// with each `--tunables` (the template's when none is given).
     #[arg(long, conflicts_with_all = ["cpu_only", "versions", "producer"])]
     memory_only: bool,
+    /// Only the release projector serving 1, 8 and 32 invocations at once
+    /// (Lambda Managed Instances).
+    #[arg(long, conflicts_with_all = ["cpu_only", "versions", "producer", "memory_only"])]
+    managed: bool,
     /// A `GLIBC_TUNABLES` value to measure with `--memory-only`; repeat for more.
     #[arg(long, value_name = "VALUE", requires = "memory_only")]
     tunables: Vec<String>,
@@ -289,11 +297,15 @@ async fn run(args: &Args, tables: &mut figure_files::Tables) {
         producer::print_producer(&endpoint, &proxy.endpoint).await;
         return;
     }
+    if args.managed {
+        if let Some(projector) = release_binary("projector") {
+            managed::print_managed(&projector, &endpoint, &proxy.endpoint, tables).await;
+        }
+        return;
+    }
     requests::print_requests(&endpoint, &proxy.endpoint, tables).await;
 
     late_events::print_late_events(&endpoint, &proxy.endpoint, tables).await;
-
-    cache::print_cache(tables);
 
     cpu::print_cpu(20, Handlers::Both, args.figures.as_deref(), tables);
     versions::print_versions(tables);
@@ -317,5 +329,6 @@ async fn run(args: &Args, tables: &mut figure_files::Tables) {
     )
     .await;
     cold_start::print_projector(args, &endpoint, &projector, &mix.batches[..1], tables).await;
+    managed::print_managed(&projector, &endpoint, &proxy.endpoint, tables).await;
     cold_start::print_dispatcher(args, stand_in.as_ref(), tables).await;
 }

@@ -15,7 +15,9 @@ use sequence_guard::store::{
 
 use crate::figure_files::{Figure, Tables};
 use crate::naive::naive;
-use crate::workloads::{Workload, one_aggregate, realistic_mix, ten_aggregates, ten_duplicates};
+use crate::workloads::{
+    Workload, one_aggregate, one_aggregate_next, realistic_mix, ten_aggregates, ten_duplicates,
+};
 
 /// A store that records when each of its calls started and ended.
 struct Traced<S> {
@@ -129,12 +131,24 @@ impl Figures {
 
 /// Runs a workload through the runner (or the naive handler) on a table of
 /// DynamoDB Local reached through `via` (the latency proxy).
+/// Who handles the workload's batches.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Handler {
+    /// The runner, one process across the workload (its warm items kept).
+    Runner,
+    /// The runner with `WARM_ENTITIES=0`: every batch read first, as in a
+    /// process's first batch of a stream.
+    Cold,
+    /// The naive handler.
+    Naive,
+}
+
 pub async fn measure(
     endpoint: &str,
     via: &str,
     table: &str,
     workload: &Workload,
-    naive_handler: bool,
+    handler: Handler,
 ) -> Figures {
     let client = connect(Some(endpoint)).await;
     if let Err(err) = create_table(&client, table).await {
@@ -142,7 +156,14 @@ pub async fn measure(
         std::process::exit(1);
     }
     let store = Traced::new(DynamoStore::new(connect(Some(via)).await, table));
-    let runner = Runner::new(shop::domain(), &store, RunnerConfig::default());
+    let config = match handler {
+        Handler::Cold => RunnerConfig {
+            warm_entities: 0,
+            ..RunnerConfig::default()
+        },
+        Handler::Runner | Handler::Naive => RunnerConfig::default(),
+    };
+    let runner = Runner::new(shop::domain(), &store, config);
     let invocation = || Invocation {
         deadline: None,
         now: sequence_guard::lambda::epoch_seconds(),
@@ -154,7 +175,7 @@ pub async fn measure(
     let mut figures = Figures::default();
     for event in &workload.batches {
         let before = store.requests();
-        if naive_handler {
+        if handler == Handler::Naive {
             naive(&shop::domain(), &store, event, invocation().now).await;
         } else {
             let _ = runner.run(event, invocation()).await;
@@ -176,17 +197,19 @@ pub async fn print_requests(endpoint: &str, via: &str, tables: &mut Tables) {
     println!("== DynamoDB requests per message and sequential round trips per batch");
     println!("   (DynamoDB Local behind a proxy adding 2 ms to each request)");
     println!(
-        "{:<44} {:>14} {:>14} {:>7} {:>12} {:>12}",
-        "workload", "req/msg", "naive req/msg", "ratio", "trips max", "naive max"
+        "{:<48} {:>8} {:>9} {:>10} {:>7} {:>10} {:>10}",
+        "workload", "req/msg", "cold req", "naive req", "ratio", "trips max", "naive max"
     );
     tables.start(
         "requests",
         "DynamoDB requests a message and sequential round trips a batch (the most of any \
-         batch), the runner beside the naive handler, through a proxy adding 2 ms a request",
+         batch): the runner of one process across the workload, the same with nothing kept \
+         warm (WARM_ENTITIES=0), and the naive handler, through a proxy adding 2 ms a request",
         "scripts/bench",
         "workload",
         &[
             "requests a message",
+            "nothing warm: requests a message",
             "naive: requests a message",
             "round trips a batch",
             "naive: round trips a batch",
@@ -194,26 +217,47 @@ pub async fn print_requests(endpoint: &str, via: &str, tables: &mut Tables) {
     );
     let workloads = [
         one_aggregate(),
+        one_aggregate_next(),
         ten_aggregates(),
         ten_duplicates(),
         realistic_mix(3000, 7),
     ];
     for (index, workload) in workloads.iter().enumerate() {
-        let ours = measure(endpoint, via, &format!("bench-{index}"), workload, false).await;
+        let ours = measure(
+            endpoint,
+            via,
+            &format!("bench-{index}"),
+            workload,
+            Handler::Runner,
+        )
+        .await;
+        let cold = measure(
+            endpoint,
+            via,
+            &format!("bench-cold-{index}"),
+            workload,
+            Handler::Cold,
+        )
+        .await;
         let theirs = measure(
             endpoint,
             via,
             &format!("bench-naive-{index}"),
             workload,
-            true,
+            Handler::Naive,
         )
         .await;
+        let ratio = match ours.per_message() {
+            0.0 => "-".to_owned(),
+            ours => format!("{:.1}x", theirs.per_message() / ours),
+        };
         println!(
-            "{:<44} {:>14.3} {:>14.3} {:>6.1}x {:>5} (avg {:>4.2}) {:>5} (avg {:>5.2})",
+            "{:<48} {:>8.3} {:>9.3} {:>10.3} {:>7} {:>4} (avg {:>4.2}) {:>4} (avg {:>5.2})",
             workload.name,
             ours.per_message(),
+            cold.per_message(),
             theirs.per_message(),
-            theirs.per_message() / ours.per_message().max(f64::MIN_POSITIVE),
+            ratio,
             ours.max_round_trips,
             ours.mean_round_trips(),
             theirs.max_round_trips,
@@ -222,9 +266,13 @@ pub async fn print_requests(endpoint: &str, via: &str, tables: &mut Tables) {
         let row = workload.name;
         let requests = Figure::cell(row, "requests a message", ours.per_message(), 2, "")
             .baseline("naive handler", theirs.per_message());
-        let headline = match index {
-            0 => Some("DynamoDB requests a message, one aggregate's batch of 10"),
-            3 => Some("DynamoDB requests a message, a skewed mix of 1,000 aggregates"),
+        let headline = match workload.name {
+            name if name == one_aggregate_next().name => {
+                Some("DynamoDB requests a message, a hot stream's next batch of 10")
+            }
+            name if name.starts_with("(d)") => {
+                Some("DynamoDB requests a message, a skewed mix of 1,000 aggregates")
+            }
             _ => None,
         };
         let requests = match headline {
@@ -232,6 +280,16 @@ pub async fn print_requests(endpoint: &str, via: &str, tables: &mut Tables) {
             None => requests,
         };
         tables.record("requests", requests);
+        tables.record(
+            "requests",
+            Figure::cell(
+                row,
+                "nothing warm: requests a message",
+                cold.per_message(),
+                2,
+                "",
+            ),
+        );
         let naive = theirs.per_message();
         tables.record(
             "requests",

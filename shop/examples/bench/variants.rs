@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::cold_start::spread;
 use crate::figure_files::{Figure, Tables};
 use crate::functions::{Reach, dispatcher_start, projector_figures, template_tunables};
-use crate::requests::measure;
+use crate::requests::{Handler, measure};
 use crate::workloads::{one_aggregate, realistic_mix};
 use crate::{Args, sqs_stand_in};
 
@@ -60,7 +60,7 @@ async fn warm_service(endpoint: &str) {
         endpoint,
         "variant-warm",
         &realistic_mix(WARM_MESSAGES, 7),
-        false,
+        Handler::Runner,
     )
     .await;
     println!(

@@ -74,6 +74,23 @@ pub fn one_aggregate() -> Workload {
     }
 }
 
+/// A hot stream in a warm process: its next 10 events, after the 10 the
+/// same process wrote.
+pub fn one_aggregate_next() -> Workload {
+    let events = |range: std::ops::RangeInclusive<u64>| {
+        batch(
+            range
+                .map(|s| message(format!("a-{s}"), "product-a", product_event("product-a", s)))
+                .collect(),
+        )
+    };
+    Workload {
+        name: "(a) one aggregate, its next 10 events",
+        setup: vec![events(1..=10)],
+        batches: vec![events(11..=20)],
+    }
+}
+
 fn ten_updates() -> SqsEvent {
     batch(
         (0..10)
