@@ -125,19 +125,25 @@ fn cargo() -> Command {
     command
 }
 
-/// The resolved features of each registry package, by package id, as
-/// `cargo metadata` of the workspace at `dir` unifies them.
-fn features(dir: &Path) -> std::collections::BTreeMap<String, (Vec<String>, serde_json::Value)> {
+/// The platform rustc builds for here: `cargo metadata --offline` filtered
+/// to it needs only the packages a build here downloaded (another
+/// platform's, such as Android's, may never have been).
+fn host() -> &'static str {
     static HOST: OnceLock<String> = OnceLock::new();
-    let host = HOST.get_or_init(|| {
+    HOST.get_or_init(|| {
         let rustc = run(Command::new("rustc").arg("-vV"));
         let version = text(&rustc.stdout);
         let host = version.lines().find_map(|line| line.strip_prefix("host: "));
         host.expect("rustc names its host").to_owned()
-    });
+    })
+}
+
+/// The resolved features of each registry package, by package id, as
+/// `cargo metadata` of the workspace at `dir` unifies them.
+fn features(dir: &Path) -> std::collections::BTreeMap<String, (Vec<String>, serde_json::Value)> {
     let output = run(cargo()
         .args(["metadata", "--format-version", "1", "--offline"])
-        .args(["--filter-platform", host])
+        .args(["--filter-platform", host()])
         .current_dir(dir));
     assert!(output.status.success(), "cargo metadata: {}", seen(&output));
     let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
