@@ -294,7 +294,7 @@ async fn run(args: &Args, tables: &mut figure_files::Tables) {
     )
     .await;
     if args.producer {
-        producer::print_producer(&endpoint, &proxy.endpoint).await;
+        producer::print_producer(&endpoint, &proxy.endpoint, tables).await;
         return;
     }
     if args.managed {
@@ -310,7 +310,7 @@ async fn run(args: &Args, tables: &mut figure_files::Tables) {
     cpu::print_cpu(20, Handlers::Both, args.figures.as_deref(), tables);
     versions::print_versions(tables);
 
-    producer::print_producer(&endpoint, &proxy.endpoint).await;
+    producer::print_producer(&endpoint, &proxy.endpoint, tables).await;
 
     process::print_process(&endpoint, tables).await;
 

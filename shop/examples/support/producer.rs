@@ -20,6 +20,7 @@ use sequence_guard::store::dynamodb::{connect, ensure_events_table};
 use serde_json::json;
 
 use super::fault_proxy::{Fault, FaultProxy};
+use crate::figure_files::Tables;
 use crate::keys::{Wrapping, keyed};
 use crate::meter::Meter;
 
@@ -63,7 +64,7 @@ async fn table(endpoint: &str, name: &str) -> Client {
     client
 }
 
-pub async fn print_producer(local: &str, proxied: &str) {
+pub async fn print_producer(local: &str, proxied: &str, tables: &mut Tables) {
     println!("\n== The producer's half: appends to the event store (through the 2 ms proxy)");
     let client = table(local, "bench-events").await;
     let proxied_client = connect(Some(proxied)).await;
@@ -109,11 +110,11 @@ pub async fn print_producer(local: &str, proxied: &str) {
         );
     }
 
-    print_units(client.clone()).await;
+    print_units(client.clone(), tables).await;
 
     // One hot stream: one writer (one transaction at a time: the limit),
     // then 8 and 32 concurrent writers; and 8 writers on 100 streams.
-    print_contention(proxied).await;
+    print_contention(proxied, tables).await;
 
     // Faults: a third of the requests throttled, failed or answered lost.
     let upstream = local.trim_start_matches("http://").to_owned();

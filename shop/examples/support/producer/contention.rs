@@ -8,6 +8,8 @@ use sequence_guard::producer::{Append, AppendError, EventStore};
 use sequence_guard::store::dynamodb::connect;
 
 use super::{keyed_store, updated};
+use crate::figure_files::{Figure, Tables};
+use crate::meter::{Meter, Usage};
 
 /// What a run of concurrent writers did.
 pub struct Rate {
@@ -86,11 +88,29 @@ pub async fn rate(
 /// store, as the tasks of one process; and a store and client each, as
 /// many processes), and on 100 streams; what gave up; the tail latency of
 /// an append.
-pub async fn print_contention(proxied: &str) {
+pub async fn print_contention(proxied: &str, tables: &mut Tables) {
+    tables.start(
+        "producer-contention",
+        "Appends from concurrent writers (any sequence, a request id each, an order's name and \
+         email sealed), through a proxy adding 2 ms a request: the rate, the tail, what gave \
+         up, and what DynamoDB bills an append (a lost race's failed put included)",
+        "scripts/bench",
+        "writers",
+        &[
+            "appends a second",
+            "p50 (ms)",
+            "p99 (ms)",
+            "gave up",
+            "requests an append",
+            "write units an append",
+            "read units an append",
+        ],
+    );
     // Each store with a keyring of its own (a process's), its key items
-    // read through the same proxy.
+    // read through the same proxy; every request metered.
+    let meter = Meter::default();
     let store = |_| async {
-        let client = connect(Some(proxied)).await;
+        let client = meter.wrap(&connect(Some(proxied)).await);
         Arc::new(keyed_store(client.clone(), "bench-events", &client))
     };
     let shared = vec![store(0).await];
@@ -98,7 +118,15 @@ pub async fn print_contention(proxied: &str) {
     for writer in 0..32 {
         own.push(store(writer).await);
     }
+    let before = meter.usage();
     let limit = rate(&shared, "hot-1", 1, 160, 1).await;
+    record(
+        tables,
+        "one hot stream, 1 writer",
+        &limit,
+        &meter.usage(),
+        &before,
+    );
     println!(
         "{:<48} {:.0} appends/s (160 appends one at a time: the limit; p50 {:.1} ms, p99 {:.1} ms)",
         "one hot stream, 1 writer",
@@ -125,7 +153,9 @@ pub async fn print_contention(proxied: &str) {
         ),
         ("100 streams, 8 writers", "rate-100", &shared, 8, 100),
     ] {
+        let before = meter.usage();
         let run = rate(stores, name, writers, 320 / writers, streams).await;
+        record(tables, label, &run, &meter.usage(), &before);
         let of_limit = if streams == 1 {
             format!(
                 ", {:.0} % of the limit",
@@ -146,4 +176,44 @@ pub async fn print_contention(proxied: &str) {
             run.quantile(1.0)
         );
     }
+}
+
+/// One row of the contention table: `run`, and what the meter counted
+/// from `before` to `after`. A failed conditional put is billed a write unit
+/// (items here are under 1 KB), which DynamoDB Local does not report.
+fn record(tables: &mut Tables, row: &str, run: &Rate, after: &Usage, before: &Usage) {
+    let appended = run.appends.max(1) as f64;
+    let requests = (after.requests - before.requests) as f64 / appended;
+    let failed = (after.failed - before.failed) as f64;
+    let write = (after.write_units - before.write_units + failed) / appended;
+    let read = (after.read_units - before.read_units) / appended;
+    let table = "producer-contention";
+    tables.record(
+        table,
+        Figure::cell(row, "appends a second", run.per_second(), 0, ""),
+    );
+    tables.record(
+        table,
+        Figure::cell(row, "p50 (ms)", run.quantile(0.5), 1, ""),
+    );
+    tables.record(
+        table,
+        Figure::cell(row, "p99 (ms)", run.quantile(0.99), 1, ""),
+    );
+    tables.record(
+        table,
+        Figure::cell(row, "gave up", run.gave_up as f64, 0, ""),
+    );
+    tables.record(
+        table,
+        Figure::cell(row, "requests an append", requests, 2, ""),
+    );
+    tables.record(
+        table,
+        Figure::cell(row, "write units an append", write, 2, ""),
+    );
+    tables.record(
+        table,
+        Figure::cell(row, "read units an append", read, 2, ""),
+    );
 }

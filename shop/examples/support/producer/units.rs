@@ -10,6 +10,7 @@ use sequence_guard::producer::{
 
 use super::head_layout::HeadLayout;
 use super::{keyed_store, updated};
+use crate::figure_files::{Figure, Tables};
 use crate::meter::{Meter, Usage};
 
 /// The caller's own write: a customer's order count.
@@ -215,7 +216,26 @@ pub fn scaled(consumed: Consumed, by: f64) -> Consumed {
 /// Write and read units per append of each kind, today's layout (the head)
 /// beside the event store's (no head), and the store with
 /// `ExactCheck::ReadFirst`.
-pub async fn print_units(client: Client) {
+pub async fn print_units(client: Client, tables: &mut Tables) {
+    tables.start(
+        "producer-units",
+        "Each kind of append, 20 of each (events of about 350 bytes, an order's name and email \
+         sealed): requests and units by AWS's rules (a transaction's item 2 units a KB, a \
+         ConditionCheck a transactional write), beside 0.2's layout (a head item in the same \
+         transaction); the subject's key item apart",
+        "scripts/bench",
+        "append",
+        &[
+            "requests",
+            "write units",
+            "read units",
+            "0.2: requests",
+            "0.2: write units",
+            "0.2: read units",
+            "key item: requests",
+            "key item: read units",
+        ],
+    );
     println!(
         "\n-- capacity units per append (20 of each; events of about 350 bytes, name and email sealed): requests, \
          write + read units by AWS's rules, items written (each a stream record);"
@@ -263,9 +283,36 @@ pub async fn print_units(client: Client) {
         let new = measure_store(&store, &keys, kind, "store").await;
         println!("{:<44} head (0.2): {}", kind.label(), row(&today));
         println!("{:<44} no head:    {}", "", row(&new));
+        record(tables, kind.label(), &new, Some(&today));
         if matches!(kind, Kind::Exact | Kind::ExactRequest | Kind::Stale) {
             let read = measure_store(&read_first, &keys, kind, "read-first").await;
             println!("{:<44} read first: {}", "", row(&read));
+            let label = format!("{}, ExactCheck::ReadFirst", kind.label());
+            record(tables, &label, &read, None);
         }
+    }
+}
+
+/// One row of the units table: the event store's append, and 0.2's beside it.
+fn record(tables: &mut Tables, row: &str, new: &PerAppend, today: Option<&PerAppend>) {
+    let table = "producer-units";
+    let cell = |column: &str, value: f64| Figure::cell(row, column, value, 2, "");
+    tables.record(table, cell("requests", new.requests));
+    tables.record(table, cell("write units", new.consumed.by_rules.write));
+    tables.record(table, cell("read units", new.consumed.by_rules.read));
+    if let Some(today) = today {
+        tables.record(table, cell("0.2: requests", today.requests));
+        tables.record(
+            table,
+            cell("0.2: write units", today.consumed.by_rules.write),
+        );
+        tables.record(table, cell("0.2: read units", today.consumed.by_rules.read));
+    }
+    if let Some(keys) = new.keys {
+        tables.record(
+            table,
+            cell("key item: requests", keys.requests as f64 / 20.0),
+        );
+        tables.record(table, cell("key item: read units", keys.read_units));
     }
 }
