@@ -3,9 +3,14 @@
 //!
 //! The cache is only a guess. Every write stays conditioned exactly as
 //! after a read: on the entity's `sequence`, on its `dueAt` and on its exact
-//! `parked` set (`expression.rs`, and the memory store alike). So a stale
-//! entry costs one failed condition, whose item comes back and is decided
-//! again as a lost race is; it never makes a wrong write.
+//! `parked` set (`expression.rs`, and the memory store alike). So an entry
+//! made stale by sequence-guard (another invocation, the sweep, `resend`,
+//! `rebuild`: each moves `sequence` or deletes the item) costs one failed
+//! condition, whose item comes back and is decided again as a lost race is.
+//! What it cannot see is a change made by hand that leaves `sequence` as it
+//! is: the next event is applied to the item as this process wrote it, over
+//! that change (docs/behaviour.md says to edit an item by hand only with
+//! `WARM_ENTITIES=0`).
 //!
 //! | what the load tells the planner | why a cached item is safe |
 //! | ------------------------------- | ------------------------- |
