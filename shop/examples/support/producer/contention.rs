@@ -151,7 +151,9 @@ pub async fn print_contention(proxied: &str, tables: &mut Tables) {
             32,
             1,
         ),
+        ("100 streams, 1 writer", "rate-100-1", &shared, 1, 100),
         ("100 streams, 8 writers", "rate-100", &shared, 8, 100),
+        ("100 streams, 32 writers", "rate-100-32", &shared, 32, 100),
     ] {
         let before = meter.usage();
         let run = rate(stores, name, writers, 320 / writers, streams).await;
