@@ -1,5 +1,6 @@
 //! A warm runner: the items it wrote stand in for the next batch's read
-//! (`src/runner/warm.rs`). On the in-memory store, counting its requests.
+//! (`src/runner/warm.rs`). On the in-memory store, counting its requests;
+//! what it cannot see (an item edited by hand) on DynamoDB Local.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -206,4 +207,52 @@ async fn the_cache_is_bounded_and_can_be_turned_off() {
     );
     cold.run(&updates("d", 1, 1), now()).await.expect("run");
     assert_eq!(cold.warm_entities(), 0);
+}
+
+/// What a warm runner cannot see, on DynamoDB Local: an item changed by hand
+/// that keeps its `sequence` passes the next write's condition, so the next
+/// event lands on the item as the runner wrote it and the edit is gone; a
+/// runner keeping nothing warm reads the edit and keeps it
+/// (docs/behaviour.md: edit an item by hand only with `WARM_ENTITIES=0`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_edit_at_the_same_sequence_is_seen_only_by_a_runner_keeping_nothing_warm() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+
+    for (warm_entities, name_after) in [(1000, NAME), (0, "edited by hand")] {
+        let store = fresh_table().await;
+        let config = RunnerConfig {
+            warm_entities,
+            ..RunnerConfig::default()
+        };
+        let runner = Runner::new(domain(), &store, config);
+        runner
+            .run(&updates("item-h", 1, 1), now())
+            .await
+            .expect("run");
+        let created = typed::<Item, _>(&store, "item-h").await.expect("item");
+        assert_eq!(created.name, NAME, "the sample's name");
+        store
+            .client()
+            .update_item()
+            .table_name(store.table())
+            .key("pk", AttributeValue::S("ITEM#item-h".into()))
+            .key("sk", AttributeValue::S("STATE".into()))
+            .update_expression("SET #name = :name")
+            .expression_attribute_names("#name", "name")
+            .expression_attribute_values(":name", AttributeValue::S("edited by hand".into()))
+            .send()
+            .await
+            .expect("UpdateItem");
+        // A pass moves the guard alone: the name is the item's as loaded.
+        let touched = message(
+            "item-h-2",
+            "item-h",
+            &body("ItemTouched", "item-h", 2, serde_json::json!({})),
+        );
+        let report = runner.run(&batch(vec![touched]), now()).await.expect("run");
+        assert_eq!(outcomes(&report), [Outcome::Applied]);
+        let item = typed::<Item, _>(&store, "item-h").await.expect("item");
+        assert_eq!(item.sequence, 2);
+        assert_eq!(item.name, name_after, "WARM_ENTITIES={warm_entities}");
+    }
 }
