@@ -24,6 +24,9 @@ pub struct Wiring<Q> {
     pub domain: Domain,
     pub shared: Arc<Shared>,
     pub total: usize,
+    /// Each batch's records out of order: its second half first, each half
+    /// reversed, as two shards read in parallel can give a stream's events.
+    pub reordered: bool,
 }
 
 impl Wiring<()> {
@@ -38,6 +41,7 @@ impl Wiring<()> {
             domain: self.domain,
             shared: self.shared,
             total: self.total,
+            reordered: self.reordered,
         }
     }
 }
@@ -53,6 +57,7 @@ pub async fn dispatcher<Q: Queue>(mode: Pipeline, wiring: Wiring<Q>) {
         domain,
         shared,
         total,
+        reordered,
     } = wiring;
     let (endpoint, table) = (endpoint.as_str(), table.as_str());
     let done = || shared.dispatched.load(Ordering::Relaxed) >= total;
@@ -60,16 +65,32 @@ pub async fn dispatcher<Q: Queue>(mode: Pipeline, wiring: Wiring<Q>) {
         let (queue, sqs, queue_url, domain, shared) = (&queue, &sqs, &queue_url, &domain, &shared);
         async move {
             let began = Instant::now();
+            // Out of order: the later shard's half first, each half
+            // reversed (the dispatcher orders a stream within a batch, not
+            // across them).
+            let shards: Vec<Vec<serde_json::Value>> = if reordered {
+                let (first, second) = records.split_at(records.len() / 2);
+                [second, first]
+                    .into_iter()
+                    .filter(|half| !half.is_empty())
+                    .map(|half| half.iter().rev().cloned().collect())
+                    .collect()
+            } else {
+                vec![records]
+            };
             match mode {
                 Pipeline::Ours | Pipeline::Fanout => {
-                    let sent = dispatch(&records, domain, queue, Settings::default(), None).await;
-                    shared.requests.fetch_add(sent.requests, Ordering::Relaxed);
-                    shared
-                        .dispatched
-                        .fetch_add(sent.dispatched, Ordering::Relaxed);
+                    for records in &shards {
+                        let sent =
+                            dispatch(records, domain, queue, Settings::default(), None).await;
+                        shared.requests.fetch_add(sent.requests, Ordering::Relaxed);
+                        shared
+                            .dispatched
+                            .fetch_add(sent.dispatched, Ordering::Relaxed);
+                    }
                 }
                 Pipeline::Naive | Pipeline::Idempotency => {
-                    for record in &records {
+                    for record in shards.iter().flatten() {
                         let Read::Send(message) = read(record, domain) else {
                             continue;
                         };

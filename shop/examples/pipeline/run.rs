@@ -41,6 +41,9 @@ pub struct Case<'a> {
     pub producers: usize,
     pub consumers: usize,
     pub filled: Option<&'a Filled>,
+    /// Each batch of change records handed to the dispatcher out of order
+    /// (`dispatcher.rs`).
+    pub reordered: bool,
 }
 
 impl<'a> Case<'a> {
@@ -52,6 +55,7 @@ impl<'a> Case<'a> {
             producers: 0,
             consumers: args.drain_consumers,
             filled: Some(filled),
+            reordered: false,
         }
     }
 }
@@ -153,6 +157,7 @@ pub async fn run(args: &Args, mode: Pipeline, name: &str, case: &Case<'_>) -> Fi
         domain: domain.clone(),
         shared: shared.clone(),
         total,
+        reordered: case.reordered,
     };
     if mode == Pipeline::Fanout {
         let urls: Vec<&str> = lanes.iter().map(|lane| lane.queue_url.as_str()).collect();
