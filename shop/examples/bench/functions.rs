@@ -148,23 +148,32 @@ pub async fn warm(client: &aws_sdk_dynamodb::Client, table: &str) {
 }
 
 /// `batch` on other entities: every aggregate, sku and event id (and message
-/// id and group) prefixed, so that it makes as many streams, reads and
-/// writes as `batch` did, on nothing stored yet.
-fn same_shape(batch: &SqsEvent) -> SqsEvent {
+/// id and group) prefixed with `prefix`, so that it makes as many streams,
+/// reads and writes as `batch` did, on nothing stored yet.
+pub fn prefixed(batch: &SqsEvent, prefix: &str) -> SqsEvent {
     let mut again = batch.clone();
     for record in &mut again.records {
-        let prefix = |id: &str| format!("again-{id}");
-        record.message_id = record.message_id.as_deref().map(prefix);
+        let with = |id: &str| format!("{prefix}{id}");
+        record.message_id = record.message_id.as_deref().map(with);
         record.body = record.body.as_deref().map(|body| {
-            body.replace(r#""aggregateId":""#, r#""aggregateId":"again-"#)
-                .replace(r#""eventId":""#, r#""eventId":"again-"#)
-                .replace(r#""sku":""#, r#""sku":"again-"#)
+            body.replace(r#""aggregateId":""#, &format!(r#""aggregateId":"{prefix}"#))
+                .replace(r#""eventId":""#, &format!(r#""eventId":"{prefix}"#))
+                .replace(r#""sku":""#, &format!(r#""sku":"{prefix}"#))
         });
         if let Some(group) = record.attributes.get_mut("MessageGroupId") {
-            *group = prefix(group);
+            *group = with(group);
         }
     }
     again
+}
+
+/// The peak memory (VmHWM) of process `pid` so far, in kB.
+pub fn peak_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// Starts the release projector against a local Runtime API; returns the
@@ -214,25 +223,14 @@ pub async fn projector_figures(
             connections = port_of(reach.function).map_or(0, |port| connections_to(pid, port));
             cpu = cpu_time(pid);
             if again {
-                let body = serde_json::to_string(&same_shape(event)).ok()?;
+                let body = serde_json::to_string(&prefixed(event, "again-")).ok()?;
                 let began = Instant::now();
                 api.invoke(&body).await;
                 again_took = Some(began.elapsed());
             }
         }
     }
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let peak_kb = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|value| {
-            value
-                .trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })?;
+    let peak_kb = peak_kb(pid)?;
     let _ = child.kill().await;
     Some(Start {
         first_batch: first_batch?,

@@ -12,7 +12,7 @@ use aws_lambda_events::event::sqs::SqsEvent;
 use sequence_guard::store::dynamodb::{connect, create_table};
 
 use crate::figure_files::{Figure, Tables};
-use crate::functions::{cpu_time, function_command, warm};
+use crate::functions::{cpu_time, function_command, peak_kb, prefixed, warm};
 use crate::runtime_api::RuntimeApi;
 use crate::workloads::realistic_mix;
 
@@ -24,27 +24,10 @@ const BATCHES_A_LANE: usize = 40;
 
 /// `batches` on message groups of lane `lane` alone.
 fn lane(batches: &[SqsEvent], lane: usize) -> Vec<SqsEvent> {
+    let prefix = format!("lane{lane}-");
     batches
         .iter()
-        .map(|batch| {
-            let mut batch = batch.clone();
-            for record in &mut batch.records {
-                let prefix = |id: &str| format!("lane{lane}-{id}");
-                record.message_id = record.message_id.as_deref().map(prefix);
-                record.body = record.body.as_deref().map(|body| {
-                    body.replace(
-                        r#""aggregateId":""#,
-                        &format!(r#""aggregateId":"lane{lane}-"#),
-                    )
-                    .replace(r#""eventId":""#, &format!(r#""eventId":"lane{lane}-"#))
-                    .replace(r#""sku":""#, &format!(r#""sku":"lane{lane}-"#))
-                });
-                if let Some(group) = record.attributes.get_mut("MessageGroupId") {
-                    *group = prefix(group);
-                }
-            }
-            batch
-        })
+        .map(|batch| prefixed(batch, &prefix))
         .collect()
 }
 
@@ -99,11 +82,7 @@ async fn serve(
     }
     let seconds = began.elapsed().as_secs_f64();
     let cpu = cpu_time(pid).saturating_sub(cpu_before);
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let peak_kb: u64 = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())?;
+    let peak_kb = peak_kb(pid)?;
     let _ = child.kill().await;
     Some(Served {
         batches,

@@ -129,8 +129,6 @@ impl Figures {
     }
 }
 
-/// Runs a workload through the runner (or the naive handler) on a table of
-/// DynamoDB Local reached through `via` (the latency proxy).
 /// Who handles the workload's batches.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Handler {
@@ -143,6 +141,8 @@ pub enum Handler {
     Naive,
 }
 
+/// Runs a workload through `handler` on a table of DynamoDB Local reached
+/// through `via` (the latency proxy).
 pub async fn measure(
     endpoint: &str,
     via: &str,
