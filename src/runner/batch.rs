@@ -85,6 +85,17 @@ pub(super) fn wanted(records: &[Record]) -> Wanted {
     Wanted { keys, at, dedup }
 }
 
+/// The lowest sequence among the batch's events on `key` (`None`: none of
+/// them has one).
+pub(super) fn lowest_sequence(records: &[Record], wanted: &Wanted, key: &EntityKey) -> Option<u64> {
+    records
+        .iter()
+        .zip(&wanted.at)
+        .filter(|(_, at)| at.is_some_and(|index| wanted.keys.get(index) == Some(key)))
+        .filter_map(|(record, _)| record.event.as_ref().ok().and_then(Event::sequence))
+        .min()
+}
+
 /// A stream's share of the batch's load: each of its entities' items, moved
 /// out of the load (an entity belongs to one stream: its aggregate id is
 /// the stream).

@@ -20,7 +20,12 @@
 //! | deduplication records | not cached: a batch that needs them is loaded |
 //!
 //! A batch whose messages are all at or below the cached sequence writes
-//! nothing: its duplicates are answered without a request. An event parked
+//! nothing: its duplicates are answered without a request. A batch that
+//! starts past the cached sequence's next one is read: a gap is never
+//! failed on a guess. Under Lambda, a FIFO group's batches move between
+//! environments; one that took none of the group's last batches finds its
+//! entry behind, and failing the batch as a gap would hold the group for a
+//! visibility timeout (`warm_split`). An event parked
 //! meanwhile waits for the gap before it, whose write fails the condition
 //! and drains it; the sweep drains the rest as before.
 //!
@@ -123,9 +128,17 @@ impl Warm {
 
 impl<S: crate::store::Store> super::Runner<S> {
     /// The batch's keys split: those to read, and the items known warm.
+    /// `first` gives, for each key's first place in `keys`, the lowest
+    /// sequence the batch has for it. A kept item is trusted only when
+    /// that sequence continues it or is behind it: one further on is a gap
+    /// against what this process knows, which is what a process that has
+    /// fallen behind sees (another process took the stream's batches
+    /// meanwhile, as FIFO groups move between Lambda's environments). A
+    /// gap must not fail on a guess, so its item is read.
     pub(super) fn warm_split(
         &self,
         keys: &[EntityKey],
+        first: impl Fn(&EntityKey) -> Option<u64>,
     ) -> (Vec<EntityKey>, Vec<(EntityKey, Stored)>) {
         let mut cold = Vec::new();
         let mut warm: Vec<(EntityKey, Stored)> = Vec::new();
@@ -134,8 +147,10 @@ impl<S: crate::store::Store> super::Runner<S> {
                 continue;
             }
             match self.warm.get(key) {
-                Some(stored) => warm.push((key.clone(), stored)),
-                None => cold.push(key.clone()),
+                Some(stored) if continues(&stored, first(key)) => {
+                    warm.push((key.clone(), stored));
+                }
+                _ => cold.push(key.clone()),
             }
         }
         (cold, warm)
@@ -155,6 +170,15 @@ impl<S: crate::store::Store> super::Runner<S> {
     pub fn warm_entities(&self) -> usize {
         self.warm.len()
     }
+}
+
+/// Whether a batch whose lowest sequence on the entity is `first` can be
+/// decided on `stored` without reading it: the entity exists, and `first`
+/// is at most its next sequence (an event without a sequence: yes).
+fn continues(stored: &Stored, first: Option<u64>) -> bool {
+    stored.entity.as_ref().is_some_and(|entity| {
+        first.is_none_or(|first| first <= entity.sequence().saturating_add(1))
+    })
 }
 
 /// The load with the warm items added as if read.

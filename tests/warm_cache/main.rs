@@ -180,6 +180,70 @@ async fn another_writer_between_batches_fails_the_condition_and_is_decided_again
     assert_eq!(item.sequence, 6);
 }
 
+/// Lambda hands a FIFO group's batches to whichever environment is free:
+/// a process that took none of the last ones holds an entry behind the
+/// item. Its next batch starts past the entry's next sequence, so the
+/// item is read and the batch applied; failing it as a gap would hold the
+/// group for a visibility timeout (found by the pipeline's faults workload).
+#[tokio::test]
+async fn a_process_left_behind_reads_the_item_instead_of_failing_a_gap() {
+    let store = Calls::new(MemoryStore::default());
+    let first = Runner::new(domain(), &store, RunnerConfig::default());
+    let second = Runner::new(domain(), &store, RunnerConfig::default());
+    let report = first
+        .run(&updates("item-b", 1, 3), now())
+        .await
+        .expect("run");
+    assert_eq!(outcomes(&report), vec![Outcome::Applied; 3]);
+    let report = second
+        .run(&updates("item-b", 4, 6), now())
+        .await
+        .expect("run");
+    assert_eq!(outcomes(&report), vec![Outcome::Applied; 3]);
+    let before = store.calls();
+    let report = first
+        .run(&updates("item-b", 7, 9), now())
+        .await
+        .expect("run");
+    assert_eq!(outcomes(&report), vec![Outcome::Applied; 3]);
+    assert_eq!(store.calls() - before, 2, "one read, one write");
+    let item = typed::<Item, _>(store.inner(), "item-b")
+        .await
+        .expect("item");
+    assert_eq!(item.sequence, 9);
+    // Warm again: its next batch is one write.
+    let before = store.calls();
+    let report = first
+        .run(&updates("item-b", 10, 12), now())
+        .await
+        .expect("run");
+    assert_eq!(outcomes(&report), vec![Outcome::Applied; 3]);
+    assert_eq!(store.calls() - before, 1, "one write, no read");
+}
+
+/// A real gap on a warm entity is confirmed by a read, then failed (and
+/// parked at its third delivery, as any gap).
+#[tokio::test]
+async fn a_real_gap_on_a_warm_entity_is_read_then_failed() {
+    let store = Calls::new(MemoryStore::default());
+    let runner = Runner::new(domain(), &store, RunnerConfig::default());
+    runner
+        .run(&updates("item-g", 1, 3), now())
+        .await
+        .expect("run");
+    let before = store.calls();
+    let report = runner
+        .run(&updates("item-g", 6, 7), now())
+        .await
+        .expect("run");
+    assert_eq!(outcomes(&report), [Outcome::Gap, Outcome::Skipped]);
+    assert_eq!(store.calls() - before, 1, "the read, nothing written");
+    let item = typed::<Item, _>(store.inner(), "item-g")
+        .await
+        .expect("item");
+    assert_eq!(item.sequence, 3);
+}
+
 #[tokio::test]
 async fn the_cache_is_bounded_and_can_be_turned_off() {
     let store = Calls::new(MemoryStore::default());
