@@ -3,11 +3,16 @@
 //! once a subject is erased, the erasure applied under the guard, and a
 //! consumer that declares nothing never reading a key.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use futures::future::BoxFuture;
 use sequence_guard::envelope::InvalidMessage;
-use sequence_guard::personal::{Erasure, Keyring, LocalKeys, Personal, is_sealed, seal_data};
+use sequence_guard::personal::{
+    DataKey, Erasure, KeyError, KeySource, Keyring, LocalKeys, Personal, Stored, is_sealed,
+    seal_data,
+};
 use sequence_guard::runner::{Invocation, Outcome, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
 use sequence_guard::{Decision, Domain, Entity, EntityKey, Events, Handling, Sequenced};
@@ -439,4 +444,97 @@ async fn the_erasure_replaces_personal_attributes_under_the_guard_and_a_consumer
     );
     let plan = entity::<Plan>(plans.store(), &EntityKey::of::<Plan>("m-2")).expect("plan");
     assert_eq!((plan.sequence, plan.plan.as_str()), (3, "silver"));
+}
+
+/// Keys whose `refused` subject's key does not unwrap (a KMS error for
+/// that one), the rest as `inner` has them.
+struct Refusing {
+    inner: Arc<LocalKeys>,
+    refused: &'static str,
+}
+
+impl KeySource for Refusing {
+    fn read<'a>(
+        &'a self,
+        subjects: &'a [String],
+    ) -> BoxFuture<'a, Result<HashMap<String, Stored>, KeyError>> {
+        self.inner.read(subjects)
+    }
+
+    fn unwrap_key<'a>(
+        &'a self,
+        subject: &'a str,
+        wrapped: &'a [u8],
+    ) -> BoxFuture<'a, Result<DataKey, KeyError>> {
+        if subject == self.refused {
+            return Box::pin(async move { Err(KeyError::Kms(format!("{subject}: throttled"))) });
+        }
+        self.inner.unwrap_key(subject, wrapped)
+    }
+
+    fn create<'a>(
+        &'a self,
+        subject: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, Result<Result<(Vec<u8>, DataKey), Stored>, KeyError>> {
+        self.inner.create(subject, stream)
+    }
+
+    fn add_stream<'a>(
+        &'a self,
+        subject: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, Result<bool, KeyError>> {
+        self.inner.add_stream(subject, stream)
+    }
+
+    fn erase<'a>(&'a self, subject: &'a str) -> BoxFuture<'a, Result<Option<Stored>, KeyError>> {
+        self.inner.erase(subject)
+    }
+
+    fn told<'a>(&'a self, subject: &'a str) -> BoxFuture<'a, Result<(), KeyError>> {
+        self.inner.told(subject)
+    }
+
+    fn kms_requests(&self) -> u64 {
+        self.inner.kms_requests()
+    }
+}
+
+/// A batch of several subjects whose keys are not kept yet: one subject's
+/// key that cannot be unwrapped holds its own records (retried), not the
+/// other subjects' (as it did when the first failed unwrap ended the
+/// fetch).
+#[tokio::test]
+async fn one_subjects_key_failing_holds_only_its_own_records() {
+    let source = Arc::new(LocalKeys::new().expect("keys"));
+    let writer = club(&Arc::new(Keyring::shared(source.clone())));
+    let mut bodies = Vec::new();
+    for member in ["m-a", "m-b", "m-c"] {
+        let data = json!({"name": "Ada", "email": "ada@example.com", "plan": "gold"});
+        bodies.push(sealed_body(&writer, member, 1, "MemberJoined", data).await);
+    }
+    let refusing = Refusing {
+        inner: source.clone(),
+        refused: "m-b",
+    };
+    let store = MemoryStore::default();
+    let runner = Runner::new(
+        club(&Arc::new(Keyring::new(refusing))),
+        &store,
+        RunnerConfig::default(),
+    );
+    let report = runner
+        .run(&batch(&bodies), invocation())
+        .await
+        .expect("run");
+    let outcomes: Vec<Outcome> = report.messages.iter().map(|m| m.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [Outcome::Applied, Outcome::StorageError, Outcome::Applied]
+    );
+    for (member, stored) in [("m-a", true), ("m-b", false), ("m-c", true)] {
+        let key = EntityKey::of::<Member>(member);
+        assert_eq!(entity::<Member>(&store, &key).is_some(), stored, "{member}");
+    }
 }

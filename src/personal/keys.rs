@@ -209,8 +209,11 @@ impl Keyring {
     }
 
     /// Reads the keys of the `subjects` not kept: one read of their items,
-    /// then one unwrap per key. Afterwards each is known (a key, erased, or
-    /// none), unless this fails.
+    /// then their unwraps at once. Afterwards each is known (a key, erased,
+    /// or none), unless this fails: a failed read leaves them all unknown,
+    /// a failed unwrap only its own subject (the first such error is
+    /// answered), so one subject's trouble does not hold the others'
+    /// records.
     pub async fn fetch(&self, subjects: &[String]) -> Result<(), KeyError> {
         let mut wanted: Vec<String> = subjects
             .iter()
@@ -223,6 +226,7 @@ impl Keyring {
             return Ok(());
         }
         let mut items = self.source.read(&wanted).await?;
+        let mut unwrapping = Vec::new();
         for subject in wanted {
             match items.remove(&subject) {
                 None => self.keep(&subject, Known::None, Vec::new()),
@@ -230,13 +234,25 @@ impl Keyring {
                 Some(Stored {
                     wrapped: Some(wrapped),
                     ..
-                }) => {
-                    let key = self.unwrapped(&subject, &wrapped).await?;
-                    self.keep(&subject, Known::Key(key), wrapped);
+                }) => unwrapping.push((subject, wrapped)),
+            }
+        }
+        let keys = futures::future::join_all(
+            unwrapping
+                .iter()
+                .map(|(subject, wrapped)| self.unwrapped(subject, wrapped)),
+        )
+        .await;
+        let mut failed = None;
+        for ((subject, wrapped), key) in unwrapping.into_iter().zip(keys) {
+            match key {
+                Ok(key) => self.keep(&subject, Known::Key(key), wrapped),
+                Err(err) => {
+                    failed.get_or_insert(err);
                 }
             }
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 
     /// The key `wrapped` holds: the kept one when it is the same.

@@ -1,6 +1,6 @@
 //! A batch's sealed personal data: the keys its records need and the
 //! keyring does not hold, fetched at once, and those records read again.
-//! A key that cannot be read leaves its records refused as
+//! A key that cannot be read leaves its records (and only its own) refused as
 //! [`InvalidMessage::KeyNeeded`], which the dry run answers as a storage
 //! error: retried. And an erasure's conflict records: the entity's
 //! `CONFLICT#` items, bodies of the forgotten subject's events, deleted
@@ -31,8 +31,9 @@ impl<S: Store> Runner<S> {
             return;
         };
         if let Err(err) = keys.fetch(&needed).await {
+            // The keys read are kept: their records are read again below,
+            // the others stay refused (retried).
             warn!(error = %err, subjects = needed.len(), "reading the batch's keys failed");
-            return;
         }
         for record in records.iter_mut() {
             if !matches!(record.event, Err(InvalidMessage::KeyNeeded(_))) {
