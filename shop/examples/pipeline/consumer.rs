@@ -13,17 +13,28 @@ use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
 use sequence_guard::store::dynamodb::{DynamoStore, create_table};
 use serde_json::Value;
 
-use crate::figures::{Shared, Tally, add_time};
+use crate::faults::{Dice, Failing, Faults};
+use crate::figures::{HOT_STREAM, Shared, Tally, add_time};
 use crate::keys::{Wrapping, keyed};
 use crate::naive::{idempotent_write, naive_write};
 use crate::{Pipeline, meter};
+
+/// A new process of a consumer: its runner, with nothing warm and no key
+/// kept.
+pub type Process = Arc<dyn Fn() -> Arc<Runner<DynamoStore>> + Send + Sync>;
 
 /// One consumer: its queue and its runner (on its own table).
 #[derive(Clone)]
 pub struct Lane {
     pub name: &'static str,
     pub queue_url: String,
+    /// The process its tasks share (as Managed Instances would run them).
     pub runner: Arc<Runner<DynamoStore>>,
+    /// Under faults: each task runs a process of its own (one invocation
+    /// at a time, as Lambda's default), and a killed batch's task starts
+    /// a new one.
+    pub process: Process,
+    pub faults: Option<(Faults, Arc<Dice>, Failing)>,
     /// The naive projector's client and table.
     pub naive: (aws_sdk_dynamodb::Client, String),
     pub tally: Arc<Tally>,
@@ -46,10 +57,13 @@ pub async fn consumer(
     let Lane {
         queue_url,
         runner,
+        process,
+        faults,
         naive,
         tally,
         ..
     } = lane;
+    let mut runner = if faults.is_some() { process() } else { runner };
     while tally.projected.load(Ordering::Relaxed) < total {
         let began = Instant::now();
         let received = sqs
@@ -71,9 +85,9 @@ pub async fn consumer(
         tally.receives.fetch_add(1, Ordering::Relaxed);
         tally.invocations.fetch_add(1, Ordering::Relaxed);
         let began = Instant::now();
-        if let Ok(mut received) = tally.received.lock() {
-            received.extend(messages.iter().filter_map(|m| m.message_id.clone()));
-        }
+        tally
+            .receipts
+            .fetch_add(messages.len() as u64, Ordering::Relaxed);
         let mut done: Vec<&aws_sdk_sqs::types::Message> = Vec::new();
         match mode {
             Pipeline::Ours | Pipeline::Fanout => {
@@ -95,6 +109,17 @@ pub async fn consumer(
                     add_time(&tally.busy, began.elapsed());
                     continue;
                 };
+                let killed = faults
+                    .as_ref()
+                    .is_some_and(|(faults, dice, _)| dice.roll(faults.kills));
+                tally.profile_hot(&report, killed);
+                if killed {
+                    // The process died before it answered: nothing is
+                    // deleted, and the next batch finds a new process.
+                    add_time(&tally.busy, began.elapsed());
+                    runner = process();
+                    continue;
+                }
                 let failed: Vec<String> = report
                     .response()
                     .batch_item_failures
@@ -163,15 +188,22 @@ pub async fn consumer(
                 )
             })
             .collect();
-        let latencies: Vec<Duration> = match shared.appended.lock() {
+        let latencies: Vec<(bool, Duration)> = match shared.appended.lock() {
             Ok(appended) => keys
                 .iter()
-                .filter_map(|key| appended.get(key).map(|at| now.duration_since(*at)))
+                .filter_map(|key| {
+                    let at = appended.get(key)?;
+                    Some((key.0 == HOT_STREAM, now.duration_since(*at)))
+                })
                 .collect(),
             Err(_) => Vec::new(),
         };
+        if let Ok(mut hot) = tally.hot.lock() {
+            hot.latencies
+                .extend(latencies.iter().filter(|(hot, _)| *hot).map(|(_, at)| *at));
+        }
         if let Ok(mut all) = tally.latencies.lock() {
-            all.extend(latencies);
+            all.extend(latencies.into_iter().map(|(_, at)| at));
         }
         if !done.is_empty()
             && let Ok(mut last) = tally.last_projected.lock()
@@ -184,7 +216,9 @@ pub async fn consumer(
 
 /// A consumer on its own table: `<name>-<consumer>`, projected by
 /// `domain`; a domain that declares personal data opens it with the key
-/// items in `events_table`, wrapped as `wrapping` says.
+/// items in `events_table`, wrapped as `wrapping` says. Under `faults`,
+/// its DynamoDB and KMS requests fail as they say (the dice seeded with
+/// `seed`).
 pub async fn lane(
     dynamodb: &aws_sdk_dynamodb::Client,
     name: &'static str,
@@ -192,24 +226,47 @@ pub async fn lane(
     queue_url: String,
     domain: Domain,
     (events_table, wrapping): (&str, &Wrapping),
+    faults: Option<(Faults, u64)>,
 ) -> Lane {
     if let Err(err) = create_table(dynamodb, &table).await {
         eprintln!("{table}: {err}");
         std::process::exit(1);
     }
     let meter = meter::Meter::default();
-    let dynamodb = meter.wrap(dynamodb);
-    let domain = keyed(domain, &dynamodb, events_table, wrapping);
-    let keys = domain.keys().cloned();
+    let mut dynamodb = meter.wrap(dynamodb);
+    let mut wrapping = wrapping.clone();
+    let faults = faults.map(|(faults, seed)| {
+        let failing = Failing::new(faults.requests, seed);
+        dynamodb = failing.dynamodb(&dynamodb);
+        if let Wrapping::Kms { client, .. } = &mut wrapping {
+            *client = failing.kms(client);
+        }
+        (faults, Arc::new(Dice::new(seed.rotate_left(17))), failing)
+    });
+    let keyed_domain = keyed(domain.clone(), &dynamodb, events_table, &wrapping);
+    let keys = keyed_domain.keys().cloned();
     let runner = Arc::new(Runner::new(
-        domain,
+        keyed_domain,
         DynamoStore::new(dynamodb.clone(), table.clone()),
         RunnerConfig::default(),
     ));
+    let process: Process = {
+        let (dynamodb, table, events_table) =
+            (dynamodb.clone(), table.clone(), events_table.to_owned());
+        Arc::new(move || {
+            Arc::new(Runner::new(
+                keyed(domain.clone(), &dynamodb, &events_table, &wrapping),
+                DynamoStore::new(dynamodb.clone(), table.clone()),
+                RunnerConfig::default(),
+            ))
+        })
+    };
     Lane {
         name,
         queue_url,
         runner,
+        process,
+        faults,
         naive: (dynamodb, table),
         tally: Arc::new(Tally::default()),
         meter,

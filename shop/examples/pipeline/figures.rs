@@ -1,12 +1,18 @@
 //! What a run measures, and the counts its tasks share while it runs: the
 //! dispatcher's in [`Shared`], each consumer's in [`Tally`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::time::{Duration, Instant};
 
+use sequence_guard::runner::BatchReport;
+
+use crate::faults::HotProfile;
 use crate::meter;
+
+/// The stream of the faults workload's hot order.
+pub const HOT_STREAM: &str = "order-hot";
 
 /// What one run measured.
 pub struct Figures {
@@ -34,7 +40,8 @@ pub struct Consumed {
     pub projected: usize,
     pub seconds: f64,
     pub latencies: Vec<Duration>,
-    /// Messages its queue received: distinct ids handed out, and any left.
+    /// Messages its queue delivered (each receipt, redeliveries included),
+    /// and any left in it.
     pub deliveries: u64,
     /// Batches projected (one invocation each), receives that brought
     /// messages, `DeleteMessageBatch` requests.
@@ -50,6 +57,8 @@ pub struct Consumed {
     pub usage: meter::Usage,
     /// Its KMS requests (its keys unwrapped).
     pub kms: u64,
+    /// What it saw of the hot stream ([`HOT_STREAM`]).
+    pub hot: HotProfile,
 }
 
 /// Everything one run shares between its tasks.
@@ -95,7 +104,9 @@ pub fn time_of(total: &Mutex<Duration>) -> Duration {
 pub struct Tally {
     pub latencies: Mutex<Vec<Duration>>,
     pub projected: AtomicUsize,
-    pub received: Mutex<HashSet<String>>,
+    /// Messages received, each receipt counted.
+    pub receipts: AtomicU64,
+    pub hot: Mutex<HotProfile>,
     pub last_projected: Mutex<Option<Instant>>,
     pub invocations: AtomicU64,
     pub receives: AtomicU64,
@@ -103,4 +114,32 @@ pub struct Tally {
     pub busy: Mutex<Duration>,
     pub receiving: Mutex<Duration>,
     pub deleting: Mutex<Duration>,
+}
+
+impl Tally {
+    /// Counts what became of the hot stream's messages in `report`, a
+    /// batch `killed` or not.
+    pub fn profile_hot(&self, report: &BatchReport, killed: bool) {
+        let Ok(mut hot) = self.hot.lock() else {
+            return;
+        };
+        hot.kills += u64::from(killed);
+        let mine: Vec<_> = report
+            .messages
+            .iter()
+            .filter(|message| message.stream == HOT_STREAM)
+            .collect();
+        if mine.is_empty() {
+            return;
+        }
+        hot.received += mine.len() as u64;
+        for message in &mine {
+            *hot.outcomes.entry(message.outcome).or_default() += 1;
+        }
+        if killed {
+            hot.killed_batches += 1;
+        } else if mine.iter().any(|message| message.outcome.is_failure()) {
+            hot.failed_batches += 1;
+        }
+    }
 }

@@ -13,8 +13,9 @@
 //! records out of order, as two shards give them), for
 //! each consumer: events per second from the first append to its last event
 //! projected, the latency of each event from its append to its projection
-//! (median, 99th percentile), the messages its queue received per event
-//! appended, and the dispatcher's requests per event. Four pipelines: ours
+//! (median, 99th percentile), the messages its queue delivered per event
+//! appended (each receipt, redeliveries included), and the dispatcher's
+//! requests per event. Four pipelines: ours
 //! (the dispatcher's code sending to one SQS FIFO queue), a naive one (one
 //! `SendMessage` per event, one conditional write per message), the usual
 //! batch handler with an idempotency utility behind the naive dispatcher
@@ -36,6 +37,14 @@
 //! consumers' batches, receives and deletes). A third of the workload is
 //! drained through each pipeline first and not kept, so that none of them
 //! pays for warming DynamoDB Local and LocalStack for the others.
+//!
+//! The faults workload (`faults.rs`) runs a hot order beside 100 others
+//! through the fan-out with the same injected faults for both consumers (a
+//! share of their DynamoDB and KMS requests failing, a share of their
+//! batches killed after their writes), each consumer polled by four tasks
+//! with a process each, and follows the hot order's messages through each
+//! consumer: what became of every delivery, the batches that failed (its
+//! message group then waits a visibility timeout), its latency.
 //!
 //! Then what a million events cost on AWS for each workload and pipeline
 //! (`../support/cost.rs`: the prices, their sources and date; which parts are
@@ -60,7 +69,8 @@
 //! Layout: `run.rs` is one run of a workload through one pipeline, started
 //! from `main`; `dispatcher.rs` and `consumer.rs` (with `naive.rs`, the
 //! naive projectors) are its tasks, `stream.rs` and `queues.rs` what they
-//! read and send to; `figures.rs` what they count; `drain.rs` fills the
+//! read and send to; `figures.rs` what they count; `faults.rs` what the
+//! faults workload injects and follows; `drain.rs` fills the
 //! drain workload's store; `backlog.rs` is the dispatcher alone; `report.rs`
 //! prints what is not in the main table; `tables.rs` records the figures
 //! that `--figures DIR` writes (`../bench/figure_files.rs`).
@@ -73,6 +83,7 @@ mod backlog;
 mod consumer;
 mod dispatcher;
 mod drain;
+mod faults;
 mod figures;
 mod naive;
 mod queues;
@@ -94,9 +105,10 @@ mod meter;
 
 use crate::backlog::backlog;
 use crate::drain::{fill, warm_up};
+use crate::faults::{Faults, HotProfile};
 use crate::figures::Figures;
 use crate::queues::{fifo_queue, fifo_topic, settled, sns_client, sqs_client};
-use crate::report::{cost_of, per_event, percentile, print_drain};
+use crate::report::{cost_of, per_event, percentile, print_drain, print_faults};
 use crate::run::{Case, run};
 
 #[derive(Debug, clap::Parser)]
@@ -112,7 +124,7 @@ struct Args {
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Pipeline::Ours, Pipeline::Naive, Pipeline::Idempotency, Pipeline::Fanout])]
     pipelines: Vec<Pipeline>,
     /// The workloads to run (all by default).
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Workload::Hot, Workload::Many, Workload::Drain, Workload::Reordered])]
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Workload::Hot, Workload::Many, Workload::Drain, Workload::Reordered, Workload::Faults])]
     workloads: Vec<Workload>,
     /// The drain workload: events on each of its many streams.
     #[arg(long, default_value_t = 10)]
@@ -127,6 +139,20 @@ struct Args {
     /// the template's `MaximumConcurrency` default.
     #[arg(long, default_value_t = 10)]
     drain_consumers: usize,
+    /// Added to the name of each run's tables, queues and topics, so that a
+    /// run can follow another on the same servers.
+    #[arg(long, default_value = "")]
+    tag: String,
+    /// The faults workload: the hot order's events.
+    #[arg(long, default_value_t = 300)]
+    fault_hot: u64,
+    /// The faults workload: the share of each consumer's DynamoDB and KMS
+    /// requests that fail.
+    #[arg(long, default_value_t = 0.02)]
+    fault_requests: f64,
+    /// The faults workload: the share of batches killed after their writes.
+    #[arg(long, default_value_t = 0.02)]
+    fault_kills: f64,
     /// Wrap the orders' data keys under a master key of the benchmark's
     /// own instead of a KMS key on LocalStack (`--sqs-endpoint`), e.g. for
     /// a LocalStack started without KMS.
@@ -149,6 +175,11 @@ enum Workload {
     Many,
     /// An event store filled first, then drained end to end.
     Drain,
+    /// A hot order (300 events) beside 100 orders of 5, through the
+    /// fan-out, with the same faults for both consumers: a share of their
+    /// requests failing and of their batches killed (`faults.rs`); prints
+    /// what each consumer saw of the hot order.
+    Faults,
     /// One hot order's 300 events filled first, then drained with each
     /// batch of change records out of order, as two shards read in parallel
     /// give them: the batch's second half first, each half reversed (ours and
@@ -192,6 +223,9 @@ impl Pipeline {
     }
 }
 
+/// What one consumer of the faults workload saw of the hot order.
+type Hot = (&'static str, HotProfile);
+
 #[tokio::main]
 async fn main() {
     let mut args = <Args as clap::Parser>::parse();
@@ -214,6 +248,7 @@ async fn main() {
     let mut costs: Vec<(String, Pipeline, cost::PerEvent)> = Vec::new();
     let mut drained: Vec<(Pipeline, Figures)> = Vec::new();
     let mut kms: Vec<String> = Vec::new();
+    let mut profiles: Vec<(String, Faults, Vec<Hot>)> = Vec::new();
     for &workload in &args.workloads {
         let filled;
         let (label, case) = match workload {
@@ -226,6 +261,8 @@ async fn main() {
                     consumers: 1,
                     filled: None,
                     reordered: false,
+                    hot: 0,
+                    faults: None,
                 },
             ),
             Workload::Many => (
@@ -237,6 +274,27 @@ async fn main() {
                     consumers: 4,
                     filled: None,
                     reordered: false,
+                    hot: 0,
+                    faults: None,
+                },
+            ),
+            Workload::Faults => (
+                format!(
+                    "hot order under faults ({} + 100 x 5 events)",
+                    args.fault_hot
+                ),
+                Case {
+                    streams: 100,
+                    per_stream: 5,
+                    producers: 4,
+                    consumers: 4,
+                    filled: None,
+                    reordered: false,
+                    hot: args.fault_hot,
+                    faults: Some(Faults {
+                        requests: args.fault_requests,
+                        kills: args.fault_kills,
+                    }),
                 },
             ),
             Workload::Reordered => {
@@ -279,7 +337,10 @@ async fn main() {
             if case.reordered && !matches!(mode, Pipeline::Ours | Pipeline::Fanout) {
                 continue;
             }
-            let name = format!("pipeline-{workload:?}-{}", mode.tag()).to_lowercase();
+            if case.faults.is_some() && mode != Pipeline::Fanout {
+                continue;
+            }
+            let name = format!("pipeline-{workload:?}-{}{}", mode.tag(), args.tag).to_lowercase();
             let figures = run(&args, mode, &name, &case).await;
             for consumed in &figures.consumers {
                 println!(
@@ -314,8 +375,19 @@ async fn main() {
                 per_event(figures.producer_kms, figures.appended),
                 consumer_kms.join(", ")
             ));
+            if let Some(faults) = case.faults {
+                profiles.push((
+                    label.clone(),
+                    faults,
+                    figures
+                        .consumers
+                        .iter()
+                        .map(|c| (c.name, c.hot.clone()))
+                        .collect(),
+                ));
+            }
             // The cost table compares the designs on the same workloads.
-            if !case.reordered {
+            if !case.reordered && case.faults.is_none() {
                 costs.push((
                     label.clone(),
                     mode,
@@ -326,6 +398,10 @@ async fn main() {
                 drained.push((mode, figures));
             }
         }
+    }
+    for (label, faults, lanes) in &profiles {
+        print_faults(label, faults, lanes);
+        tables::record_faults(&mut figures_out, faults, lanes);
     }
     if !drained.is_empty() {
         print_drain(&drained);

@@ -3,6 +3,9 @@
 
 use std::time::Duration;
 
+use sequence_guard::runner::Outcome;
+
+use crate::faults::{Faults, HotProfile};
 use crate::figures::Figures;
 use crate::{Pipeline, cost, meter};
 
@@ -111,3 +114,51 @@ pub fn print_drain(drained: &[(Pipeline, Figures)]) {
         }
     }
 }
+
+/// The faults workload's profile: what each consumer saw of the hot order.
+pub fn print_faults(label: &str, faults: &Faults, lanes: &[(&'static str, HotProfile)]) {
+    println!(
+        "\n== {label}: the hot order, consumer by consumer ({:.0}% of DynamoDB and KMS requests \
+         failing, {:.0}% of batches killed after their writes; visibility timeout 5 s)",
+        faults.requests * 100.0,
+        faults.kills * 100.0
+    );
+    print!(
+        "{:<8} {:>7} {:>8} {:>8} {:>9} {:>7} {:>7}",
+        "consumer", "events", "p50 ms", "p99 ms", "rcpt/ev", "failed", "killed"
+    );
+    for outcome in PROFILED {
+        print!(" {:>9}", outcome.as_str());
+    }
+    println!();
+    for (name, hot) in lanes {
+        let mut latencies = hot.latencies.clone();
+        latencies.sort();
+        print!(
+            "{:<8} {:>7} {:>8.0} {:>8.0} {:>9.2} {:>7} {:>7}",
+            name,
+            latencies.len(),
+            percentile(&latencies, 0.5),
+            percentile(&latencies, 0.99),
+            per_event(hot.received, latencies.len()),
+            hot.failed_batches,
+            hot.killed_batches,
+        );
+        for outcome in PROFILED {
+            print!(" {:>9}", hot.count(outcome));
+        }
+        println!();
+    }
+}
+
+/// The outcomes the faults profile counts for the hot order's messages.
+pub const PROFILED: [Outcome; 8] = [
+    Outcome::Applied,
+    Outcome::Duplicate,
+    Outcome::Parked,
+    Outcome::Gap,
+    Outcome::NotCreated,
+    Outcome::Skipped,
+    Outcome::StorageError,
+    Outcome::Invalid,
+];

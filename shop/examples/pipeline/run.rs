@@ -15,7 +15,8 @@ use serde_json::json;
 use crate::consumer::{consumer, lane};
 use crate::dispatcher::{Wiring, dispatcher};
 use crate::drain::Filled;
-use crate::figures::{Consumed, Figures, Shared, time_of};
+use crate::faults::Faults;
+use crate::figures::{Consumed, Figures, HOT_STREAM, Shared, time_of};
 use crate::keys::keyed;
 use crate::queues::{fifo_queue, fifo_topic, in_queue, sns_client, sqs_client};
 use crate::{Args, Pipeline, meter};
@@ -44,6 +45,11 @@ pub struct Case<'a> {
     /// Each batch of change records handed to the dispatcher out of order
     /// (`dispatcher.rs`).
     pub reordered: bool,
+    /// Events of one more stream, the hot order ([`HOT_STREAM`]), appended
+    /// by a producer of its own beside the others.
+    pub hot: u64,
+    /// What fails, the same for every consumer (`faults.rs`).
+    pub faults: Option<Faults>,
 }
 
 impl<'a> Case<'a> {
@@ -56,9 +62,14 @@ impl<'a> Case<'a> {
             consumers: args.drain_consumers,
             filled: Some(filled),
             reordered: false,
+            hot: 0,
+            faults: None,
         }
     }
 }
+
+/// The faults' dice: every consumer of a run draws from the same seed.
+const SEED: u64 = 0x5e90_e5ce;
 
 /// One run of `case` through the pipeline `mode`.
 pub async fn run(args: &Args, mode: Pipeline, name: &str, case: &Case<'_>) -> Figures {
@@ -84,6 +95,7 @@ pub async fn run(args: &Args, mode: Pipeline, name: &str, case: &Case<'_>) -> Fi
             queue_url.clone(),
             shop::domain(),
             (&events_table, &args.keys),
+            case.faults.map(|faults| (faults, SEED)),
         )
         .await,
     ];
@@ -97,6 +109,7 @@ pub async fn run(args: &Args, mode: Pipeline, name: &str, case: &Case<'_>) -> Fi
                 status_url,
                 shop::status::domain(),
                 (&events_table, &args.keys),
+                case.faults.map(|faults| (faults, SEED)),
             )
             .await,
         );
@@ -111,7 +124,10 @@ pub async fn run(args: &Args, mode: Pipeline, name: &str, case: &Case<'_>) -> Fi
                 .map(|key| (key.clone(), started))
                 .collect(),
         ),
-        None => (case.streams * case.per_stream as usize, HashMap::new()),
+        None => (
+            case.streams * case.per_stream as usize + case.hot as usize,
+            HashMap::new(),
+        ),
     };
     let shared = Arc::new(Shared::new(appended));
     // An order's name and email are sealed: the producers have their keys
@@ -125,13 +141,18 @@ pub async fn run(args: &Args, mode: Pipeline, name: &str, case: &Case<'_>) -> Fi
     } else {
         case.producers
     };
-    for producer in 0..producers {
+    let hot_producer = (case.hot > 0 && case.filled.is_none()).then_some(producers);
+    for producer in (0..producers).chain(hot_producer) {
         let (store, shared) = (store.clone(), shared.clone());
-        let mine: Vec<String> = (0..case.streams)
-            .filter(|stream| stream % producers == producer)
-            .map(|stream| format!("order-{stream}"))
-            .collect();
-        let per_stream = case.per_stream;
+        let (mine, per_stream): (Vec<String>, u64) = if producer == producers {
+            (vec![HOT_STREAM.to_owned()], case.hot)
+        } else {
+            let mine = (0..case.streams)
+                .filter(|stream| stream % producers == producer)
+                .map(|stream| format!("order-{stream}"))
+                .collect();
+            (mine, case.per_stream)
+        };
         tasks.push(tokio::spawn(async move {
             for sequence in 1..=per_stream {
                 for stream in &mine {
@@ -193,13 +214,13 @@ pub async fn run(args: &Args, mode: Pipeline, name: &str, case: &Case<'_>) -> Fi
             .unwrap_or_default();
         latencies.sort();
         let last = tally.last_projected.lock().ok().and_then(|last| *last);
-        let received = tally.received.lock().map(|ids| ids.len()).unwrap_or(0);
         consumed.push(Consumed {
             name: lane.name,
             projected: tally.projected.load(Ordering::Relaxed),
             seconds: last.map_or(f64::NAN, |last| (last - started).as_secs_f64()),
             latencies,
-            deliveries: received as u64 + in_queue(&sqs, &lane.queue_url).await,
+            deliveries: tally.receipts.load(Ordering::Relaxed)
+                + in_queue(&sqs, &lane.queue_url).await,
             invocations: tally.invocations.load(Ordering::Relaxed),
             receives: tally.receives.load(Ordering::Relaxed),
             deletes: tally.deletes.load(Ordering::Relaxed),
@@ -208,6 +229,7 @@ pub async fn run(args: &Args, mode: Pipeline, name: &str, case: &Case<'_>) -> Fi
             deleting: time_of(&tally.deleting),
             usage: lane.meter.usage(),
             kms: lane.keys.as_ref().map_or(0, |keys| keys.kms_requests()),
+            hot: tally.hot.lock().map(|hot| hot.clone()).unwrap_or_default(),
         });
     }
     let all_sent = shared

@@ -3,9 +3,10 @@
 //! (`drain`), what a million events cost (`cost`, and its parts in
 //! `cost-parts`), and the dispatcher alone on a backlog (`backlog`).
 
+use crate::faults::{Faults, HotProfile};
 use crate::figure_files::{Figure, Tables};
 use crate::figures::{Consumed, Figures};
-use crate::report::{per_event, percentile, rate};
+use crate::report::{PROFILED, per_event, percentile, rate};
 use crate::{Pipeline, cost};
 
 /// The live workloads' columns.
@@ -154,4 +155,50 @@ pub fn record_costs(tables: &mut Tables, costs: &[(String, Pipeline, cost::PerEv
 pub fn record_backlog(tables: &mut Tables, to: &str, requests: f64) {
     let name = format!("the dispatcher's requests an event, {to}");
     tables.record("backlog", Figure::new(&name, requests, 3, ""));
+}
+
+/// The faults workload: what each consumer saw of the hot order.
+pub fn record_faults(tables: &mut Tables, faults: &Faults, lanes: &[(&'static str, HotProfile)]) {
+    let mut columns = vec![
+        "latency p50 (ms)".to_owned(),
+        "latency p99 (ms)".to_owned(),
+        "deliveries a hot event".to_owned(),
+        "batches failed".to_owned(),
+        "batches killed".to_owned(),
+    ];
+    columns.extend(PROFILED.map(|outcome| outcome.as_str().to_owned()));
+    let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
+    tables.start(
+        "pipeline-faults",
+        &format!(
+            "A hot order beside 100 orders of 5 events, through the fan-out, under the same \
+             faults for both consumers: {:.0}% of their DynamoDB and KMS requests failing, {:.0}% \
+             of their batches killed after their writes (SQS visibility timeout 5 s); the hot \
+             order's messages, each delivery counted",
+            faults.requests * 100.0,
+            faults.kills * 100.0
+        ),
+        "scripts/bench",
+        "consumer",
+        &columns,
+    );
+    for (name, hot) in lanes {
+        let mut latencies = hot.latencies.clone();
+        latencies.sort();
+        let values = [
+            (percentile(&latencies, 0.5), 0),
+            (percentile(&latencies, 0.99), 0),
+            (per_event(hot.received, latencies.len()), 2),
+            (hot.failed_batches as f64, 0),
+            (hot.killed_batches as f64, 0),
+        ]
+        .into_iter()
+        .chain(PROFILED.map(|outcome| (hot.count(outcome) as f64, 0)));
+        for (column, (value, decimals)) in columns.iter().zip(values) {
+            tables.record(
+                "pipeline-faults",
+                Figure::cell(name, column, value, decimals, ""),
+            );
+        }
+    }
 }
