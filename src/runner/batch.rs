@@ -64,12 +64,15 @@ const SMALL_BATCH: usize = 16;
 /// one) and its deduplication records.
 pub(super) struct Wanted {
     pub(super) keys: Vec<EntityKey>,
+    /// The sequence of each key's event, beside `keys`.
+    pub(super) sequences: Vec<Option<u64>>,
     pub(super) at: Vec<Option<usize>>,
     pub(super) dedup: Vec<DedupKey>,
 }
 
 pub(super) fn wanted(records: &[Record]) -> Wanted {
     let mut keys = Vec::with_capacity(records.len());
+    let mut sequences = Vec::with_capacity(records.len());
     let mut at = Vec::with_capacity(records.len());
     let mut dedup = Vec::new();
     for event in records.iter().map(|record| record.event.as_ref().ok()) {
@@ -77,23 +80,18 @@ pub(super) fn wanted(records: &[Record]) -> Wanted {
             Some(key) => {
                 at.push(Some(keys.len()));
                 keys.push(key);
+                sequences.push(event.and_then(Event::sequence));
             }
             None => at.push(None),
         }
         dedup.extend(event.and_then(dedup_key));
     }
-    Wanted { keys, at, dedup }
-}
-
-/// The lowest sequence among the batch's events on `key` (`None`: none of
-/// them has one).
-pub(super) fn lowest_sequence(records: &[Record], wanted: &Wanted, key: &EntityKey) -> Option<u64> {
-    records
-        .iter()
-        .zip(&wanted.at)
-        .filter(|(_, at)| at.is_some_and(|index| wanted.keys.get(index) == Some(key)))
-        .filter_map(|(record, _)| record.event.as_ref().ok().and_then(Event::sequence))
-        .min()
+    Wanted {
+        keys,
+        sequences,
+        at,
+        dedup,
+    }
 }
 
 /// A stream's share of the batch's load: each of its entities' items, moved
@@ -104,6 +102,15 @@ pub(super) struct Share {
 }
 
 impl Share {
+    /// The stream's one entity, when it has exactly one and its item was
+    /// loaded.
+    pub(super) fn lone(&self) -> Option<&EntityKey> {
+        match self.bases.as_slice() {
+            [(key, Ok(_))] => Some(key),
+            _ => None,
+        }
+    }
+
     /// The item of the entity `event` is projected onto, taken out of the
     /// share; `None` when it is not one of the stream's.
     pub(super) fn take(&mut self, event: &Event) -> Option<(EntityKey, Result<Stored, CallError>)> {

@@ -53,6 +53,18 @@ impl<S: Store> Runner<S> {
             entities: Vec::new(),
             additions: Vec::new(),
         };
+        // A stream whose every message is an event on its one entity (the
+        // common case) needs no dry decisions: settling it decides in order
+        // and stops at the first that cannot be done, which is all this run
+        // would find. Only a stream shared by several entities, or with
+        // additions, must know here where every one of them stops.
+        let lone = share.lone().is_some_and(|key| {
+            stream.iter().all(|record| {
+                record.event.as_ref().is_ok_and(|event| {
+                    !event.is_ignored() && event.deduplicated().is_none() && event.is_on(key)
+                })
+            })
+        });
         let mut seen: HashSet<&str> = HashSet::new();
         for (position, record) in stream.iter().enumerate() {
             let event = match &record.event {
@@ -95,11 +107,11 @@ impl<S: Store> Runner<S> {
                 }
                 continue;
             }
-            let Some(entity) = entity_of(&mut plan.entities, &mut share, event) else {
+            let Some(entity) = entity_of(&mut plan.entities, &mut share, event, lone) else {
                 break;
             };
             entity.positions.push(position);
-            if !self.maybe_done(entity, record, event) {
+            if !lone && !self.maybe_done(entity, record, event) {
                 break; // this message fails: the ones after it are not attempted
             }
         }
@@ -124,17 +136,22 @@ impl<S: Store> Runner<S> {
 }
 
 /// The plan of the entity `event` is projected onto, begun from its item in
-/// the share the first time; `None` for an event on no entity.
+/// the share the first time (a `lone` stream's without the copy its dry
+/// decisions would need); `None` for an event on no entity.
 fn entity_of<'a>(
     entities: &'a mut Vec<EntityPlan>,
     share: &mut Share,
     event: &Event,
+    lone: bool,
 ) -> Option<&'a mut EntityPlan> {
     let index = match entities.iter().position(|plan| event.is_on(&plan.key)) {
         Some(index) => index,
         None => {
             let (key, base) = share.take(event)?;
-            let dry = base.as_ref().ok().and_then(|stored| stored.entity.clone());
+            let dry = match &base {
+                Ok(stored) if !lone => stored.entity.clone(),
+                _ => None,
+            };
             entities.push(EntityPlan {
                 key,
                 base,

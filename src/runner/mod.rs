@@ -203,9 +203,7 @@ impl<S: Store> Runner<S> {
         // records, split into each stream's share.
         let wanted = batch::wanted(&records);
         // Items this process wrote last are not read again (`warm.rs`).
-        let (cold, warm) = self.warm_split(&wanted.keys, |key| {
-            batch::lowest_sequence(&records, &wanted, key)
-        });
+        let (cold, warm) = self.warm_split(&wanted.keys, &wanted.sequences);
         let loaded = if cold.is_empty() && wanted.dedup.is_empty() {
             Ok(Loaded::default())
         } else {

@@ -49,10 +49,13 @@ pub(super) struct Warm {
 
 #[derive(Debug, Default)]
 struct Inner {
-    items: HashMap<EntityKey, Stored>,
-    /// Keys in the order they were stored (a key may be listed more than
-    /// once; only its last place counts when evicting).
-    order: VecDeque<EntityKey>,
+    /// Each item, with the stamp of its last put.
+    items: HashMap<EntityKey, (Stored, u64)>,
+    /// Keys in the order they were put, with the stamp of that put (a key
+    /// may be listed more than once; only the place whose stamp is its
+    /// item's counts when evicting).
+    order: VecDeque<(EntityKey, u64)>,
+    next: u64,
 }
 
 impl Warm {
@@ -76,7 +79,7 @@ impl Warm {
         if self.capacity == 0 {
             return None;
         }
-        self.lock().items.get(key).cloned()
+        self.lock().items.get(key).map(|(stored, _)| stored.clone())
     }
 
     /// Keeps the item as a write of this process left it.
@@ -85,30 +88,24 @@ impl Warm {
             return;
         }
         let mut inner = self.lock();
-        inner.items.insert(key.clone(), stored);
-        inner.order.push_back(key.clone());
-        while inner.items.len() > self.capacity {
-            let Some(oldest) = inner.order.pop_front() else {
+        let Inner { items, order, next } = &mut *inner;
+        let stamp = *next;
+        *next = next.wrapping_add(1);
+        items.insert(key.clone(), (stored, stamp));
+        order.push_back((key.clone(), stamp));
+        while items.len() > self.capacity {
+            let Some((oldest, put)) = order.pop_front() else {
                 break;
             };
             // Evict only at a key's last place in the order.
-            if !inner.order.contains(&oldest) {
-                inner.items.remove(&oldest);
+            if items.get(&oldest).is_some_and(|(_, last)| *last == put) {
+                items.remove(&oldest);
             }
         }
-        // The order list stays within a bound too: rebuilt when stale places
-        // pile up.
-        if inner.order.len() > 4 * self.capacity.max(16) {
-            let Inner { items, order } = &mut *inner;
-            let mut seen = std::collections::HashSet::new();
-            let mut kept: VecDeque<EntityKey> = order
-                .iter()
-                .rev()
-                .filter(|key| items.contains_key(*key) && seen.insert((*key).clone()))
-                .cloned()
-                .collect();
-            kept.make_contiguous().reverse();
-            *order = kept;
+        // The order list stays within a bound too: the stale places are
+        // dropped when they pile up.
+        if order.len() > 4 * self.capacity.max(16) {
+            order.retain(|(key, put)| items.get(key).is_some_and(|(_, last)| last == put));
         }
     }
 
@@ -128,26 +125,28 @@ impl Warm {
 
 impl<S: crate::store::Store> super::Runner<S> {
     /// The batch's keys split: those to read, and the items known warm.
-    /// `first` gives, for each key's first place in `keys`, the lowest
-    /// sequence the batch has for it. A kept item is trusted only when
-    /// that sequence continues it or is behind it: one further on is a gap
+    /// `sequences` gives each key's event's sequence, beside `keys` (in
+    /// batch order). A kept item is trusted only when the batch's first
+    /// event on it continues it or is behind it: one further on is a gap
     /// against what this process knows, which is what a process that has
     /// fallen behind sees (another process took the stream's batches
     /// meanwhile, as FIFO groups move between Lambda's environments). A
-    /// gap must not fail on a guess, so its item is read.
+    /// gap must not fail on a guess, so its item is read. (A later event
+    /// of the batch that is lower can only make a read that was not needed.)
     pub(super) fn warm_split(
         &self,
         keys: &[EntityKey],
-        first: impl Fn(&EntityKey) -> Option<u64>,
+        sequences: &[Option<u64>],
     ) -> (Vec<EntityKey>, Vec<(EntityKey, Stored)>) {
         let mut cold = Vec::new();
         let mut warm: Vec<(EntityKey, Stored)> = Vec::new();
-        for key in keys {
+        for (index, key) in keys.iter().enumerate() {
             if warm.iter().any(|(known, _)| known == key) || cold.contains(key) {
                 continue;
             }
+            let first = sequences.get(index).copied().flatten();
             match self.warm.get(key) {
-                Some(stored) if continues(&stored, first(key)) => {
+                Some(stored) if continues(&stored, first) => {
                     warm.push((key.clone(), stored));
                 }
                 _ => cold.push(key.clone()),
@@ -172,7 +171,7 @@ impl<S: crate::store::Store> super::Runner<S> {
     }
 }
 
-/// Whether a batch whose lowest sequence on the entity is `first` can be
+/// Whether a batch whose first sequence on the entity is `first` can be
 /// decided on `stored` without reading it: the entity exists, and `first`
 /// is at most its next sequence (an event without a sequence: yes).
 fn continues(stored: &Stored, first: Option<u64>) -> bool {
