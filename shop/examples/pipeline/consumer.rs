@@ -34,7 +34,7 @@ pub struct Lane {
     /// at a time, as Lambda's default), and a killed batch's task starts
     /// a new one.
     pub process: Process,
-    pub faults: Option<(Faults, Arc<Dice>, Failing)>,
+    pub faults: Option<(Faults, Arc<Dice>)>,
     /// The naive projector's client and table.
     pub naive: (aws_sdk_dynamodb::Client, String),
     pub tally: Arc<Tally>,
@@ -111,7 +111,7 @@ pub async fn consumer(
                 };
                 let killed = faults
                     .as_ref()
-                    .is_some_and(|(faults, dice, _)| dice.roll(faults.kills));
+                    .is_some_and(|(faults, dice)| dice.roll(faults.kills));
                 tally.profile_hot(&report, killed);
                 if killed {
                     // The process died before it answered: nothing is
@@ -241,7 +241,7 @@ pub async fn lane(
         if let Wrapping::Kms { client, .. } = &mut wrapping {
             *client = failing.kms(client);
         }
-        (faults, Arc::new(Dice::new(seed.rotate_left(17))), failing)
+        (faults, Arc::new(Dice::new(seed.rotate_left(17))))
     });
     let keyed_domain = keyed(domain.clone(), &dynamodb, events_table, &wrapping);
     let keys = keyed_domain.keys().cloned();

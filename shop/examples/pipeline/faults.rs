@@ -65,8 +65,6 @@ impl Dice {
 pub struct Failing {
     share: f64,
     dice: Arc<Dice>,
-    /// Requests failed.
-    pub failed: Arc<AtomicU64>,
 }
 
 impl Failing {
@@ -74,13 +72,11 @@ impl Failing {
         Failing {
             share,
             dice: Arc::new(Dice::new(seed)),
-            failed: Arc::new(AtomicU64::new(0)),
         }
     }
 
     fn fail(&self, what: &'static str) -> Result<(), BoxError> {
         if self.dice.roll(self.share / 2.0) {
-            self.failed.fetch_add(1, Ordering::Relaxed);
             return Err(what.into());
         }
         Ok(())
@@ -142,8 +138,6 @@ pub struct HotProfile {
     /// waits a visibility timeout), and those killed.
     pub failed_batches: u64,
     pub killed_batches: u64,
-    /// Every batch killed, hot or not.
-    pub kills: u64,
     /// Each hot event's latency, from its append to its projection.
     pub latencies: Vec<Duration>,
 }

@@ -123,7 +123,6 @@ impl Tally {
         let Ok(mut hot) = self.hot.lock() else {
             return;
         };
-        hot.kills += u64::from(killed);
         let mine: Vec<_> = report
             .messages
             .iter()
