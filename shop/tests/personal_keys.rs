@@ -4,7 +4,9 @@
 //! per subject; a reader opens after fetching the keys; two writers racing
 //! for a new subject end with one key; `erase` deletes the key, tells the
 //! stream once, and refuses the subject's personal data from then on. The
-//! KMS and DynamoDB requests of each step are counted and asserted.
+//! KMS and DynamoDB requests of each step are counted and asserted; a key
+//! vouched for by the writer's own events is read again after another
+//! writer's event, and refuses the append once another process erased it.
 
 mod support;
 
@@ -304,6 +306,13 @@ async fn appends_seal_with_one_data_key_a_subject_and_a_reader_opens_them_after_
         Ok(3)
     );
     assert_eq!((writer.kms_requests(), writer.requests()), (before, 3));
+    // The item was read while the stream held an event, and every event
+    // since is this store's own: the key is vouched for, no item read.
+    assert_eq!(
+        append(&store, "ada", "MemberRenamed", json!({"name": NAME})).await,
+        Ok(4)
+    );
+    assert_eq!((writer.kms_requests(), writer.requests()), (before, 3));
 
     // A reader with a cold keyring: the key is needed, then fetched (one
     // BatchGetItem and one Decrypt), then every body opens.
@@ -321,7 +330,7 @@ async fn appends_seal_with_one_data_key_a_subject_and_a_reader_opens_them_after_
     assert_eq!((reader_keys.kms_requests(), reader_keys.requests()), (1, 1));
     let member = fold(&reader, &stored).expect("a member");
     assert_eq!((member.name.as_str(), member.email.as_str()), (NAME, EMAIL));
-    assert_eq!((member.plan.as_str(), member.sequence), ("silver", 3));
+    assert_eq!((member.plan.as_str(), member.sequence), ("silver", 4));
     // Fetched again while kept: nothing asked.
     reader
         .fetch_keys(stored.iter().map(String::as_str))
@@ -373,6 +382,63 @@ async fn two_writers_racing_for_a_new_subject_end_with_one_key_both_use() {
     // the winner's (Decrypt).
     let made = one.kms_requests() + two.kms_requests();
     assert!((2..=3).contains(&made), "{made} KMS requests");
+}
+
+/// A key vouched for by the writer's own events (no item read) is read
+/// again once another writer's event comes first; after another process
+/// erased the subject, that read refuses the append.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_vouched_for_is_read_again_after_another_writers_event() {
+    let setup = Setup::new("vouch").await;
+    let keys = setup.keys();
+    let (_, writer) = setup.process(&keys);
+    let renamed = || json!({"name": NAME});
+    // 1: the key made; 2: its item read while the stream holds event 1.
+    assert_eq!(
+        append(&writer, "fay", "MemberJoined", joined_data()).await,
+        Ok(1)
+    );
+    assert_eq!(
+        append(&writer, "fay", "MemberRenamed", renamed()).await,
+        Ok(2)
+    );
+    let read = keys.requests();
+    assert_eq!(
+        append(&writer, "fay", "MemberRenamed", renamed()).await,
+        Ok(3)
+    );
+    assert_eq!(keys.requests(), read, "vouched for: no item read");
+
+    // Another process's event at 4: the writer's put there is refused, the
+    // item read again, the event appended at 5; vouched for again after.
+    let other_keys = setup.keys();
+    let (_, other) = setup.process(&other_keys);
+    assert_eq!(
+        append(&other, "fay", "PlanChanged", json!({"plan": "silver"})).await,
+        Ok(4)
+    );
+    assert_eq!(
+        append(&writer, "fay", "MemberRenamed", renamed()).await,
+        Ok(5)
+    );
+    assert_eq!(keys.requests(), read + 1, "read again");
+    assert_eq!(
+        append(&writer, "fay", "MemberRenamed", renamed()).await,
+        Ok(6)
+    );
+    assert_eq!(keys.requests(), read + 1, "vouched for again");
+
+    // The other process erases the subject: the writer's next personal
+    // append is refused, naming them, and nothing is written.
+    let erased = erase(&other, "fay").await.expect("erased");
+    assert_eq!(erased.told, [("fay".to_owned(), 7)]);
+    match append(&writer, "fay", "MemberRenamed", renamed()).await {
+        Err(err @ AppendError::Erased { .. }) => {
+            assert!(err.to_string().contains("`fay`"), "{err}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(writer.last_sequence("fay").await, Ok(7));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,9 +3,10 @@
 //! [`super::LocalKeys`] in memory).
 //!
 //! A consumer reads a subject's key once and keeps it for [`DEFAULT_TTL`]
-//! (or until it reads the subject's erasure); an append reads the key item
-//! every time, because that read is what refuses an erased subject, and
-//! unwraps the key only when it has not kept it.
+//! (or until it reads the subject's erasure); an append reads the key item,
+//! because that read is what refuses an erased subject (unless its event
+//! store vouches for the key, see `producer/known.rs`), and unwraps the key
+//! only when it has not kept it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -1,30 +1,73 @@
 //! An append's personal values sealed before anything is written: for each
-//! event of a type the domain declares personal, its subject's key (read
-//! each time: that read is what refuses an erased subject), and each
-//! personal field present sealed with the event's id and the field's name.
+//! event of a type the domain declares personal, its subject's key, and
+//! each personal field present sealed with the event's id and the field's
+//! name. The key item is read (that read is what refuses an erased subject)
+//! unless the event store vouches for the key: it read the item since the
+//! stream's last event, and every event since is its own, so an erasure
+//! since would have broken the chain (see `producer/known.rs`).
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
 use super::cipher::DataKey;
-use super::keys::KeyError;
+use super::keys::{KeyError, Known};
 use super::{Subject, associated_data, is_sealed};
 use crate::domain::Domain;
 use crate::envelope::InvalidMessage;
 use crate::producer::{AppendError, Checked};
 
-/// Seals the personal values of `events`, appended to `stream`; see the
-/// module's documentation.
+/// The subjects whose keys an append sealed with.
+#[derive(Debug, Default)]
+pub(crate) struct Sealed {
+    /// Whose key item was read now.
+    pub(crate) read: Vec<String>,
+    /// Whose key the event store vouched for, unread.
+    pub(crate) vouched: Vec<String>,
+}
+
+impl Sealed {
+    /// Every subject.
+    pub(crate) fn subjects(&self) -> Vec<String> {
+        self.read.iter().chain(&self.vouched).cloned().collect()
+    }
+
+    /// Every key item read again (the append's slot is not the one the
+    /// keys were read or vouched for at): an erased subject refused.
+    pub(crate) async fn read_again(
+        &mut self,
+        domain: &Domain,
+        stream: &str,
+    ) -> Result<(), AppendError> {
+        let Some(keys) = domain.keys() else {
+            return Ok(());
+        };
+        self.read = self.subjects();
+        self.vouched.clear();
+        for subject in &self.read {
+            keys.for_append(subject, stream).await.map_err(refusal)?;
+        }
+        Ok(())
+    }
+}
+
+/// Seals the personal values of `events`, appended to `stream`, with the
+/// keys of `vouched` subjects unread; see the module's documentation.
 pub(crate) async fn seal(
     domain: &Domain,
     stream: &str,
     events: &mut [Checked],
-) -> Result<(), AppendError> {
+    vouched: &[String],
+) -> Result<Sealed, AppendError> {
+    let mut sealed = Sealed::default();
     if domain.personal().is_empty() {
-        return Ok(());
+        return Ok(sealed);
     }
-    let mut keys_of = HashMap::new();
+    let mut keys_of = Keys {
+        vouched,
+        used: HashMap::new(),
+        sealed: &mut sealed,
+    };
     for (index, event) in events.iter_mut().enumerate() {
         let sealing = Sealing {
             domain,
@@ -35,7 +78,21 @@ pub(crate) async fn seal(
         };
         sealing.seal(&mut event.data, &mut keys_of).await?;
     }
-    Ok(())
+    Ok(sealed)
+}
+
+/// The keys of one append.
+struct Keys<'a> {
+    vouched: &'a [String],
+    used: HashMap<String, DataKey>,
+    sealed: &'a mut Sealed,
+}
+
+fn refusal(err: KeyError) -> AppendError {
+    match err {
+        KeyError::Erased(subject) => AppendError::Erased { subject },
+        other => AppendError::Keys(other),
+    }
 }
 
 /// Seals the personal values of one event's `data` as `append` does
@@ -55,7 +112,13 @@ pub async fn seal_data(
         event_id,
         event_type,
     };
-    sealing.seal(data, &mut HashMap::new()).await
+    let mut sealed = Sealed::default();
+    let mut keys = Keys {
+        vouched: &[],
+        used: HashMap::new(),
+        sealed: &mut sealed,
+    };
+    sealing.seal(data, &mut keys).await
 }
 
 /// One event being sealed.
@@ -68,11 +131,7 @@ struct Sealing<'a> {
 }
 
 impl Sealing<'_> {
-    async fn seal(
-        &self,
-        data: &mut Value,
-        keys_of: &mut HashMap<String, DataKey>,
-    ) -> Result<(), AppendError> {
+    async fn seal(&self, data: &mut Value, keys_of: &mut Keys<'_>) -> Result<(), AppendError> {
         let Some(fields) = self.domain.personal().of(self.event_type) else {
             return Ok(());
         };
@@ -116,13 +175,10 @@ impl Sealing<'_> {
         Ok(())
     }
 
-    /// The subject's key: read once per append.
-    async fn key(
-        &self,
-        subject: &str,
-        keys_of: &mut HashMap<String, DataKey>,
-    ) -> Result<DataKey, AppendError> {
-        if let Some(key) = keys_of.get(subject) {
+    /// The subject's key: read once per append, unless vouched for and
+    /// still kept.
+    async fn key(&self, subject: &str, keys_of: &mut Keys<'_>) -> Result<DataKey, AppendError> {
+        if let Some(key) = keys_of.used.get(subject) {
             return Ok(key.clone());
         }
         let Some(keys) = self.domain.keys() else {
@@ -131,14 +187,22 @@ impl Sealing<'_> {
                 self.event_type
             )));
         };
-        let key = keys
-            .for_append(subject, self.stream)
-            .await
-            .map_err(|err| match err {
-                KeyError::Erased(subject) => AppendError::Erased { subject },
-                other => AppendError::Keys(other),
-            })?;
-        keys_of.insert(subject.to_owned(), key.clone());
+        let vouched = keys_of.vouched.iter().any(|known| known == subject);
+        let key = match keys.known(subject) {
+            Some(Known::Key(key)) if vouched => {
+                keys_of.sealed.vouched.push(subject.to_owned());
+                key
+            }
+            _ => {
+                let key = keys
+                    .for_append(subject, self.stream)
+                    .await
+                    .map_err(refusal)?;
+                keys_of.sealed.read.push(subject.to_owned());
+                key
+            }
+        };
+        keys_of.used.insert(subject.to_owned(), key.clone());
         Ok(key)
     }
 }

@@ -23,6 +23,7 @@ use super::send::{Answer, CONDITION_FAILED, Plan, Refusal};
 use super::store::{EventStore, ExactCheck};
 use super::{Append, AppendError, Appended, ExpectedSequence};
 use crate::entity::Item;
+use crate::personal::writing::seal;
 use crate::store::StoreError;
 
 /// Where an append stands between its tries.
@@ -118,11 +119,18 @@ impl EventStore {
     /// module's documentation.
     pub async fn append(&self, append: Append) -> Result<Appended, AppendError> {
         let mut events = check(&self.domain, &append)?;
-        crate::personal::writing::seal(&self.domain, &append.stream_id, &mut events).await?;
+        let stream = &append.stream_id;
+        let _turn = self.turns.take(stream).await;
+        let (mut ground, vouched) = self.vouched(&append);
+        let mut sealed = seal(&self.domain, stream, &mut events, &vouched).await?;
         super::check::sealed_sizes(&append, &events)?;
-        let _turn = self.turns.take(&append.stream_id).await;
         let mut attempt = self.start(&append, &events).await?;
         loop {
+            if !sealed.vouched.is_empty() && ground != Some(attempt.at) {
+                // Another writer's event came first: it may be an erasure.
+                sealed.read_again(&self.domain, stream).await?;
+                ground = Some(attempt.at).filter(|&at| at > 0);
+            }
             attempt.tries += 1;
             let (plan, layout) = self.plan(&attempt)?;
             let answer = self.send(plan).await;
@@ -130,13 +138,45 @@ impl EventStore {
                 Next::Done(appended) => {
                     if !appended.duplicate_request {
                         let kind = attempt.kind().map(|(kind, _)| kind);
-                        self.known.note(&append.stream_id, appended.sequence, kind);
+                        let first = appended.first_sequence;
+                        let subjects = if ground == Some(first - 1) {
+                            sealed.subjects()
+                        } else {
+                            Vec::new()
+                        };
+                        let span = (first, appended.sequence);
+                        self.known.appended(stream, span, kind, &subjects);
                     }
                     return Ok(appended);
                 }
                 Next::Again { lost } => self.pause(&mut attempt, lost).await?,
             }
         }
+    }
+
+    /// Where the first try will go without reading (an event there is
+    /// known to exist), and the subjects whose keys are vouched for there.
+    fn vouched(&self, append: &Append) -> (Option<u64>, Vec<String>) {
+        let Some(seen) = self.known.get(&append.stream_id) else {
+            return (None, Vec::new());
+        };
+        let at = match append.expected {
+            ExpectedSequence::Any => seen.sequence,
+            ExpectedSequence::Exact(expected)
+                if expected > 0
+                    && expected <= seen.sequence
+                    && self.exact != ExactCheck::ReadFirst =>
+            {
+                expected
+            }
+            ExpectedSequence::Exact(_) => return (None, Vec::new()),
+        };
+        let vouched = if at == seen.sequence {
+            seen.vouched
+        } else {
+            Vec::new()
+        };
+        (Some(at), vouched)
     }
 
     /// Where the events go first: after the stream's last event (read), or
