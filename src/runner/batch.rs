@@ -123,11 +123,14 @@ impl Share {
 /// for (`None`: by an earlier release).
 pub(super) type Handled = HashMap<DedupKey, Option<String>>;
 
-/// The load split into each stream's share, and the deduplication records
-/// found (empty when the load failed: then every share is that failure).
+/// The load split into each stream's share, with the items known warm
+/// (beside `wanted.keys`, see `warm.rs`) as if read, and the deduplication
+/// records found (empty when the load failed: then every share is that
+/// failure).
 pub(super) fn shares(
     loaded: Result<Loaded, CallError>,
     wanted: Wanted,
+    mut warm: Vec<Option<Stored>>,
     streams: &[Vec<usize>],
 ) -> (Vec<Share>, Handled) {
     let (mut loaded, failure) = match loaded {
@@ -146,9 +149,11 @@ pub(super) fn shares(
                 if bases.iter().any(|(known, _)| *known == key) {
                     continue;
                 }
-                let base = match &failure {
-                    Some(err) => Err(err.clone()),
-                    None => take_stored(&mut loaded, &key),
+                let known = warm.get_mut(index).and_then(Option::take);
+                let base = match (&failure, known) {
+                    (Some(err), _) => Err(err.clone()),
+                    (None, Some(stored)) => Ok(stored),
+                    (None, None) => take_stored(&mut loaded, &key),
                 };
                 bases.push((key, base));
             }

@@ -210,11 +210,10 @@ impl<S: Store> Runner<S> {
             let load = self.store.load(&cold, &wanted.dedup);
             self.timed("BatchGetItem", &invocation, load).await
         };
-        let loaded = loaded.map(|loaded| warm::with_warm(loaded, warm));
         if let Err(CallError::Store(err)) = &loaded {
             warn!(error = %err, "loading the batch's entities failed");
         }
-        let (shares, handled) = batch::shares(loaded, wanted, &streams);
+        let (shares, handled) = batch::shares(loaded, wanted, warm, &streams);
 
         // Each stream decided in order without writing (its dry run), then
         // all of them settled at once.

@@ -56,7 +56,8 @@ impl<S: Store> Runner<S> {
             }
         };
         let mut settling = Settling {
-            verdicts: Vec::with_capacity(run.len()),
+            // Most runs are one step: its verdicts become these.
+            verdicts: Vec::new(),
             parking: Vec::new(),
             fetched: Fetched::new(),
             races: 0,
@@ -150,7 +151,11 @@ impl<S: Store> Runner<S> {
                 let report = parking_report(stream, key, &step, invocation.now, Some(stuck));
                 settling.parking.push(report);
             }
-            settling.verdicts.extend(step.verdicts);
+            if settling.verdicts.is_empty() {
+                settling.verdicts = step.verdicts;
+            } else {
+                settling.verdicts.extend(step.verdicts);
+            }
             return Next::Done; // nothing to write
         }
         let alone = step.effects.is_empty() && step.commit.items() == 1;
@@ -288,7 +293,11 @@ fn written(
                 .iter()
                 .any(|parked| parked.sequence == *sequence)
     });
-    settling.verdicts.append(&mut step.verdicts);
+    if settling.verdicts.is_empty() {
+        settling.verdicts = std::mem::take(&mut step.verdicts);
+    } else {
+        settling.verdicts.append(&mut step.verdicts);
+    }
     let more = step.more;
     (more, step.into_stored())
 }

@@ -37,7 +37,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use crate::entity::EntityKey;
-use crate::store::{Loaded, Stored};
+use crate::store::Stored;
 
 /// A bounded map of entity items as this process last wrote them, shared by
 /// concurrent invocations.
@@ -91,7 +91,13 @@ impl Warm {
         let Inner { items, order, next } = &mut *inner;
         let stamp = *next;
         *next = next.wrapping_add(1);
-        items.insert(key.clone(), (stored, stamp));
+        // A hot entity is put again and again: its key is cloned once.
+        match items.get_mut(key) {
+            Some(entry) => *entry = (stored, stamp),
+            None => {
+                items.insert(key.clone(), (stored, stamp));
+            }
+        }
         order.push_back((key.clone(), stamp));
         while items.len() > self.capacity {
             let Some((oldest, put)) = order.pop_front() else {
@@ -124,7 +130,8 @@ impl Warm {
 }
 
 impl<S: crate::store::Store> super::Runner<S> {
-    /// The batch's keys split: those to read, and the items known warm.
+    /// The batch's keys split: those to read, and the items known warm,
+    /// beside `keys` (at each key's first place; `None` elsewhere).
     /// `sequences` gives each key's event's sequence, beside `keys` (in
     /// batch order). A kept item is trusted only when the batch's first
     /// event on it continues it or is behind it: one further on is a gap
@@ -137,19 +144,21 @@ impl<S: crate::store::Store> super::Runner<S> {
         &self,
         keys: &[EntityKey],
         sequences: &[Option<u64>],
-    ) -> (Vec<EntityKey>, Vec<(EntityKey, Stored)>) {
+    ) -> (Vec<EntityKey>, Vec<Option<Stored>>) {
         let mut cold = Vec::new();
-        let mut warm: Vec<(EntityKey, Stored)> = Vec::new();
+        let mut warm = Vec::with_capacity(keys.len());
         for (index, key) in keys.iter().enumerate() {
-            if warm.iter().any(|(known, _)| known == key) || cold.contains(key) {
+            if keys[..index].contains(key) {
+                warm.push(None);
                 continue;
             }
             let first = sequences.get(index).copied().flatten();
             match self.warm.get(key) {
-                Some(stored) if continues(&stored, first) => {
-                    warm.push((key.clone(), stored));
+                Some(stored) if continues(&stored, first) => warm.push(Some(stored)),
+                _ => {
+                    cold.push(key.clone());
+                    warm.push(None);
                 }
-                _ => cold.push(key.clone()),
             }
         }
         (cold, warm)
@@ -178,20 +187,4 @@ fn continues(stored: &Stored, first: Option<u64>) -> bool {
     stored.entity.as_ref().is_some_and(|entity| {
         first.is_none_or(|first| first <= entity.sequence().saturating_add(1))
     })
-}
-
-/// The load with the warm items added as if read.
-pub(super) fn with_warm(mut loaded: Loaded, warm: Vec<(EntityKey, Stored)>) -> Loaded {
-    for (key, stored) in warm {
-        if let Some(entity) = stored.entity {
-            loaded.entities.insert(key.clone(), Ok(entity));
-        }
-        if !stored.parking.sequences.is_empty() || stored.parking.since.is_some() {
-            loaded.parking.insert(key.clone(), stored.parking);
-        }
-        if let Some(at) = stored.due_at {
-            loaded.due.insert(key, at);
-        }
-    }
-    loaded
 }

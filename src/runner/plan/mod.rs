@@ -147,7 +147,7 @@ pub(super) fn plan(
         cleared: Vec::new(),
         parked_conflicts: Vec::new(),
         conflicts: Vec::new(),
-        verdicts: Vec::new(),
+        verdicts: Vec::with_capacity(rest.len()),
         more: false,
         stuck: None,
         outgoing: None,
