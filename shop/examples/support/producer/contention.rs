@@ -35,13 +35,13 @@ impl Rate {
 }
 
 /// `writers` writers, each appending `each` events (any sequence, a request
-/// id each) to one of `streams` streams; writer `i` through `stores[i % n]`.
+/// id each when `request_ids`) to one of `streams` streams; writer `i`
+/// through `stores[i % n]`.
 pub async fn rate(
     stores: &[Arc<EventStore>],
     name: &str,
-    writers: usize,
-    each: usize,
-    streams: usize,
+    (writers, each, streams): (usize, usize, usize),
+    request_ids: bool,
 ) -> Rate {
     let started = Instant::now();
     let tasks = (0..writers).map(|writer| {
@@ -52,7 +52,7 @@ pub async fn rate(
             for n in 0..each {
                 let stream = format!("{name}-{}", (writer * each + n) % streams);
                 let append = Append {
-                    request_id: Some(format!("{name}-{writer}-{n}")),
+                    request_id: request_ids.then(|| format!("{name}-{writer}-{n}")),
                     ..Append::one(stream, updated(n as u64))
                 };
                 let began = Instant::now();
@@ -91,9 +91,10 @@ pub async fn rate(
 pub async fn print_contention(proxied: &str, tables: &mut Tables) {
     tables.start(
         "producer-contention",
-        "Appends from concurrent writers (any sequence, a request id each, an order's name and \
-         email sealed), through a proxy adding 2 ms a request: the rate, the tail, what gave \
-         up, and what DynamoDB bills an append (a lost race's failed put included)",
+        "Appends from concurrent writers (any sequence, a request id each, then none: the \
+         command's retry-safe append, then the bare one; an order's name and email sealed), \
+         through a proxy adding 2 ms a request: the rate, the tail, what gave up, and what \
+         DynamoDB bills an append (a lost race's failed put included)",
         "scripts/bench",
         "writers",
         &[
@@ -118,65 +119,68 @@ pub async fn print_contention(proxied: &str, tables: &mut Tables) {
     for writer in 0..32 {
         own.push(store(writer).await);
     }
-    let before = meter.usage();
-    let limit = rate(&shared, "hot-1", 1, 160, 1).await;
-    record(
-        tables,
-        "one hot stream, 1 writer",
-        &limit,
-        &meter.usage(),
-        &before,
-    );
-    println!(
-        "{:<48} {:.0} appends/s (160 appends one at a time: the limit; p50 {:.1} ms, p99 {:.1} ms)",
-        "one hot stream, 1 writer",
-        limit.per_second(),
-        limit.quantile(0.5),
-        limit.quantile(0.99)
-    );
-    for (label, name, stores, writers, streams) in [
-        ("one hot stream, 8 writers", "hot-8", &shared, 8, 1),
-        ("one hot stream, 32 writers", "hot-32", &shared, 32, 1),
-        (
-            "one hot stream, 8 writers, a client each",
-            "hot-8-own",
-            &own,
-            8,
-            1,
-        ),
-        (
-            "one hot stream, 32 writers, a client each",
-            "hot-32-own",
-            &own,
-            32,
-            1,
-        ),
-        ("100 streams, 1 writer", "rate-100-1", &shared, 1, 100),
-        ("100 streams, 8 writers", "rate-100", &shared, 8, 100),
-        ("100 streams, 32 writers", "rate-100-32", &shared, 32, 100),
-    ] {
-        let before = meter.usage();
-        let run = rate(stores, name, writers, 320 / writers, streams).await;
-        record(tables, label, &run, &meter.usage(), &before);
-        let of_limit = if streams == 1 {
-            format!(
-                ", {:.0} % of the limit",
-                100.0 * run.per_second() / limit.per_second()
-            )
+    for request_ids in [true, false] {
+        let (suffix, tag) = if request_ids {
+            ("", "")
         } else {
-            String::new()
+            (", no request id", "-bare")
         };
+        let before = meter.usage();
+        let limit = rate(&shared, &format!("hot-1{tag}"), (1, 160, 1), request_ids).await;
+        let label = format!("one hot stream, 1 writer{suffix}");
+        record(tables, &label, &limit, &meter.usage(), &before);
         println!(
-            "{label:<48} {:.0} appends/s ({} of 320 appended, {} gave up, {} failed{of_limit}); \
-             latency p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
-            run.per_second(),
-            run.appends,
-            run.gave_up,
-            run.failed,
-            run.quantile(0.5),
-            run.quantile(0.99),
-            run.quantile(1.0)
+            "{label:<60} {:.0} appends/s (160 appends one at a time: the limit; p50 {:.1} ms, p99 {:.1} ms)",
+            limit.per_second(),
+            limit.quantile(0.5),
+            limit.quantile(0.99)
         );
+        for (label, name, stores, writers, streams) in [
+            ("one hot stream, 8 writers", "hot-8", &shared, 8, 1),
+            ("one hot stream, 32 writers", "hot-32", &shared, 32, 1),
+            (
+                "one hot stream, 8 writers, a client each",
+                "hot-8-own",
+                &own,
+                8,
+                1,
+            ),
+            (
+                "one hot stream, 32 writers, a client each",
+                "hot-32-own",
+                &own,
+                32,
+                1,
+            ),
+            ("100 streams, 1 writer", "rate-100-1", &shared, 1, 100),
+            ("100 streams, 8 writers", "rate-100", &shared, 8, 100),
+            ("100 streams, 32 writers", "rate-100-32", &shared, 32, 100),
+        ] {
+            let label = format!("{label}{suffix}");
+            let before = meter.usage();
+            let shape = (writers, 320 / writers, streams);
+            let run = rate(stores, &format!("{name}{tag}"), shape, request_ids).await;
+            record(tables, &label, &run, &meter.usage(), &before);
+            let of_limit = if streams == 1 {
+                format!(
+                    ", {:.0} % of the limit",
+                    100.0 * run.per_second() / limit.per_second()
+                )
+            } else {
+                String::new()
+            };
+            println!(
+                "{label:<60} {:.0} appends/s ({} of 320 appended, {} gave up, {} failed{of_limit}); \
+                 latency p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+                run.per_second(),
+                run.appends,
+                run.gave_up,
+                run.failed,
+                run.quantile(0.5),
+                run.quantile(0.99),
+                run.quantile(1.0)
+            );
+        }
     }
 }
 
