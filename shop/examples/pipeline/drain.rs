@@ -81,7 +81,7 @@ pub async fn fill(args: &Args, table: &str, streams: usize, per_stream: u64, hot
 }
 
 /// Drains a third of the drain workload (a store of its own) through each
-/// pipeline in turn, kept nowhere, so that every measured drain finds
+/// pipeline in turn, kept nowhere, so that every measured workload finds
 /// DynamoDB Local and LocalStack warm. Without it the first pipeline paid
 /// for DynamoDB Local compiling its own code (a JVM starts interpreted) and
 /// the ones after it did not: the same build read 4.3 to 4.9 times the
@@ -101,7 +101,7 @@ pub async fn warm_up(args: &Args) {
         run(args, mode, &format!("pipeline-warm-{}", mode.tag()), &case).await;
     }
     println!(
-        "drain: warmed DynamoDB Local and LocalStack first: each pipeline drained {} events of a store of its own, not kept ({:.1} s)",
+        "warmed DynamoDB Local and LocalStack first: each pipeline drained {} events of a store of its own, not kept ({:.1} s)",
         filled.keys.len(),
         began.elapsed().as_secs_f64()
     );
