@@ -11,8 +11,9 @@
 //! (appended through the status consumer's domain: the shop's types, no
 //! personal data; the body as the shop wrote it before), an `OrderCancelled`
 //! (no personal field: no key read), a subject's first personal append, a
-//! later one from the same appender (its key kept) and one from a new
-//! appender. Per message: a shop consumer with a new keyring (the first
+//! later one from the same appender (its key kept), one from a new
+//! appender, and that appender's next (no key item read: every event of
+//! the stream since it read the item is its own). Per message: a shop consumer with a new keyring (the first
 //! message of a subject), the same consumer later (the key kept), a plain
 //! body, and the status consumer, which declares none. Then the CPU time a
 //! consumer spends on a sealed body against a plain one, keys kept.
@@ -334,6 +335,9 @@ pub async fn print_personal(endpoint: &str, kms_endpoint: Option<&str>, tables: 
     let cold_row = appends(&cold, &sealed, "OrderUpdated", updated, 2).await;
     let cancel = |_| json!({"reason": "changed their mind"});
     let cancelled = appends(&cold, &sealed, "OrderCancelled", cancel, 3).await;
+    // Its next one: every event since it read the key item is its own, so
+    // the key is vouched for and the item not read.
+    let vouched = appends(&cold, &sealed, "OrderUpdated", updated, 4).await;
     for (label, row) in rows {
         row.print(tables, APPENDS, label);
     }
@@ -346,6 +350,11 @@ pub async fn print_personal(endpoint: &str, kms_endpoint: Option<&str>, tables: 
         tables,
         APPENDS,
         "OrderCancelled, shop domain (no personal field)",
+    );
+    vouched.print(
+        tables,
+        APPENDS,
+        "(e) OrderUpdated, that appender again (every event since its read its own)",
     );
 
     println!("-- per message, consumers (batches of 1 and of 10)");
