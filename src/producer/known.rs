@@ -88,7 +88,7 @@ impl Known {
             return;
         }
         self.with(stream, |seen| {
-            if seen.sequence + 1 != first || last < seen.sequence {
+            if seen.sequence + 1 != first {
                 seen.vouched.clear();
             }
             for subject in subjects {
