@@ -12,6 +12,7 @@
 
 use std::path::PathBuf;
 
+mod compute;
 mod declaration;
 mod dependency;
 mod names;

@@ -548,6 +548,8 @@ pub fn render_with(
     }
     // A section left without entries is left out.
     text = text.replace("\nRules:\n\n", "\n");
+    // Each function on Lambda's compute and on Managed Instances.
+    let text = super::compute::either(&text)?;
     one_of_each(&text)?;
     Ok(text)
 }
