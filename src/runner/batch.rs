@@ -3,6 +3,7 @@
 //! put back into batch order as the report's lines.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use aws_lambda_events::event::sqs::SqsEvent;
 
@@ -25,35 +26,96 @@ pub(super) fn read_records(event: &SqsEvent, domain: &Domain) -> Result<Vec<Reco
     Ok(records)
 }
 
-/// The streams, in the order of their first message; each holds the batch
-/// positions of its records.
-pub(super) fn streams_of(records: &[Record]) -> Vec<Vec<usize>> {
-    let mut streams: Vec<Vec<usize>> = Vec::new();
+/// A batch's streams, in the order of their first message: the batch
+/// positions of their records in one list, stream after stream, each
+/// stream's in batch order. (One list, not one per stream: most of a
+/// batch's streams are one message, and a list each was most of a batch's
+/// allocations.)
+pub(super) struct Streams {
+    order: Vec<usize>,
+    /// Where each stream ends in `order`.
+    ends: Vec<usize>,
+}
+
+impl Streams {
+    /// How many streams the batch has.
+    pub(super) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The batch positions, stream after stream.
+    pub(super) fn order(&self) -> &[usize] {
+        &self.order
+    }
+
+    /// The stream's place in [`Streams::order`] (and in every list laid out
+    /// like it).
+    pub(super) fn range(&self, stream: usize) -> Range<usize> {
+        let start = match stream.checked_sub(1) {
+            Some(before) => self.ends.get(before).copied().unwrap_or(0),
+            None => 0,
+        };
+        start..self.ends.get(stream).copied().unwrap_or(start)
+    }
+
+    /// Each stream's place in [`Streams::order`], in order.
+    pub(super) fn ranges(&self) -> impl Iterator<Item = Range<usize>> + '_ {
+        self.ends.iter().scan(0, |start, &end| {
+            let range = *start..end;
+            *start = end;
+            Some(range)
+        })
+    }
+}
+
+/// The batch's streams.
+pub(super) fn streams_of(records: &[Record]) -> Streams {
+    // The first position of each stream, and each record's stream.
+    let mut firsts: Vec<usize> = Vec::new();
+    let mut stream_at: Vec<usize> = Vec::with_capacity(records.len());
     // A FIFO batch holds at most 10 records: looked up among the streams
     // found so far, its names are not hashed; a larger batch is indexed.
-    let mut stream_of: Option<HashMap<&str, usize>> =
+    let mut index: Option<HashMap<&str, usize>> =
         (records.len() > SMALL_BATCH).then(|| HashMap::with_capacity(records.len()));
     for (position, record) in records.iter().enumerate() {
         let name = record.stream.as_str();
-        let known = match &stream_of {
+        let known = match &index {
             Some(index) => index.get(name).copied(),
-            None => streams.iter().position(|positions| {
-                positions
-                    .first()
-                    .is_some_and(|&first| records[first].stream == name)
-            }),
+            None => firsts
+                .iter()
+                .position(|&first| records[first].stream == name),
         };
-        match known {
-            Some(index) => streams[index].push(position),
+        let stream = match known {
+            Some(stream) => stream,
             None => {
-                if let Some(index) = &mut stream_of {
-                    index.insert(name, streams.len());
+                if let Some(index) = &mut index {
+                    index.insert(name, firsts.len());
                 }
-                streams.push(vec![position]);
+                firsts.push(position);
+                firsts.len() - 1
             }
-        }
+        };
+        stream_at.push(stream);
     }
-    streams
+    // Each stream's end: the sizes of the streams up to it.
+    let mut ends = vec![0; firsts.len()];
+    for &stream in &stream_at {
+        ends[stream] += 1;
+    }
+    let mut end = 0;
+    for slot in &mut ends {
+        end += *slot;
+        *slot = end;
+    }
+    // Filled from the back: each stream's records keep their batch order.
+    let mut next = firsts;
+    next.copy_from_slice(&ends);
+    let mut order = vec![0; records.len()];
+    for (position, &stream) in stream_at.iter().enumerate().rev() {
+        next[stream] -= 1;
+        order[next[stream]] = position;
+    }
+    Streams { order, ends }
 }
 
 /// The most records a batch's streams are found in without an index.
@@ -94,28 +156,54 @@ pub(super) fn wanted(records: &[Record]) -> Wanted {
     }
 }
 
-/// A stream's share of the batch's load: each of its entities' items, moved
-/// out of the load (an entity belongs to one stream: its aggregate id is
-/// the stream).
-pub(super) struct Share {
-    pub(super) bases: Vec<(EntityKey, Result<Stored, CallError>)>,
+/// One entity's item as the batch found it.
+pub(super) type Base = (EntityKey, Result<Stored, CallError>);
+
+/// The batch's load split by stream: each entity's item, stream after
+/// stream, each taken out by the stream's dry run (an entity belongs to one
+/// stream: its aggregate id is the stream).
+pub(super) struct Shares {
+    bases: Vec<Option<Base>>,
+    /// Where each stream's items end in `bases`.
+    ends: Vec<usize>,
 }
 
-impl Share {
+impl Shares {
+    /// Each stream's share, in stream order.
+    pub(super) fn each(&mut self) -> impl Iterator<Item = Share<'_>> {
+        let mut rest: &mut [Option<Base>] = &mut self.bases;
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let (bases, tail) = std::mem::take(&mut rest).split_at_mut(end - start);
+            rest = tail;
+            start = end;
+            Share { bases }
+        })
+    }
+}
+
+/// A stream's share of the batch's load: each of its entities' items.
+pub(super) struct Share<'a> {
+    bases: &'a mut [Option<Base>],
+}
+
+impl Share<'_> {
     /// The stream's one entity, when it has exactly one and its item was
     /// loaded.
     pub(super) fn lone(&self) -> Option<&EntityKey> {
-        match self.bases.as_slice() {
-            [(key, Ok(_))] => Some(key),
+        match &*self.bases {
+            [Some((key, Ok(_)))] => Some(key),
             _ => None,
         }
     }
 
     /// The item of the entity `event` is projected onto, taken out of the
     /// share; `None` when it is not one of the stream's.
-    pub(super) fn take(&mut self, event: &Event) -> Option<(EntityKey, Result<Stored, CallError>)> {
-        let index = self.bases.iter().position(|(key, _)| event.is_on(key))?;
-        Some(self.bases.swap_remove(index))
+    pub(super) fn take(&mut self, event: &Event) -> Option<Base> {
+        self.bases
+            .iter_mut()
+            .find(|base| base.as_ref().is_some_and(|(key, _)| event.is_on(key)))
+            .and_then(Option::take)
     }
 }
 
@@ -131,35 +219,43 @@ pub(super) fn shares(
     loaded: Result<Loaded, CallError>,
     wanted: Wanted,
     mut warm: Vec<Option<Stored>>,
-    streams: &[Vec<usize>],
-) -> (Vec<Share>, Handled) {
+    streams: &Streams,
+) -> (Shares, Handled) {
     let (mut loaded, failure) = match loaded {
         Ok(loaded) => (loaded, None),
         Err(err) => (Loaded::default(), Some(err)),
     };
     let mut keys: Vec<Option<EntityKey>> = wanted.keys.into_iter().map(Some).collect();
-    let shares = streams
-        .iter()
-        .map(|positions| {
-            let mut bases: Vec<(EntityKey, Result<Stored, CallError>)> = Vec::new();
-            for index in positions.iter().filter_map(|&position| wanted.at[position]) {
-                let Some(key) = keys[index].take() else {
-                    continue;
-                };
-                if bases.iter().any(|(known, _)| *known == key) {
-                    continue;
-                }
-                let known = warm.get_mut(index).and_then(Option::take);
-                let base = match (&failure, known) {
-                    (Some(err), _) => Err(err.clone()),
-                    (None, Some(stored)) => Ok(stored),
-                    (None, None) => take_stored(&mut loaded, &key),
-                };
-                bases.push((key, base));
+    let mut shares = Shares {
+        bases: Vec::with_capacity(keys.len()),
+        ends: Vec::with_capacity(streams.len()),
+    };
+    for range in streams.ranges() {
+        let first = shares.bases.len();
+        for &position in &streams.order()[range] {
+            let Some(index) = wanted.at[position] else {
+                continue;
+            };
+            let Some(key) = keys[index].take() else {
+                continue;
+            };
+            let known = shares.bases[first..]
+                .iter()
+                .flatten()
+                .any(|(known, _)| *known == key);
+            if known {
+                continue;
             }
-            Share { bases }
-        })
-        .collect();
+            let warm = warm.get_mut(index).and_then(Option::take);
+            let base = match (&failure, warm) {
+                (Some(err), _) => Err(err.clone()),
+                (None, Some(stored)) => Ok(stored),
+                (None, None) => take_stored(&mut loaded, &key),
+            };
+            shares.bases.push(Some((key, base)));
+        }
+        shares.ends.push(shares.bases.len());
+    }
     (shares, std::mem::take(&mut loaded.handled))
 }
 

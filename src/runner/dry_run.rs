@@ -24,35 +24,66 @@ pub(super) struct EntityPlan {
     pub(super) key: EntityKey,
     pub(super) base: Result<Stored, CallError>,
     dry: Option<AnyEntity>,
-    pub(super) positions: Vec<usize>,
+    pub(super) positions: Positions,
 }
 
-/// What a stream's dry run found.
-pub(super) struct StreamPlan {
-    /// One per message: those decided without a write (invalid, ignored,
-    /// duplicate effects); `None` for the ones settled, and for those not
-    /// attempted.
-    pub(super) verdicts: Vec<Option<Verdict>>,
-    pub(super) entities: Vec<EntityPlan>,
-    /// The deduplicated effects to add, with their positions.
-    pub(super) additions: Vec<(usize, Addition)>,
+/// One entity's run to settle: its stream's index and its plan.
+pub(super) type EntityJob = (usize, EntityPlan);
+
+/// An entity's messages, by their positions in its stream: most entities
+/// have their stream's first messages, a count and no list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Positions {
+    /// The stream's first `n` messages.
+    First(usize),
+    /// Any others, in order.
+    List(Vec<usize>),
+}
+
+impl Positions {
+    fn push(&mut self, position: usize) {
+        match self {
+            Positions::First(count) if *count == position => *count += 1,
+            Positions::First(count) => {
+                let mut list: Vec<usize> = (0..*count).collect();
+                list.push(position);
+                *self = Positions::List(list);
+            }
+            Positions::List(list) => list.push(position),
+        }
+    }
+
+    /// The positions, in order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        let (first, list) = match self {
+            Positions::First(count) => (0..*count, &[][..]),
+            Positions::List(list) => (0..0, list.as_slice()),
+        };
+        first.chain(list.iter().copied())
+    }
 }
 
 impl<S: Store> Runner<S> {
     /// Decides a stream's messages in order, without writing, up to the
     /// first that cannot be done: the ones after it are not attempted.
+    /// The stream is the batch's `index`-th; `verdicts` (one per message)
+    /// gets those decided without a write (invalid, ignored, duplicate
+    /// effects), and `entities` each of its entities' plans. Returns the
+    /// deduplicated effects to add, with their positions.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn dry_run(
         &self,
+        index: usize,
         stream: &[&Record],
-        mut share: Share,
+        mut share: Share<'_>,
         handled: &Handled,
         invocation: &Invocation,
-    ) -> StreamPlan {
-        let mut plan = StreamPlan {
-            verdicts: vec![None; stream.len()],
-            entities: Vec::new(),
-            additions: Vec::new(),
-        };
+        verdicts: &mut [Option<Verdict>],
+        entities: &mut Vec<EntityJob>,
+    ) -> Vec<(usize, Addition)> {
+        let mut additions = Vec::new();
+        // This stream's plans, at the end of the batch's.
+        let first = entities.len();
         // A stream whose every message is an event on its one entity (the
         // common case) needs no dry decisions: settling it decides in order
         // and stops at the first that cannot be done, which is all this run
@@ -77,20 +108,19 @@ impl<S: Store> Runner<S> {
                         "it holds personal data, and no key is configured to open it (PERSONAL_DATA_KEY)"
                     }
                     .to_owned();
-                    plan.verdicts[position] =
-                        Some(Verdict::new(Outcome::StorageError, Some(reason)));
+                    verdicts[position] = Some(Verdict::new(Outcome::StorageError, Some(reason)));
                     break;
                 }
                 Err(invalid) => {
                     let reason = invalid.to_string();
                     log_invalid(record, &reason);
-                    plan.verdicts[position] = Some(Verdict::new(Outcome::Invalid, Some(reason)));
+                    verdicts[position] = Some(Verdict::new(Outcome::Invalid, Some(reason)));
                     break;
                 }
                 Ok(event) => event,
             };
             if event.is_ignored() {
-                plan.verdicts[position] = Some(Verdict::new(Outcome::Ignored, None));
+                verdicts[position] = Some(Verdict::new(Outcome::Ignored, None));
                 continue;
             }
             if let Some(addition) = addition(event, invocation.now, self.config.dedup_ttl_seconds) {
@@ -101,13 +131,13 @@ impl<S: Store> Runner<S> {
                     .and_then(|key| handled.get(&key))
                     .is_some_and(|recorded| same_stream(recorded.as_deref(), event.stream()));
                 if known || !seen.insert(event.event_id()) {
-                    plan.verdicts[position] = Some(Verdict::new(Outcome::Duplicate, None));
+                    verdicts[position] = Some(Verdict::new(Outcome::Duplicate, None));
                 } else {
-                    plan.additions.push((position, addition));
+                    additions.push((position, addition));
                 }
                 continue;
             }
-            let Some(entity) = entity_of(&mut plan.entities, &mut share, event, lone) else {
+            let Some(entity) = entity_of(entities, first, index, &mut share, event, lone) else {
                 break;
             };
             entity.positions.push(position);
@@ -115,7 +145,7 @@ impl<S: Store> Runner<S> {
                 break; // this message fails: the ones after it are not attempted
             }
         }
-        plan
+        additions
     }
 
     /// Whether the message may be done, as far as the dry run can tell: it
@@ -135,33 +165,42 @@ impl<S: Store> Runner<S> {
     }
 }
 
-/// The plan of the entity `event` is projected onto, begun from its item in
-/// the share the first time (a `lone` stream's without the copy its dry
-/// decisions would need); `None` for an event on no entity.
+/// The plan of the entity `event` is projected onto, among the stream's
+/// (`entities` from `first`), begun from its item in the share the first
+/// time (a `lone` stream's without the copy its dry decisions would need);
+/// `None` for an event on no entity.
 fn entity_of<'a>(
-    entities: &'a mut Vec<EntityPlan>,
-    share: &mut Share,
+    entities: &'a mut Vec<EntityJob>,
+    first: usize,
+    index: usize,
+    share: &mut Share<'_>,
     event: &Event,
     lone: bool,
 ) -> Option<&'a mut EntityPlan> {
-    let index = match entities.iter().position(|plan| event.is_on(&plan.key)) {
-        Some(index) => index,
+    let found = entities[first..]
+        .iter()
+        .position(|(_, plan)| event.is_on(&plan.key));
+    let at = match found {
+        Some(at) => first + at,
         None => {
             let (key, base) = share.take(event)?;
             let dry = match &base {
                 Ok(stored) if !lone => stored.entity.clone(),
                 _ => None,
             };
-            entities.push(EntityPlan {
-                key,
-                base,
-                dry,
-                positions: Vec::new(),
-            });
+            entities.push((
+                index,
+                EntityPlan {
+                    key,
+                    base,
+                    dry,
+                    positions: Positions::First(0),
+                },
+            ));
             entities.len() - 1
         }
     };
-    entities.get_mut(index)
+    entities.get_mut(at).map(|(_, plan)| plan)
 }
 
 fn log_invalid(record: &Record, reason: &str) {
@@ -173,4 +212,28 @@ fn log_invalid(record: &Record, reason: &str) {
         reason = %reason,
         "invalid message"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Positions;
+
+    fn after(pushed: &[usize]) -> Positions {
+        let mut positions = Positions::First(0);
+        for &position in pushed {
+            positions.push(position);
+        }
+        positions
+    }
+
+    #[test]
+    fn an_entitys_first_messages_are_a_count_and_any_others_a_list() {
+        assert_eq!(after(&[0, 1, 2]), Positions::First(3));
+        assert_eq!(after(&[]), Positions::First(0));
+        assert_eq!(after(&[1, 2]), Positions::List(vec![1, 2]));
+        assert_eq!(after(&[0, 2, 3]), Positions::List(vec![0, 2, 3]));
+        for pushed in [&[0, 1, 2][..], &[1, 2], &[0, 2, 3], &[]] {
+            assert_eq!(after(pushed).iter().collect::<Vec<_>>(), pushed);
+        }
+    }
 }

@@ -16,8 +16,11 @@
 //! | --- | --- |
 //! | `mod.rs` | the configuration, and [`Runner::run`]: a batch's phases in order |
 //! | `batch.rs` | those phases: records read, streams, the one load and each stream's share, the report's lines |
+//! | `dry_run.rs` | a stream decided in order without writing: where it stops, each entity's share of it |
 //! | `stream.rs` | the streams settled all at once, after each one's dry run; each stream's verdicts in order |
-//! | `entity.rs` | the pure planner of one entity's share: the guard's answers, parking, draining, conflicts |
+//! | `plan/` | the pure planner of one entity's share: the guard's answers, parking, draining, conflicts |
+//! | `warm.rs` | the items this process last wrote, kept so that a hot stream's next batch is not read first |
+//! | `parking.rs` | what a commit parked and drained, reported and logged |
 //! | `sealed.rs` | personal data: the batch's keys fetched and its sealed records read again; an erasure's conflict records deleted |
 //! | `settle.rs` | that share written: fetch, commit, decide again after a lost race; the sweep's drain |
 //! | `additions.rs` | a stream's deduplicated effects (counter additions), in one transaction |
@@ -213,36 +216,47 @@ impl<S: Store> Runner<S> {
         if let Err(CallError::Store(err)) = &loaded {
             warn!(error = %err, "loading the batch's entities failed");
         }
-        let (shares, handled) = batch::shares(loaded, wanted, warm, &streams);
+        let (mut shares, handled) = batch::shares(loaded, wanted, warm, &streams);
 
         // Each stream decided in order without writing (its dry run), then
-        // all of them settled at once.
-        let planned = streams
+        // all of them settled at once. The records, stream after stream.
+        let ordered: Vec<&Record> = streams
+            .order()
             .iter()
-            .zip(shares)
-            .map(|(positions, share)| {
-                let stream: Vec<&Record> = positions
-                    .iter()
-                    .map(|&position| &records[position])
-                    .collect();
-                let plan = self.dry_run(&stream, share, &handled, &invocation);
-                stream::Planned {
-                    records: stream,
-                    plan,
-                }
-            })
+            .map(|&position| &records[position])
             .collect();
-        let settled = self.settle_streams(planned, &invocation).await;
-        // One verdict per record of each stream, in stream order: put them
-        // back into batch order.
         let mut verdicts = vec![None; records.len()];
-        let mut parking = Vec::new();
-        for (positions, (stream_verdicts, parked)) in streams.iter().zip(settled) {
-            for (&position, verdict) in positions.iter().zip(stream_verdicts) {
-                verdicts[position] = Some(verdict);
+        let mut entities = Vec::with_capacity(streams.len());
+        let mut additions = Vec::new();
+        for (index, (range, share)) in streams.ranges().zip(shares.each()).enumerate() {
+            let added = self.dry_run(
+                index,
+                &ordered[range.clone()],
+                share,
+                &handled,
+                &invocation,
+                &mut verdicts[range],
+                &mut entities,
+            );
+            if !added.is_empty() {
+                additions.push((index, added));
             }
-            parking.extend(parked);
         }
+        let planned = stream::Planned {
+            records: &ordered,
+            streams: &streams,
+            verdicts,
+            entities,
+            additions,
+        };
+        let (settled, parking) = self.settle_streams(planned, &invocation).await;
+        // One verdict per record, stream after stream: put them back into
+        // batch order.
+        let mut verdicts = vec![None; records.len()];
+        for (&position, verdict) in streams.order().iter().zip(settled) {
+            verdicts[position] = Some(verdict);
+        }
+        drop(ordered);
         let report = BatchReport {
             messages: batch::message_reports(records, verdicts),
             requests: self.store.requests().saturating_sub(requests_before),

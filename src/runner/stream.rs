@@ -9,81 +9,57 @@ use std::borrow::Cow;
 use futures::future::join_all;
 use tracing::{error, warn};
 
-use super::dry_run::{EntityPlan, StreamPlan};
+use super::batch::Streams;
+use super::dry_run::{EntityJob, Positions};
 use super::verdict::{SETTLED_AFTER_FAILURE_REASON, Verdict, skipped_one};
 use super::{Invocation, Outcome, ParkingReport, Runner};
 use crate::envelope::{Event, Record};
 use crate::store::{Addition, Store};
 
-/// One stream of a batch: its records in stream order, and its plan.
+/// A batch's streams after their dry runs.
 pub(super) struct Planned<'a> {
-    pub(super) records: Vec<&'a Record>,
-    pub(super) plan: StreamPlan,
+    /// The batch's records, stream after stream (as [`Streams::order`]).
+    pub(super) records: &'a [&'a Record],
+    pub(super) streams: &'a Streams,
+    /// One per record, laid out as `records`: those the dry runs decided.
+    pub(super) verdicts: Vec<Option<Verdict>>,
+    /// Every entity's run, stream after stream.
+    pub(super) entities: Vec<EntityJob>,
+    /// Each stream's deduplicated effects, with their positions.
+    pub(super) additions: Vec<(usize, Vec<(usize, Addition)>)>,
 }
-
-/// One entity's run to settle: its stream's index and its plan.
-type EntityJob = (usize, EntityPlan);
 
 /// One entity's run settled: its stream's index, its positions in the
 /// stream, and their verdicts and parking reports.
-type EntitySettled = (usize, Vec<usize>, (Vec<Verdict>, Vec<ParkingReport>));
-
-/// A batch's planned streams taken apart: each stream's records and the
-/// verdicts its dry run had, every entity's run, every stream's additions.
-struct Gathered<'a> {
-    records: Vec<Vec<&'a Record>>,
-    verdicts: Vec<Vec<Option<Verdict>>>,
-    entities: Vec<EntityJob>,
-    additions: Vec<(usize, Vec<(usize, Addition)>)>,
-}
-
-fn gather(streams: Vec<Planned<'_>>) -> Gathered<'_> {
-    let mut gathered = Gathered {
-        records: Vec::with_capacity(streams.len()),
-        verdicts: Vec::with_capacity(streams.len()),
-        entities: Vec::new(),
-        additions: Vec::new(),
-    };
-    for (index, Planned { records, plan }) in streams.into_iter().enumerate() {
-        gathered.records.push(records);
-        gathered.verdicts.push(plan.verdicts);
-        let entities = plan.entities.into_iter().map(|entity| (index, entity));
-        gathered.entities.extend(entities);
-        if !plan.additions.is_empty() {
-            gathered.additions.push((index, plan.additions));
-        }
-    }
-    gathered
-}
+type EntitySettled = (usize, Positions, (Vec<Verdict>, Vec<ParkingReport>));
 
 impl<S: Store> Runner<S> {
     /// Settles every stream of a batch: every entity's run and every
     /// stream's additions at once, one future each (not a future per stream
-    /// holding its own: fewer and smaller futures to move). Returns each
-    /// stream's verdicts, in stream order, and what it parked.
+    /// holding its own: fewer and smaller futures to move). Returns one
+    /// verdict per record, laid out as `planned.records`, and what was
+    /// parked.
     pub(super) async fn settle_streams(
         &self,
-        streams: Vec<Planned<'_>>,
+        planned: Planned<'_>,
         invocation: &Invocation,
-    ) -> Vec<(Vec<Verdict>, Vec<ParkingReport>)> {
-        let Gathered {
+    ) -> (Vec<Verdict>, Vec<ParkingReport>) {
+        let Planned {
             records,
+            streams,
             verdicts,
             mut entities,
             additions,
-        } = gather(streams);
-        let records = &records;
+        } = planned;
         let run_entity = |(index, entity): EntityJob| async move {
-            let stream: &[&Record] = &records[index];
+            let stream: &[&Record] = &records[streams.range(index)];
             // Most entities have all of their stream's first messages: their
             // run is a slice of the stream, not a list of its own.
-            let run: Cow<'_, [&Record]> = match contiguous(&entity.positions) {
-                Some(count) => Cow::Borrowed(&stream[..count]),
-                None => entity
-                    .positions
-                    .iter()
-                    .map(|&position| stream[position])
-                    .collect(),
+            let run: Cow<'_, [&Record]> = match &entity.positions {
+                Positions::First(count) => Cow::Borrowed(&stream[..*count]),
+                Positions::List(positions) => {
+                    positions.iter().map(|&position| stream[position]).collect()
+                }
             };
             let name = run.first().map_or("", |record| record.stream.as_str());
             let settled = self
@@ -103,7 +79,7 @@ impl<S: Store> Runner<S> {
             }
         };
         let settle_additions = |(index, additions): (usize, _)| async move {
-            let stream: &[&Record] = &records[index];
+            let stream: &[&Record] = &records[streams.range(index)];
             let settled = self.settle_additions(additions, stream, invocation).await;
             (index, settled)
         };
@@ -111,47 +87,47 @@ impl<S: Store> Runner<S> {
             entity_runs,
             join_all(additions.into_iter().map(settle_additions))
         );
-        self.finish(records, verdicts, settled, added)
+        self.finish(records, streams, verdicts, settled, added)
     }
 
     /// Each stream's verdicts from its dry run, its entities' runs and its
-    /// additions, put in order (and logged), with what it parked.
+    /// additions, put in order (and logged), with what was parked.
     fn finish(
         &self,
-        records: &[Vec<&Record>],
-        mut verdicts: Vec<Vec<Option<Verdict>>>,
+        records: &[&Record],
+        streams: &Streams,
+        mut verdicts: Vec<Option<Verdict>>,
         settled: Vec<EntitySettled>,
         added: Vec<(usize, Vec<(usize, Verdict)>)>,
-    ) -> Vec<(Vec<Verdict>, Vec<ParkingReport>)> {
-        let mut parking: Vec<Vec<ParkingReport>> = std::iter::repeat_with(Vec::new)
-            .take(records.len())
-            .collect();
+    ) -> (Vec<Verdict>, Vec<ParkingReport>) {
+        let mut parking = Vec::new();
         for (index, positions, (outcomes, parked)) in settled {
-            for (position, verdict) in positions.into_iter().zip(outcomes) {
-                verdicts[index][position] = Some(verdict);
+            let start = streams.range(index).start;
+            for (position, verdict) in positions.iter().zip(outcomes) {
+                verdicts[start + position] = Some(verdict);
             }
-            parking[index].extend(parked);
+            parking.extend(parked);
         }
         for (index, added) in added {
+            let start = streams.range(index).start;
             for (position, verdict) in added {
-                verdicts[index][position] = Some(verdict);
+                verdicts[start + position] = Some(verdict);
             }
         }
-        records
-            .iter()
-            .zip(verdicts)
-            .zip(parking)
-            .map(|((stream, verdicts), parking)| {
-                let verdicts = in_order(verdicts);
-                for (record, verdict) in stream.iter().zip(&verdicts) {
-                    self.log_recorded(record, verdict);
-                }
-                for (record, verdict) in stream.iter().zip(&verdicts) {
-                    log_failed(record, verdict);
-                }
-                (verdicts, parking)
-            })
-            .collect()
+        let mut ordered = Vec::with_capacity(verdicts.len());
+        let mut verdicts = verdicts.into_iter();
+        for range in streams.ranges() {
+            let start = ordered.len();
+            in_order(verdicts.by_ref().take(range.len()), &mut ordered);
+            let stream = &records[range];
+            for (record, verdict) in stream.iter().zip(&ordered[start..]) {
+                self.log_recorded(record, verdict);
+            }
+            for (record, verdict) in stream.iter().zip(&ordered[start..]) {
+                log_failed(record, verdict);
+            }
+        }
+        (ordered, parking)
     }
 
     /// Logs a conflict recorded, and a gap not parked for want of room.
@@ -199,49 +175,22 @@ fn log_failed(record: &Record, verdict: &Verdict) {
     }
 }
 
-/// `Some(n)` when `positions` are the stream's first `n` messages, in order.
-fn contiguous(positions: &[usize]) -> Option<usize> {
-    positions
-        .iter()
-        .enumerate()
-        .all(|(index, &position)| index == position)
-        .then_some(positions.len())
-}
-
 /// One verdict per message: after the first failure in stream order, every
 /// message is failed (one settled concurrently with the failure before it is
 /// done, but reported failed: its redelivery will find it done), and one
 /// not attempted is skipped.
-fn in_order(verdicts: Vec<Option<Verdict>>) -> Vec<Verdict> {
+fn in_order(verdicts: impl Iterator<Item = Option<Verdict>>, into: &mut Vec<Verdict>) {
     let mut failed = false;
-    verdicts
-        .into_iter()
-        .map(|verdict| {
-            let verdict = match verdict {
-                Some(verdict) if failed && !verdict.outcome.is_failure() => Verdict::new(
-                    Outcome::Skipped,
-                    Some(SETTLED_AFTER_FAILURE_REASON.to_owned()),
-                ),
-                Some(verdict) => verdict,
-                None => skipped_one(),
-            };
-            failed |= verdict.outcome.is_failure();
-            verdict
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::contiguous;
-
-    #[test]
-    fn a_run_is_a_slice_only_when_it_is_the_streams_first_messages() {
-        assert_eq!(contiguous(&[0, 1, 2]), Some(3));
-        assert_eq!(contiguous(&[0]), Some(1));
-        assert_eq!(contiguous(&[]), Some(0));
-        assert_eq!(contiguous(&[1, 2]), None);
-        assert_eq!(contiguous(&[0, 2]), None);
-        assert_eq!(contiguous(&[1, 0]), None);
-    }
+    into.extend(verdicts.map(|verdict| {
+        let verdict = match verdict {
+            Some(verdict) if failed && !verdict.outcome.is_failure() => Verdict::new(
+                Outcome::Skipped,
+                Some(SETTLED_AFTER_FAILURE_REASON.to_owned()),
+            ),
+            Some(verdict) => verdict,
+            None => skipped_one(),
+        };
+        failed |= verdict.outcome.is_failure();
+        verdict
+    }));
 }
