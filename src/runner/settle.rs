@@ -151,12 +151,19 @@ impl<S: Store> Runner<S> {
                 let report = parking_report(stream, key, &step, invocation.now, Some(stuck));
                 settling.parking.push(report);
             }
+            let mut step = step;
             if settling.verdicts.is_empty() {
-                settling.verdicts = step.verdicts;
+                settling.verdicts = std::mem::take(&mut step.verdicts);
             } else {
-                settling.verdicts.extend(step.verdicts);
+                settling.verdicts.append(&mut step.verdicts);
             }
-            return Next::Done; // nothing to write
+            // Nothing to write: the item is as it was found, and kept so
+            // (a warm one was taken out of the map for this run).
+            let stored = step.into_stored();
+            if stored.entity.is_some() {
+                self.warm_put(key, stored);
+            }
+            return Next::Done;
         }
         let alone = step.effects.is_empty() && step.commit.items() == 1;
         let operation = if step.commit.touches_entity() && alone {

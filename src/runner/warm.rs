@@ -14,7 +14,7 @@
 //!
 //! | what the load tells the planner | why a cached item is safe |
 //! | ------------------------------- | ------------------------- |
-//! | the entity | an entry is the item as this process's write left it, stored only after the write succeeded |
+//! | the entity | an entry is the item as this process's write left it, stored only after the write succeeded, or as a batch that wrote nothing found it |
 //! | the parked sequences | the write requires the same `parked` set: another invocation that parked an event fails it, and the item returned lists it, so it is drained |
 //! | `dueAt` | the write requires the same `dueAt`: a deadline fired elsewhere fails it |
 //! | deduplication records | not cached: a batch that needs them is loaded |
@@ -74,12 +74,17 @@ impl Warm {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The item as this process last wrote it, if it is known.
-    pub(super) fn get(&self, key: &EntityKey) -> Option<Stored> {
+    /// The item as this process last knew it, if it is known, taken out of
+    /// the map for the run that decides on it (not copied): the run puts
+    /// it back as its write, or its finding nothing to write, leaves it.
+    /// A run that puts nothing back (an error, a lost race) leaves the key
+    /// unknown, which is what it would forget anyway.
+    pub(super) fn take(&self, key: &EntityKey) -> Option<Stored> {
         if self.capacity == 0 {
             return None;
         }
-        self.lock().items.get(key).map(|(stored, _)| stored.clone())
+        // Its places in the order stay, stale: eviction skips them.
+        self.lock().items.remove(key).map(|(stored, _)| stored)
     }
 
     /// Keeps the item as a write of this process left it.
@@ -153,7 +158,7 @@ impl<S: crate::store::Store> super::Runner<S> {
                 continue;
             }
             let first = sequences.get(index).copied().flatten();
-            match self.warm.get(key) {
+            match self.warm.take(key) {
                 Some(stored) if continues(&stored, first) => warm.push(Some(stored)),
                 _ => {
                     cold.push(key.clone());

@@ -149,6 +149,43 @@ async fn a_warm_batch_is_one_write_and_its_duplicates_none() {
     assert_eq!(store.calls() - before, 0, "duplicates: no request");
 }
 
+/// A process that read an item for a batch of duplicates (another one
+/// wrote the events) keeps it as it found it: the next duplicates cost no
+/// request, and the next new event is one write.
+#[tokio::test]
+async fn an_item_read_for_duplicates_is_kept_as_found() {
+    let store = Calls::new(MemoryStore::default());
+    let writer = Runner::new(domain(), &store, RunnerConfig::default());
+    writer
+        .run(&updates("item-d", 1, 5), now())
+        .await
+        .expect("run");
+    let runner = Runner::new(domain(), &store, RunnerConfig::default());
+    let before = store.calls();
+    let report = runner
+        .run(&updates("item-d", 4, 5), now())
+        .await
+        .expect("run");
+    assert_eq!(outcomes(&report), vec![Outcome::Duplicate; 2]);
+    assert_eq!(store.calls() - before, 1, "read once, nothing written");
+    assert_eq!(runner.warm_entities(), 1, "kept as found");
+    let before = store.calls();
+    let report = runner
+        .run(&updates("item-d", 3, 5), now())
+        .await
+        .expect("run");
+    assert_eq!(outcomes(&report), vec![Outcome::Duplicate; 3]);
+    assert_eq!(store.calls() - before, 0, "duplicates again: no request");
+    let before = store.calls();
+    let report = runner
+        .run(&updates("item-d", 6, 6), now())
+        .await
+        .expect("run");
+    assert_eq!(outcomes(&report), vec![Outcome::Applied]);
+    assert_eq!(store.calls() - before, 1, "one write, no read");
+    assert_eq!(runner.warm_entities(), 1);
+}
+
 #[tokio::test]
 async fn another_writer_between_batches_fails_the_condition_and_is_decided_again() {
     let store = Calls::new(MemoryStore::default());
