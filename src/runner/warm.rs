@@ -34,7 +34,7 @@
 //! `WARM_ENTITIES` (entries; `0`: no cache).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::entity::EntityKey;
 use crate::store::Stored;
@@ -49,12 +49,14 @@ pub(super) struct Warm {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// Each item, with the stamp of its last put.
-    items: HashMap<EntityKey, (Stored, u64)>,
+    /// Each item (`None` while a run has it), with the stamp of its last
+    /// put. A key is shared with its places in `order`: a hot entity put
+    /// again and again allocates nothing.
+    items: HashMap<Arc<EntityKey>, (Option<Stored>, u64)>,
     /// Keys in the order they were put, with the stamp of that put (a key
     /// may be listed more than once; only the place whose stamp is its
     /// item's counts when evicting).
-    order: VecDeque<(EntityKey, u64)>,
+    order: VecDeque<(Arc<EntityKey>, u64)>,
     next: u64,
 }
 
@@ -83,8 +85,11 @@ impl Warm {
         if self.capacity == 0 {
             return None;
         }
-        // Its places in the order stay, stale: eviction skips them.
-        self.lock().items.remove(key).map(|(stored, _)| stored)
+        // Its key and place stay, for the put that follows.
+        self.lock()
+            .items
+            .get_mut(key)
+            .and_then(|(stored, _)| stored.take())
     }
 
     /// Keeps the item as a write of this process left it.
@@ -97,13 +102,12 @@ impl Warm {
         let stamp = *next;
         *next = next.wrapping_add(1);
         // A hot entity is put again and again: its key is cloned once.
-        match items.get_mut(key) {
-            Some(entry) => *entry = (stored, stamp),
-            None => {
-                items.insert(key.clone(), (stored, stamp));
-            }
-        }
-        order.push_back((key.clone(), stamp));
+        let shared = match items.get_key_value(key) {
+            Some((shared, _)) => Arc::clone(shared),
+            None => Arc::new(key.clone()),
+        };
+        items.insert(Arc::clone(&shared), (Some(stored), stamp));
+        order.push_back((shared, stamp));
         while items.len() > self.capacity {
             let Some((oldest, put)) = order.pop_front() else {
                 break;
@@ -128,9 +132,13 @@ impl Warm {
         self.lock().items.remove(key);
     }
 
-    /// How many items are kept.
+    /// How many items are kept (not counting those a run has now).
     pub(super) fn len(&self) -> usize {
-        self.lock().items.len()
+        self.lock()
+            .items
+            .values()
+            .filter(|(stored, _)| stored.is_some())
+            .count()
     }
 }
 

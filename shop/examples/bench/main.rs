@@ -135,6 +135,10 @@ struct Args {
     /// and the pass not kept).
     #[arg(long, value_enum, default_value_t = Handlers::Both, requires = "cpu_only")]
     handler: Handlers,
+    /// The whole run without the CPU passes (`scripts/bench` runs them with
+    /// `--cpu-only` first, before any server starts).
+    #[arg(long, conflicts_with = "cpu_only")]
+    no_cpu: bool,
     /// The same DynamoDB Local through TLS (`scripts/tls-proxy.py`), for the
     /// cold start through a TLS handshake.
     #[arg(long, value_name = "URL", requires = "tls_ca")]
@@ -307,7 +311,9 @@ async fn run(args: &Args, tables: &mut figure_files::Tables) {
 
     late_events::print_late_events(&endpoint, &proxy.endpoint, tables).await;
 
-    cpu::print_cpu(20, Handlers::Both, args.figures.as_deref(), tables);
+    if !args.no_cpu {
+        cpu::print_cpu(20, Handlers::Both, args.figures.as_deref(), tables);
+    }
     versions::print_versions(tables);
 
     producer::print_producer(&endpoint, &proxy.endpoint, tables).await;
