@@ -225,7 +225,7 @@ pub(super) fn shares(
         Ok(loaded) => (loaded, None),
         Err(err) => (Loaded::default(), Some(err)),
     };
-    let mut keys: Vec<Option<EntityKey>> = wanted.keys.into_iter().map(Some).collect();
+    let mut keys = wanted.keys;
     let mut shares = Shares {
         bases: Vec::with_capacity(keys.len()),
         ends: Vec::with_capacity(streams.len()),
@@ -236,9 +236,12 @@ pub(super) fn shares(
             let Some(index) = wanted.at[position] else {
                 continue;
             };
-            let Some(key) = keys[index].take() else {
+            // Each key is one record's: moved out, an empty one (which
+            // allocates nothing) left in its place.
+            let Some(slot) = keys.get_mut(index) else {
                 continue;
             };
+            let key = std::mem::replace(slot, EntityKey::new(slot.kind(), String::new()));
             let known = shares.bases[first..]
                 .iter()
                 .flatten()
