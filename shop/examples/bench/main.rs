@@ -127,8 +127,9 @@ struct Args {
     #[arg(long)]
     cpu_only: bool,
     /// With `--cpu-only`: the passes of each handler measured, after one not
-    /// kept.
-    #[arg(long, default_value_t = 20, requires = "cpu_only")]
+    /// kept (a pass is some 9 ms; with 20, a noisy stretch of the machine
+    /// moved the median ratio by 0.1, with 100 by 0.02).
+    #[arg(long, default_value_t = 100, requires = "cpu_only")]
     repeats: usize,
     /// With `--cpu-only`: only one of the two handlers, so that a profiler's
     /// count is that handler's (less a run with `--repeats 0`: the mix made
@@ -312,7 +313,7 @@ async fn run(args: &Args, tables: &mut figure_files::Tables) {
     late_events::print_late_events(&endpoint, &proxy.endpoint, tables).await;
 
     if !args.no_cpu {
-        cpu::print_cpu(20, Handlers::Both, args.figures.as_deref(), tables);
+        cpu::print_cpu(100, Handlers::Both, args.figures.as_deref(), tables);
     }
     versions::print_versions(tables);
 

@@ -80,6 +80,10 @@ impl Planner<'_> {
     /// Applies the parked events that follow the entity, in order, while
     /// the step has room.
     pub(super) fn drain(&mut self) -> Planning<()> {
+        // Most items have nothing parked: nothing to clear or apply.
+        if self.parked.is_empty() && self.new_parks.is_empty() {
+            return Ok(());
+        }
         while let Some(at) = self.slot.as_ref().map(AnyEntity::sequence) {
             if !self.clear_behind(at)? {
                 return Ok(());
