@@ -5,14 +5,16 @@
 //! SAM's transform refuses a condition around a function's
 //! `CapacityProviderConfig`, so a function whose definition holds a line
 //! `{{capacity}}` is written twice: as it is, under `OnLambda`; and as
-//! `Managed<name>`, named `<name>-managed`, with that provider, its memory
-//! and an alias, under `OnManagedInstances`. Each keeps its own condition
-//! as well (`WithProducer` becomes `WithProducerOnLambda` and
+//! `Managed<name>`, with that provider, its memory and an alias, under
+//! `OnManagedInstances`. Each keeps its own condition as well
+//! (`WithProducer` becomes `WithProducerOnLambda` and
 //! `WithProducerOnManagedInstances`, which the template declares). A deploy
 //! has one of the two; what refers to the function chooses with `!If`.
-//! The two have different names because CloudFormation creates a new
-//! resource before it deletes the old: a switch would otherwise find the
-//! name taken.
+//! The twin has no `FunctionName`: CloudFormation names it. It cannot have
+//! the function's own (CloudFormation creates a new resource before it
+//! deletes the old, so a switch would find the name taken), and a suffix
+//! would take a longest stack's and consumer's names past Lambda's 64
+//! characters.
 
 use super::Error;
 
@@ -33,10 +35,9 @@ CapacityProviderConfig:
 AutoPublishAlias: live
 ";
 
-/// The two computes: the condition's suffix, the logical id's prefix and
-/// the name's suffix.
-const LAMBDA: (&str, &str, &str) = ("OnLambda", "", "");
-const MANAGED_INSTANCES: (&str, &str, &str) = ("OnManagedInstances", "Managed", "-managed");
+/// The two computes: the condition's suffix and the logical id's prefix.
+const LAMBDA: (&str, &str) = ("OnLambda", "");
+const MANAGED_INSTANCES: (&str, &str) = ("OnManagedInstances", "Managed");
 
 /// `text` with each function marked by [`CAPACITY`] written for both
 /// computes.
@@ -86,7 +87,7 @@ fn blocks(text: &str) -> Vec<&str> {
 
 /// One function's definition (`body`, its comment above it included) on
 /// one compute.
-fn on(body: &str, (condition, prefix, suffix): (&str, &str, &str)) -> Result<String, Error> {
+fn on(body: &str, (condition, prefix): (&str, &str)) -> Result<String, Error> {
     let mut out = String::with_capacity(body.len() + MANAGED.len());
     let mut conditioned = false;
     let mut named = 0;
@@ -119,11 +120,12 @@ fn on(body: &str, (condition, prefix, suffix): (&str, &str, &str)) -> Result<Str
                 continue;
             }
         }
-        if let Some(name) = trimmed.strip_prefix("FunctionName: !Sub \"") {
+        if trimmed.starts_with("FunctionName: ") {
             named += 1;
-            let name = name.strip_suffix('"').unwrap_or(name);
-            out.push_str(&format!("{indent}FunctionName: !Sub \"{name}{suffix}\"\n"));
-            continue;
+            if !prefix.is_empty() {
+                // CloudFormation names the twin.
+                continue;
+            }
         }
         if trimmed.starts_with("MemorySize: ") {
             sized += 1;
@@ -139,7 +141,7 @@ fn on(body: &str, (condition, prefix, suffix): (&str, &str, &str)) -> Result<Str
         out.push('\n');
     }
     for (pattern, found) in [
-        ("FunctionName: !Sub \"...\"", named),
+        ("FunctionName: ...", named),
         ("MemorySize: ...", sized),
         (
             "Type: ... (where its condition goes)",
@@ -187,7 +189,7 @@ Resources:
             "  # The function.\n  ThingFunction:\n    Type: AWS::Serverless::Function\n    Condition: WithThingOnLambda\n    Properties:\n      FunctionName: !Sub \"${AWS::StackName}-thing\"\n      MemorySize: 256\n\n"
         ), "{text}");
         assert!(text.contains(
-            "  # The function.\n  ManagedThingFunction:\n    Type: AWS::Serverless::Function\n    Condition: WithThingOnManagedInstances\n    Properties:\n      FunctionName: !Sub \"${AWS::StackName}-thing-managed\"\n      MemorySize: !Ref ManagedInstancesMemory\n"
+            "  # The function.\n  ManagedThingFunction:\n    Type: AWS::Serverless::Function\n    Condition: WithThingOnManagedInstances\n    Properties:\n      MemorySize: !Ref ManagedInstancesMemory\n"
         ), "{text}");
         assert!(
             text.contains("      CapacityProviderConfig:\n        Arn: !Ref CapacityProviderArn\n")
@@ -203,6 +205,11 @@ Resources:
         );
         assert!(!text.contains(CAPACITY));
         assert_eq!(text.matches("CapacityProviderConfig").count(), 1);
+        assert_eq!(
+            text.matches("FunctionName").count(),
+            1,
+            "the twin's is CloudFormation's"
+        );
     }
 
     #[test]
