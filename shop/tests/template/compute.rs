@@ -13,6 +13,66 @@ const FUNCTIONS: [&str; 4] = [
     "StatusProjectorFunction",
 ];
 
+/// `template` as CloudFormation has it on Lambda's own compute (an
+/// empty `CapacityProviderArn`, the default): each function's Managed
+/// Instances twin left out, the compute's part of each condition dropped,
+/// and each `!If [OnManagedInstances, ..]` its second branch. The tests
+/// below check the twins and those `!If`s on the template as it is.
+pub(super) fn on_lambda(mut template: Value) -> Value {
+    on_compute(&mut template, false);
+    if let Some(resources) = template["Resources"].as_mapping_mut() {
+        resources.retain(|_, resource| {
+            !resource["Condition"]
+                .as_str()
+                .is_some_and(|condition| condition.ends_with("OnManagedInstances"))
+        });
+        for resource in resources.values_mut() {
+            let Some(condition) = resource["Condition"].as_str() else {
+                continue;
+            };
+            let own = condition.trim_end_matches("OnLambda").to_owned();
+            let resource = resource.as_mapping_mut().expect("a resource");
+            if own.is_empty() {
+                resource.remove("Condition");
+            } else {
+                resource.insert("Condition".into(), own.into());
+            }
+        }
+    }
+    if let Some(conditions) = template["Conditions"].as_mapping_mut() {
+        conditions.retain(|name, _| {
+            !name.as_str().is_some_and(|name| {
+                name.ends_with("OnLambda") || name.ends_with("OnManagedInstances")
+            })
+        });
+    }
+    template
+}
+
+/// `value` with each `!If [OnManagedInstances, managed, lambda]` replaced
+/// by its branch for Managed Instances (`managed`) or for Lambda.
+fn on_compute(value: &mut Value, managed: bool) {
+    if let Value::Tagged(tagged) = value
+        && let Value::Sequence(parts) = &mut tagged.value
+        && tagged.tag == "If"
+        && parts.len() == 3
+        && parts[0] == "OnManagedInstances"
+    {
+        let branch = parts.remove(if managed { 1 } else { 2 });
+        *value = branch;
+        on_compute(value, managed);
+        return;
+    }
+    match value {
+        Value::Tagged(tagged) => on_compute(&mut tagged.value, managed),
+        Value::Sequence(items) => items.iter_mut().for_each(|item| on_compute(item, managed)),
+        Value::Mapping(mapping) => mapping
+            .values_mut()
+            .for_each(|item| on_compute(item, managed)),
+        _ => {}
+    }
+}
+
 /// The resources of the template as written.
 fn resources(template: &Value) -> &serde_yaml::Mapping {
     template["Resources"].as_mapping().expect("resources")

@@ -27,76 +27,15 @@ use support::*;
 
 const TEMPLATE: &str = include_str!("../../../template.yaml");
 
-/// template.yaml as CloudFormation has it on Lambda's own compute (an
-/// empty `CapacityProviderArn`, the default): each function's Managed
-/// Instances twin left out, the compute's part of each condition dropped,
-/// and each `!If [OnManagedInstances, ..]` its second branch. `compute.rs`
-/// checks the twins and those `!If`s on the template as it is.
+/// template.yaml as CloudFormation has it on Lambda's own compute, which
+/// every file but `compute.rs` checks (see [`compute::on_lambda`]).
 fn template() -> Value {
-    let mut template = as_written();
-    on_lambda(&mut template);
-    if let Some(resources) = template["Resources"].as_mapping_mut() {
-        resources.retain(|_, resource| {
-            !resource["Condition"]
-                .as_str()
-                .is_some_and(|condition| condition.ends_with("OnManagedInstances"))
-        });
-        for resource in resources.values_mut() {
-            let Some(condition) = resource["Condition"].as_str() else {
-                continue;
-            };
-            let own = condition.trim_end_matches("OnLambda").to_owned();
-            let resource = resource.as_mapping_mut().expect("a resource");
-            if own.is_empty() {
-                resource.remove("Condition");
-            } else {
-                resource.insert("Condition".into(), own.into());
-            }
-        }
-    }
-    if let Some(conditions) = template["Conditions"].as_mapping_mut() {
-        conditions.retain(|name, _| {
-            !name.as_str().is_some_and(|name| {
-                name.ends_with("OnLambda") || name.ends_with("OnManagedInstances")
-            })
-        });
-    }
-    template
+    compute::on_lambda(as_written())
 }
 
 /// template.yaml as it is written.
 fn as_written() -> Value {
     serde_yaml::from_str(TEMPLATE).expect("template.yaml is YAML")
-}
-
-/// `value` with each `!If [OnManagedInstances, managed, lambda]` replaced
-/// by `lambda`.
-fn on_lambda(value: &mut Value) {
-    on_compute(value, false);
-}
-
-/// `value` with each `!If [OnManagedInstances, managed, lambda]` replaced
-/// by its branch for Managed Instances (`managed`) or for Lambda.
-fn on_compute(value: &mut Value, managed: bool) {
-    if let Value::Tagged(tagged) = value
-        && let Value::Sequence(parts) = &mut tagged.value
-        && tagged.tag == "If"
-        && parts.len() == 3
-        && parts[0] == "OnManagedInstances"
-    {
-        let branch = parts.remove(if managed { 1 } else { 2 });
-        *value = branch;
-        on_compute(value, managed);
-        return;
-    }
-    match value {
-        Value::Tagged(tagged) => on_compute(&mut tagged.value, managed),
-        Value::Sequence(items) => items.iter_mut().for_each(|item| on_compute(item, managed)),
-        Value::Mapping(mapping) => mapping
-            .values_mut()
-            .for_each(|item| on_compute(item, managed)),
-        _ => {}
-    }
 }
 
 /// A CloudFormation intrinsic (`!Ref X`, `!GetAtt X.Y`) as "Ref X" / "GetAtt X.Y".
