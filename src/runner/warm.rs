@@ -1,5 +1,6 @@
-//! The entities this process last committed, kept so that a hot stream's
-//! next batch is decided without reading its item first.
+//! The entities this process last committed (or read for a batch that
+//! wrote nothing to them), kept so that a hot stream's next batch is decided
+//! without reading its item first.
 //!
 //! The cache is only a guess. Every write stays conditioned exactly as
 //! after a read: on the entity's `sequence`, on its `dueAt` and on its exact
