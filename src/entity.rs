@@ -85,7 +85,7 @@ pub trait Entity:
     }
 
     /// The attributes that hold personal data (as serde names them):
-    /// erasure ([`crate::Handling::erase`]) replaces each with
+    /// erasure ([`crate::Handling::erasure`]) replaces each with
     /// [`Entity::PLACEHOLDER`], keeping every other attribute.
     /// `#[entity(personal("customerName", "email"))]` declares them.
     const PERSONAL: &'static [&'static str] = &[];
@@ -93,7 +93,7 @@ pub trait Entity:
     /// What an erased personal attribute holds: the domain's placeholder
     /// ([`crate::personal::Personal::placeholder`]), by default
     /// [`crate::personal::PLACEHOLDER`].
-    const PLACEHOLDER: &'static str = crate::personal::PLACEHOLDER;
+    const PLACEHOLDER: &'static str = PLACEHOLDER;
 
     /// Replaces each of [`Entity::PERSONAL`] with [`Entity::PLACEHOLDER`],
     /// through serde as [`Entity::advance`]. `Err` says why it cannot.
@@ -116,13 +116,27 @@ pub trait Entity:
     }
 
     /// One line for `replay` and `inspect`: the fields an operator looks at
-    /// (by default, every attribute but `sequence` and `lastEventId`).
+    /// (by default, every attribute but `sequence` and `lastEventId`, each
+    /// of [`Entity::PERSONAL`] by its name only: `customerName (personal)`,
+    /// or, once its subject is erased, `customerName (erased)`, the
+    /// placeholder, which is no one's). A summary of your own should show
+    /// no personal value either: those lines go to terminals and tickets.
     fn summary(&self) -> String {
         match serde_json::to_value(self) {
             Ok(serde_json::Value::Object(fields)) => fields
                 .iter()
                 .filter(|(name, _)| *name != "sequence" && *name != "lastEventId")
-                .map(|(name, value)| format!("{name} {value}"))
+                .map(|(name, value)| {
+                    if Self::PERSONAL.contains(&name.as_str()) {
+                        if value.as_str() == Some(Self::PLACEHOLDER) {
+                            format!("{name} {}", Self::PLACEHOLDER)
+                        } else {
+                            format!("{name} (personal)")
+                        }
+                    } else {
+                        format!("{name} {value}")
+                    }
+                })
                 .collect::<Vec<_>>()
                 .join(" "),
             Ok(other) => other.to_string(),
@@ -130,6 +144,11 @@ pub trait Entity:
         }
     }
 }
+
+/// What a personal value reads as once its subject is erased, unless the
+/// domain declares another ([`crate::personal::Personal::placeholder`],
+/// [`Entity::PLACEHOLDER`]).
+pub const PLACEHOLDER: &str = "(erased)";
 
 /// The attributes of an entity's item that are the engine's, not the
 /// entity's: its keys, the parked events it records, and the table's TTL
@@ -394,25 +413,27 @@ impl fmt::Display for EntityKey {
 }
 
 /// An entity of any kind, as the engine holds it.
-pub struct AnyEntity(Box<dyn Erased>);
+pub struct AnyEntity(Box<dyn Held>);
 
-trait Erased: Send + Sync {
+trait Held: Send + Sync {
     fn sequence(&self) -> u64;
     fn last_event_id(&self) -> &str;
     fn kind(&self) -> &'static Kind;
-    fn clone_box(&self) -> Box<dyn Erased>;
-    fn eq_dyn(&self, other: &dyn Erased) -> bool;
+    fn clone_box(&self) -> Box<dyn Held>;
+    fn eq_dyn(&self, other: &dyn Held) -> bool;
     fn as_any(&self) -> &dyn Any;
     /// Moves the entity into `out` when it is an `Option<Self>`; itself
     /// back otherwise.
-    fn move_into(self: Box<Self>, out: &mut dyn Any) -> Result<(), Box<dyn Erased>>;
+    fn move_into(self: Box<Self>, out: &mut dyn Any) -> Result<(), Box<dyn Held>>;
     fn to_item(&self) -> Result<Item, serde_dynamo::Error>;
     fn to_json(&self) -> serde_json::Value;
     fn summary(&self) -> String;
     fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+    fn erase_personal(&mut self) -> Result<(), String>;
+    fn advance(&mut self, sequence: u64, event_id: &str) -> Result<(), String>;
 }
 
-impl<T: Entity> Erased for T {
+impl<T: Entity> Held for T {
     fn sequence(&self) -> u64 {
         Entity::sequence(self)
     }
@@ -422,16 +443,16 @@ impl<T: Entity> Erased for T {
     fn kind(&self) -> &'static Kind {
         Kind::of::<T>()
     }
-    fn clone_box(&self) -> Box<dyn Erased> {
+    fn clone_box(&self) -> Box<dyn Held> {
         Box::new(self.clone())
     }
-    fn eq_dyn(&self, other: &dyn Erased) -> bool {
+    fn eq_dyn(&self, other: &dyn Held) -> bool {
         other.as_any().downcast_ref::<T>() == Some(self)
     }
     fn as_any(&self) -> &dyn Any {
         self
     }
-    fn move_into(self: Box<Self>, out: &mut dyn Any) -> Result<(), Box<dyn Erased>> {
+    fn move_into(self: Box<Self>, out: &mut dyn Any) -> Result<(), Box<dyn Held>> {
         match out.downcast_mut::<Option<T>>() {
             Some(out) => {
                 *out = Some(*self);
@@ -451,6 +472,12 @@ impl<T: Entity> Erased for T {
     }
     fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self, f)
+    }
+    fn erase_personal(&mut self) -> Result<(), String> {
+        Entity::erase_personal(self)
+    }
+    fn advance(&mut self, sequence: u64, event_id: &str) -> Result<(), String> {
+        Entity::advance(self, sequence, event_id)
     }
 }
 
@@ -512,6 +539,16 @@ impl AnyEntity {
     /// [`Entity::summary`].
     pub fn summary(&self) -> String {
         self.0.summary()
+    }
+
+    /// [`Entity::erase_personal`].
+    pub(crate) fn erase_personal(&mut self) -> Result<(), String> {
+        self.0.erase_personal()
+    }
+
+    /// [`Entity::advance`].
+    pub(crate) fn advance(&mut self, sequence: u64, event_id: &str) -> Result<(), String> {
+        self.0.advance(sequence, event_id)
     }
 }
 

@@ -10,16 +10,21 @@
 //! | `body.rs` | one body read: the envelope's fields, `data` upcast and read, the fields bound |
 //! | `versions.rs` | the domain's [`crate::versions::Versions`] resolved for reading: the plan of upcasts a body's `version` needs |
 //!
-//! The envelope knows a domain only as a [`Parser`] of bodies: the
-//! [`crate::Domain`] builds on this module, never the other way round.
+//! A domain reads a body through this module ([`crate::Domain::parse`], in
+//! `reading.rs`): the envelope builds on the domain's declarations, never
+//! the other way round.
 
 mod body;
+mod reading;
 mod record;
-mod versions;
+mod sealed;
 
-pub(crate) use body::{ReadData, parse_body, refusal};
+pub(crate) use sealed::sealed_subject;
+
+pub(crate) use body::parse_body;
 pub use record::Record;
-pub(crate) use versions::Table;
+
+pub use crate::reason::InvalidMessage;
 
 use crate::entity::{AnyEntity, EntityKey, Kind};
 use crate::handling::{Addition, Decision, HandlerFault, How};
@@ -38,60 +43,6 @@ pub const MAX_DATA_STRING: usize = 1024;
 pub trait Parser {
     /// Reads one message body.
     fn parse(&self, body: &str) -> Result<Event, InvalidMessage>;
-}
-
-/// Why a message body was not accepted. These never heal by retrying.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum InvalidMessage {
-    /// The SQS record has no body.
-    #[error("the record has no body")]
-    NoBody,
-    /// The body is not valid JSON (with serde_json's error).
-    #[error("the body is not JSON: {0}")]
-    NotJson(String),
-    /// The body is JSON but not an object.
-    #[error("the body is not a JSON object")]
-    NotAnObject,
-    /// A required field is absent or null (named by its path: `type`,
-    /// `data.sku`).
-    #[error("missing field `{0}`")]
-    Missing(String),
-    /// A field is present but not as the contract or the event type declares
-    /// it.
-    #[error("field `{field}` {problem}")]
-    Invalid {
-        /// The field, by its path (`sequence`, `data.quantity`).
-        field: String,
-        /// What is wrong with it, the rest of the message after the field's
-        /// name (`must be a string, got a number`).
-        problem: String,
-    },
-    /// The event's handling writes an entity kind or a counter the domain
-    /// does not register (what to add to the domain): the domain is to be
-    /// fixed, and the message retried.
-    #[error("{0}")]
-    Undeclared(String),
-    /// The body holds personal data of this subject, whose key the reader
-    /// has not fetched ([`crate::Domain::fetch_keys`]): the one refusal
-    /// that heals, once the key is read (or the subject found erased).
-    // The subject is not repeated: reasons are logged, and a subject may
-    // be a value of `data`.
-    #[error("the body holds personal data whose key is not read yet")]
-    KeyNeeded(String),
-    /// The `type` names none of the domain's event types (its first 64
-    /// characters).
-    #[error("unknown event type `{0}`")]
-    UnknownType(String),
-    /// A string anywhere in `data` (a field the type does not declare
-    /// included: it is kept in the body, parked or recorded) over the limit.
-    #[error("field `{field}` must be 0 to {max} characters, got more than {max}")]
-    TooLong {
-        /// The string, by its path (`data.lines[2].label`).
-        field: String,
-        /// The limit, in characters.
-        max: usize,
-    },
 }
 
 /// One event, as read from a message body: its envelope's fields and how
@@ -210,14 +161,15 @@ impl Event {
 
 impl Event {
     /// [`Event::decide`] for a process's step: a process handler fills
-    /// `outbox` (any other leaves it empty).
+    /// the reaction's outbox, a handler with effects its effects (any other
+    /// leaves it empty).
     pub(crate) fn react(
         &self,
         slot: &mut Option<AnyEntity>,
-        outbox: &mut crate::process::Outbox,
+        reaction: &mut crate::handling::Reaction,
     ) -> Result<Decision, HandlerFault> {
         match &self.handling {
-            How::Sequenced(apply) | How::Snapshot(apply) => apply.react(slot, outbox),
+            How::Sequenced(apply) | How::Snapshot(apply) => apply.react(slot, reaction),
             How::Addition(_) | How::Ignored(_) => self.decide(slot),
         }
     }

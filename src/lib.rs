@@ -59,8 +59,10 @@
 //!   or clear a deadline ([`process`]). A **step** of a process is one
 //!   commit of its state with what it appends.
 //! - **outbox**: what a process's handler answers besides its decision: the
-//!   events to append and the deadline ([`process::Outbox`]), written with
-//!   the state in one transaction. No table of its own.
+//!   events to append and the deadline ([`process::Outbox`]; a deadline
+//!   handler's, [`process::DueOutbox`], appends to its state's stream at
+//!   the sequence the process has seen), written with the state in one
+//!   transaction. No table of its own.
 //! - **subject**: the person a personal value is about, by an id (the
 //!   aggregate's, or a field of `data`); each has a data key, and **erasure**
 //!   deletes it and tells every consumer ([`personal`]).
@@ -68,55 +70,47 @@
 //!   in the index `due`), fired once by the scheduled sweep through the
 //!   same guard; its precision is the sweep's period.
 //!
-//! # Layout
+//! # Layers
 //!
-//! - [`domain`], [`entity`], [`handling`]: what a user declares and
-//!   registers: [`Domain`], [`Entity`], [`Handling`], [`Decision`],
-//!   [`Sequenced`], [`Counter`].
-//! - [`envelope`]: reads one SQS record into an [`envelope::Event`] (the
-//!   envelope's fields, and the domain's handling of its `data`), or an
-//!   [`envelope::InvalidMessage`] that names what was wrong; the limits data
-//!   types declare are in [`limits`].
-//! - [`runner`]: the batch runner. Groups records into streams, runs them,
-//!   persists each entity with one conditional write and each stream's
-//!   deduplicated effects with one transaction, checks every handler's
-//!   answer, and decides which messages are reported failed; parks gaps that
-//!   keep coming back and drains them when the gap closes. Knows no domain.
-//! - [`store`]: what touches the table. The [`store::Store`] trait, with a
-//!   DynamoDB adapter ([`store::dynamodb`]) and an in-memory one
-//!   ([`store::memory`]) of the same semantics. Knows nothing of SQS.
-//! - [`config`]: the environment, read in one place.
-//! - [`lambda`]: from a Lambda invocation to the partial batch response (an
-//!   SQS batch) or to a [`sweep`] (the schedule).
-//! - [`sweep`]: the scheduled look at parked events, for the alarm.
-//! - [`process`]: processes: what a domain declares ([`process::Process`]),
-//!   what a handler answers ([`process::Outbox`]) and what a deadline's
-//!   handler is given ([`process::Due`]); the runner writes a step's state
-//!   and appends in one transaction, and the sweep fires due deadlines.
-//! - [`personal`]: personal data: what a domain declares
-//!   ([`personal::Personal`], `#[entity(personal(...))]`), the values
-//!   sealed by `append` and opened by the consumers that project them
-//!   ([`personal::Keyring`], [`personal::DynamoKeys`]), and
-//!   [`personal::erase`].
-//! - [`metrics`], [`logging`]: CloudWatch metrics (EMF) and the log
-//!   subscriber; no level prints an event's data.
-//! - [`producer`]: the producer's half: events appended to an event store
-//!   with gapless sequences, each with its sequence in one transaction, a
-//!   request id making a retried command safe.
-//! - [`sqs`]: what SQS takes (a body's size and characters, ids, the
-//!   trace header), for the producer and the dispatcher alike.
-//! - [`dispatcher`]: the producer's other half: appended events from the
-//!   event store's DynamoDB stream to the FIFO queue, in stream order.
-//! - [`cli`]: the binaries of any domain, each a one-line `main`: the
-//!   two Lambda functions (`projector`, `dispatcher`), `replay`, `inspect`,
-//!   `append`, `rebuild`, `verify` and `resend` (find and mend a hole), and
-//!   `erase` (forget a subject).
-//! - [`testkit`]: given an entity, when an event, then a decision and a
-//!   state: a domain's handlers tested without a store.
-//! - [`versions`]: an event type's current version and the upcasts from
-//!   older ones, applied to every body read (a stored event keeps its shape).
-//! - `testing` (the `test-support` feature): what the engine's own tests
-//!   need and the function does not.
+//! The modules in layers, the lowest first: each module imports only the
+//! modules listed before it (on its own line, or on a line above), never
+//! one after it. `tests/layers.rs` checks every `crate::` path in `src/`
+//! against this list, and names the import that breaks it.
+//!
+//! 0. **Words every layer shares**, no domain in them: `reason` (why a body
+//!    is refused: [`envelope::InvalidMessage`]), [`limits`] (what data
+//!    types may declare), `digest`, [`clock`], [`sqs`] (what SQS takes),
+//!    [`trace`] (the X-Ray header), [`sdk`] (the AWS clients' TLS),
+//!    [`table`] (a DynamoDB call's errors: [`table::StoreError`]).
+//! 1. **What a handler answers and asks for**: [`answer`] ([`Decision`],
+//!    [`Sequenced`], [`answer::Outbox`], [`answer::Effects`],
+//!    [`answer::NewEvent`]).
+//! 2. **What a team declares**, each on those before it: [`entity`]
+//!    ([`Entity`], its kinds), [`personal`] (personal fields, the cipher and
+//!    the keys), [`versions`], [`handling`] ([`Handling`]: how a type is
+//!    handled, and the checks of every answer), [`domain`] ([`Domain`],
+//!    [`Events`], [`Process`]), [`process`] (a process's names, gathered).
+//! 3. **Reading a message**: [`envelope`] (a record read into an
+//!    [`envelope::Event`], its sealed values opened, [`Domain::parse`]).
+//! 4. **The stores**: [`producer`] (the event store: appending, with a
+//!    sequence in one transaction; its items; sealing; erasing a subject),
+//!    [`store`] (projections: the [`store::Store`] trait, an entity
+//!    committed with its effects and a process's appends, on DynamoDB and
+//!    in memory).
+//! 5. **The engine**: [`runner`] (the batch runner: streams, the guard's
+//!    plan, parking, commits, what is reported failed), [`sweep`] (the
+//!    scheduled look at parked events, a process's deadlines fired first),
+//!    [`dispatcher`] (the event store's change records to the queue or
+//!    topic, in stream order), [`testkit`] (a domain's handlers tested as
+//!    the runner runs them).
+//! 6. **The function around them**: [`config`] (the environment, read in
+//!    one place), [`metrics`], [`logging`], [`lambda`] (an invocation to
+//!    its answer), `testing` (what tests need, the `test-support` feature).
+//! 7. **The binaries**: [`cli`] (`projector`, `dispatcher`, `replay`,
+//!    `inspect`, `append`, `rebuild`, `verify`, `resend`, `erase`, each a
+//!    one-line `main`).
+//!
+//! Each module's own documentation says what its files hold.
 
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
@@ -125,7 +119,9 @@
 // `#[derive(Entity)]` names `::sequence_guard::Entity`, in this crate too.
 extern crate self as sequence_guard;
 
+pub mod answer;
 pub mod cli;
+pub mod clock;
 pub mod config;
 mod digest;
 pub mod dispatcher;
@@ -146,15 +142,17 @@ pub mod sdk;
 pub mod sqs;
 pub mod store;
 pub mod sweep;
+pub mod table;
 #[cfg(feature = "test-support")]
 pub mod testing;
 pub mod testkit;
 pub mod trace;
 pub mod versions;
 
-pub use domain::{Domain, Events};
+pub use answer::{Counter, Decision, Sequenced};
+pub use domain::{Domain, Events, Process};
 pub use entity::{AnyEntity, Entity, EntityKey};
-pub use handling::{Counter, Decision, Handling, Sequenced};
+pub use handling::Handling;
 /// `#[derive(Entity)]`: `KIND`, `sequence` and `last_event_id` from
 /// `#[entity(kind = "...")]` and the fields `sequence` and `last_event_id`
 /// (see [`Entity`]).

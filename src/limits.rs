@@ -41,6 +41,23 @@ where
     }
 }
 
+/// [`text`] for an optional field (`Option<String>`, with
+/// `#[serde(default)]`): absent or `null` is `None`.
+pub fn optional_text<'de, D, const MIN: usize, const MAX: usize>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    let Some(text) = Option::<String>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    match length_problem::<MIN, MAX>(&text) {
+        None => Ok(Some(text)),
+        Some(problem) => Err(de::Error::custom(problem)),
+    }
+}
+
 /// Why `text` is not `MIN` to `MAX` characters long (`None`: it is).
 fn length_problem<const MIN: usize, const MAX: usize>(text: &str) -> Option<String> {
     // Characters are 1 to 4 bytes: at most MAX bytes are at most MAX

@@ -7,11 +7,12 @@
 //! | `Applied`, `Duplicate`, `Parked`, `Ignored`, `Conflict`, `Gap`, `NotCreated`, `Invalid`, `Skipped`, `StorageError`, `Rejected` | Count | messages by outcome |
 //! | `ColdStart` | Count | 1 in the first invocation's document of each process, 0 after (Powertools' name) |
 //! | `Drained` | Count | parked events applied (their gap closed) |
+//! | `Filled` | Count | events read from the event store and applied before the message that waited for them (a gap closed at once) |
 //! | `ParkingFull` | Count | gaps failed because `MAX_PARKED_PER_STREAM` events are parked on their entity |
 //! | `OldestParkedAge` | Seconds | per entity that parked or drained, and from each sweep (0 when nothing is parked): how long the oldest parked event has waited |
 //! | `ParkedEntities` | Count | from each sweep that walked the whole index: entities with events parked |
 //! | `DeadlinesFired` | Count | a process's, from each sweep that had deadlines due: deadlines fired (their steps written) |
-//! | `DeadlinesMoved` | Count | a process's: deadlines whose exact append found the stream moved (nothing written; decided again) |
+//! | `DeadlinesMoved` | Count | a process's: deadlines whose exact append found the stream moved (nothing written; decided again); at every sweep, the process is behind its streams |
 //! | `DeadlinesFailed` | Count | a process's: deadlines not fired for a store error or a handler that broke its rule (tried again at the next sweep) |
 //! | `SweepIncomplete` | Count | sweeps that reached their deadline before the end of the index |
 //! | `Messages` | Count | messages in the batch |
@@ -56,9 +57,10 @@ pub fn metric_name(outcome: Outcome) -> &'static str {
 }
 
 /// Every metric besides the outcomes'.
-pub const METRICS: [&str; 12] = [
+pub const METRICS: [&str; 13] = [
     "ColdStart",
     "Drained",
+    "Filled",
     "SweepIncomplete",
     "DeadlinesFired",
     "DeadlinesMoved",
@@ -103,6 +105,7 @@ pub fn record(report: &BatchReport, elapsed: Duration) {
         metrics::counter!(metric_name(outcome)).increment(count as u64);
     }
     metrics::counter!("Drained").increment(report.drained() as u64);
+    metrics::counter!("Filled").increment(report.filled_events());
     metrics::counter!("ParkingFull").increment(report.parking_full() as u64);
     for age in report
         .parking
@@ -138,7 +141,7 @@ pub fn record_sweep(report: &SweepReport) {
         .map(|parking| parking.drained.len())
         .sum();
     metrics::counter!("Drained").increment(drained as u64);
-    if report.deadlines != crate::process::DeadlineReport::default() {
+    if report.deadlines != crate::runner::DeadlineReport::default() {
         metrics::counter!("DeadlinesFired").increment(report.deadlines.fired);
         metrics::counter!("DeadlinesMoved").increment(report.deadlines.moved);
         metrics::counter!("DeadlinesFailed").increment(report.deadlines.failed);
@@ -168,6 +171,11 @@ impl Emf {
             metrics::describe_counter!(metric_name(outcome), Unit::Count, "messages by outcome");
         }
         metrics::describe_counter!("Drained", Unit::Count, "parked events applied");
+        metrics::describe_counter!(
+            "Filled",
+            Unit::Count,
+            "events read from the event store to close a gap"
+        );
         metrics::describe_counter!(
             "ColdStart",
             Unit::Count,
@@ -209,4 +217,44 @@ impl Emf {
             tracing::warn!(error = %err, "cannot write the metrics document");
         }
     }
+}
+
+/// Records one dispatched batch's metrics (`BatchDuration` the time it
+/// took).
+pub(crate) fn record_dispatch(outcome: &crate::dispatcher::Dispatch, took: std::time::Duration) {
+    metrics::counter!("Records").increment(outcome.records as u64);
+    metrics::counter!("Dispatched").increment(outcome.dispatched as u64);
+    metrics::counter!("SendRequests").increment(outcome.requests);
+    metrics::counter!("Refused").increment(outcome.refused);
+    metrics::counter!("Corrupt").increment(outcome.corrupt.len() as u64);
+    metrics::counter!("BatchItemFailures").increment(u64::from(outcome.failure.is_some()));
+    metrics::histogram!("BatchDuration").record(took.as_secs_f64() * 1000.0);
+}
+
+/// Describes the dispatcher's metrics to an installed collector (units).
+pub fn describe_dispatcher() {
+    use metrics::Unit;
+    metrics::describe_counter!("Records", Unit::Count, "stream records in the batch");
+    metrics::describe_counter!(
+        "Dispatched",
+        Unit::Count,
+        "messages the queue or the topic took"
+    );
+    metrics::describe_counter!(
+        "SendRequests",
+        Unit::Count,
+        "SendMessageBatch or PublishBatch requests"
+    );
+    metrics::describe_counter!("Refused", Unit::Count, "entries or requests refused");
+    metrics::describe_counter!("Corrupt", Unit::Count, "event items reported as corrupt");
+    metrics::describe_counter!(
+        "BatchItemFailures",
+        Unit::Count,
+        "batches that named a record for redelivery"
+    );
+    metrics::describe_histogram!(
+        "BatchDuration",
+        Unit::Milliseconds,
+        "time to send the batch"
+    );
 }

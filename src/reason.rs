@@ -1,4 +1,5 @@
-//! Reasons without values: what serde says is wrong, told without the value
+//! Why a body is refused ([`InvalidMessage`], which every layer that reads
+//! one answers), and reasons without values: what serde says is wrong, told without the value
 //! it quotes, and paths whose map keys may be data told without them. A
 //! reason is logged, and a logged string or key may be personal data.
 
@@ -99,6 +100,84 @@ impl Refusal {
             Refusal::MissingField(field) => format!("{what} has no field `{field}`"),
             Refusal::Problem(problem) => format!("{what} {problem}"),
         }
+    }
+}
+
+/// Why a message body was not accepted. These never heal by retrying.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidMessage {
+    /// The SQS record has no body.
+    #[error("the record has no body")]
+    NoBody,
+    /// The body is not valid JSON (with serde_json's error).
+    #[error("the body is not JSON: {0}")]
+    NotJson(String),
+    /// The body is JSON but not an object.
+    #[error("the body is not a JSON object")]
+    NotAnObject,
+    /// A required field is absent or null (named by its path: `type`,
+    /// `data.sku`).
+    #[error("missing field `{0}`")]
+    Missing(String),
+    /// A field is present but not as the contract or the event type declares
+    /// it.
+    #[error("field `{field}` {problem}")]
+    Invalid {
+        /// The field, by its path (`sequence`, `data.quantity`).
+        field: String,
+        /// What is wrong with it, the rest of the message after the field's
+        /// name (`must be a string, got a number`).
+        problem: String,
+    },
+    /// The event's handling writes an entity kind or a counter the domain
+    /// does not register (what to add to the domain): the domain is to be
+    /// fixed, and the message retried.
+    #[error("{0}")]
+    Undeclared(String),
+    /// The body holds personal data of this subject, whose key the reader
+    /// has not fetched ([`crate::Domain::fetch_keys`]): the one refusal
+    /// that heals, once the key is read (or the subject found erased).
+    // The subject is not repeated: reasons are logged, and a subject may
+    // be a value of `data`.
+    #[error("the body holds personal data whose key is not read yet")]
+    KeyNeeded(String),
+    /// The `type` names none of the domain's event types (its first 64
+    /// characters).
+    #[error("unknown event type `{0}`")]
+    UnknownType(String),
+    /// A string anywhere in `data` (a field the type does not declare
+    /// included: it is kept in the body, parked or recorded) over the limit.
+    #[error("field `{field}` must be 0 to {max} characters, got more than {max}")]
+    TooLong {
+        /// The string, by its path (`data.lines[2].label`).
+        field: String,
+        /// The limit, in characters.
+        max: usize,
+    },
+}
+
+/// serde's error at `path` as a reason. Values are not repeated: a string
+/// may be personal data, and the reason is logged.
+pub(crate) fn refusal(event_type: &str, path: &str, message: &str) -> InvalidMessage {
+    if path == "type" {
+        return InvalidMessage::UnknownType(event_type.chars().take(64).collect());
+    }
+    match without_value(message) {
+        Refusal::Missing => missing(path),
+        Refusal::MissingField(name) => missing(&format!("{path}.{name}")),
+        Refusal::Problem(problem) => invalid(path, problem),
+    }
+}
+
+pub(crate) fn missing(field: &str) -> InvalidMessage {
+    InvalidMessage::Missing(field.to_owned())
+}
+
+pub(crate) fn invalid(field: &str, problem: impl Into<String>) -> InvalidMessage {
+    InvalidMessage::Invalid {
+        field: field.to_owned(),
+        problem: problem.into(),
     }
 }
 

@@ -1,4 +1,5 @@
-//! The scheduled look at parked events.
+//! The scheduled look at parked events (and, first, a process's due
+//! deadlines fired: `runner/due.rs`).
 //!
 //! A stream whose missing event never comes sends nothing more, so nothing
 //! in the message path would notice it waiting. Every few minutes (a
@@ -29,7 +30,7 @@ use tracing::{info, warn};
 
 use crate::domain::Domain;
 use crate::entity::{AnyEntity, EntityKey};
-use crate::process::DeadlineReport;
+use crate::runner::DeadlineReport;
 use crate::runner::{CallError, Invocation, ParkingReport, Runner, RunnerConfig};
 use crate::store::{Loaded, ParkedEntity, Store, StoreError, SweepMark};
 
@@ -79,22 +80,29 @@ pub struct SweepReport {
     pub deadlines: DeadlineReport,
 }
 
-/// The schedule's sweep: upgrades a page of the index's earlier layout,
-/// walks the index from where the last sweep stopped until its end or the
-/// deadline, drains what can be drained, reports what stays parked, and
-/// keeps where it stopped for the next sweep.
+/// The schedule's sweep: fires a process's due deadlines from where the
+/// last sweep's stopped, within half its time; upgrades a page of the
+/// index's earlier layout, walks the index from where the last sweep
+/// stopped until its end or the deadline, drains what can be drained,
+/// reports what stays parked, and keeps where both stopped for the next
+/// sweep.
 pub async fn sweep<S: Store>(
     runner: &Runner<S>,
     invocation: Invocation,
 ) -> Result<SweepReport, StoreError> {
-    // A process's due deadlines first: the schedule's period is their
-    // precision.
-    let deadlines = runner.fire_due(&invocation).await;
-    upgrade(runner, &invocation).await;
     let mark = resume(runner, &invocation).await;
+    // A process's due deadlines first (the schedule's period is their
+    // precision), within half the time: deadlines that keep being tried and
+    // not fired (a process behind its streams) never leave the parked
+    // events unwatched.
+    let share = runner.first_half(&invocation);
+    let deadlines = runner.fire_due_from(&share, mark.deadlines.clone()).await;
+    upgrade(runner, &invocation).await;
     let (mut report, after) = walk(runner, &invocation, true, mark.after.clone()).await?;
+    let resume_at = deadlines.resume_at.clone();
     report.deadlines = deadlines;
-    let (report, next) = close(report, &mark, after);
+    let (report, mut next) = close(report, &mark, after);
+    next.deadlines = resume_at;
     if next != mark {
         // Within the margin kept before the deadline: not cut by it.
         if let Err(err) = runner.store().save_sweep_mark(&next).await {
@@ -154,7 +162,8 @@ async fn resume<S: Store>(runner: &Runner<S>, invocation: &Invocation) -> SweepM
 
 /// The pass's figures in the report, and the mark for the next sweep:
 /// the pass so far and where this walk stopped (`after`), or a new pass
-/// from the start once the walk reached the end.
+/// from the start once the walk reached the end (the deadlines' cursor
+/// left for the caller).
 fn close(
     mut report: SweepReport,
     mark: &SweepMark,
@@ -175,6 +184,7 @@ fn close(
             after,
             entities,
             oldest_age_seconds: report.oldest_parked_age_seconds,
+            deadlines: None,
         }
     };
     (report, next)

@@ -8,9 +8,12 @@ use std::time::Duration;
 
 use lambda_runtime::{LambdaEvent, service_fn};
 
-use crate::dispatcher::{Destination, DispatcherConfig, describe_metrics, handle};
+use crate::config::DispatcherConfig;
+use crate::dispatcher::Destination;
 use crate::domain::Domain;
+use crate::lambda::respond_to_stream;
 use crate::metrics::Emf;
+use crate::metrics::describe_dispatcher;
 
 /// The dispatcher of a domain (its own `bootstrap`):
 /// `fn main() -> ExitCode { cli::dispatcher(my_domain()) }`. The domain
@@ -38,7 +41,7 @@ pub async fn dispatcher(domain: Domain) -> ExitCode {
     };
     let emf = match Emf::collector(&config.metrics_namespace, &config.metrics_service) {
         Ok(emf) => {
-            describe_metrics();
+            describe_dispatcher();
             Some(emf)
         }
         Err(err) => {
@@ -65,7 +68,7 @@ pub async fn dispatcher(domain: Domain) -> ExitCode {
     super::served(
         lambda_runtime::run_concurrent(service_fn(move |event: LambdaEvent<serde_json::Value>| {
             let shared = std::sync::Arc::clone(&shared);
-            async move { handle(&shared.0, &shared.1, emf.as_ref(), event).await }
+            async move { respond_to_stream(&shared.0, &shared.1, emf.as_ref(), event).await }
         }))
         .await,
     )

@@ -12,6 +12,14 @@
 //! status: 0 done (run again: 0, nothing more to do); 1 a storage error
 //! (safe to run again); 2 bad arguments, or a domain or table that cannot
 //! hold personal data.
+//!
+//! The subject is the id exactly as `append` stored it: nothing trimmed
+//! or normalised (`order-9 ` is not `order-9`). An id no stream can have
+//! (empty, over 256 characters, a character SQS does not carry) is refused
+//! (2, nothing written). An id that never had a key is said so (on stderr,
+//! and `"subjectKnown": false`): nothing of theirs was sealed here, and it
+//! is marked erased all the same, so that an append of personal data for
+//! it is refused from then on.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -21,8 +29,9 @@ use serde::Serialize;
 
 use super::{arguments, events_table};
 use crate::domain::Domain;
-use crate::personal::{EraseError, Keyring};
-use crate::producer::EventStore;
+use crate::personal::{KeySource, Keyring};
+use crate::producer::EraseError;
+use crate::producer::{EventStore, stream_id_problem};
 use crate::store::dynamodb::connect;
 
 const EXAMPLES: &str = "\
@@ -32,6 +41,10 @@ Examples:
   erase --endpoint-url http://localhost:8000 --table events --subject <subject id>
       on DynamoDB Local
 
+The subject is taken exactly as given (no trimming): it must be an id a stream
+can have (1 to 256 characters). One that never had a key is said so, and marked
+erased all the same: an append of personal data for it is refused from then on.
+
 Exit status: 0 done (again: 0, nothing more to do); 1 a storage error (safe to
 run again); 2 bad arguments, or a domain that declares no personal data.";
 
@@ -40,7 +53,8 @@ run again); 2 bad arguments, or a domain that declares no personal data.";
 #[command(name = "erase", version, after_help = EXAMPLES)]
 struct Args {
     /// The subject: the aggregate id of their streams (or the id a domain's
-    /// personal declaration names).
+    /// personal declaration names), exactly as appended: nothing is
+    /// trimmed.
     #[arg(long, value_name = "ID")]
     subject: String,
     /// The event store's table (default: EVENTS_TABLE).
@@ -56,6 +70,9 @@ struct Args {
 #[serde(rename_all = "camelCase")]
 struct Printed<'a> {
     subject: &'a str,
+    /// Whether the store held a key item of the subject before (a key, or
+    /// an earlier erasure).
+    subject_known: bool,
     key_deleted: bool,
     streams_told: Vec<Told<'a>>,
     already_done: bool,
@@ -77,9 +94,10 @@ pub async fn erase(domain: Domain) -> ExitCode {
     let Some(table) = events_table(&name, args.table, "--table") else {
         return ExitCode::from(2);
     };
-    let subject = args.subject.trim();
-    if subject.is_empty() || subject.chars().count() > 256 {
-        eprintln!("{name}: --subject must be 1 to 256 characters");
+    // Exactly as given: a trimmed id is another person's.
+    let subject = args.subject.as_str();
+    if let Some(problem) = stream_id_problem(subject) {
+        eprintln!("{name}: --subject {subject:?} is no id a stream can have: it {problem}");
         return ExitCode::from(2);
     }
     if !domain.declares_personal() {
@@ -97,12 +115,29 @@ pub async fn erase(domain: Domain) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Whether it had a key item, read first to say so: what erase did
+    // tells it too, should a key be made meanwhile.
+    let had_item = match keys.read(&[subject.to_owned()]).await {
+        Ok(found) => found.contains_key(subject),
+        Err(err) => {
+            eprintln!("{name}: {err}; safe to run again");
+            return ExitCode::FAILURE;
+        }
+    };
     let domain = domain.with_keys(Arc::new(Keyring::new(keys)));
     let store = EventStore::new(client, table, domain);
-    match crate::personal::erase(&store, subject).await {
+    match crate::producer::erase(&store, subject).await {
         Ok(erased) => {
+            let subject_known =
+                had_item || erased.key_deleted || erased.already_done || !erased.told.is_empty();
+            if !subject_known {
+                eprintln!(
+                    "{name}: the subject {subject:?} had no key in this event store: no personal data of theirs was sealed here, so no key was deleted and no stream told (the id is taken exactly as given: check it). It is marked erased all the same: an append of personal data for {subject:?} is refused from now on."
+                );
+            }
             let printed = Printed {
                 subject,
+                subject_known,
                 key_deleted: erased.key_deleted,
                 streams_told: erased
                     .told

@@ -7,7 +7,8 @@
 //!
 //! The first shows one aggregate's entity: its sequence, the events parked
 //! on it (and the sequence it waits for) and the conflicts recorded for it;
-//! for a counter, its value. The second lists every entity with events
+//! for a counter, its value, and the value of every other counter kept on
+//! its item (a member's `onLoan` and `loans`), read together. The second lists every entity with events
 //! parked, longest waiting first, walking the whole index from its start
 //! (entries an earlier release left in the index's older layout included,
 //! as they are: the sweep alone moves them). Bodies are not printed (they
@@ -67,7 +68,8 @@ struct Args {
 /// What a KIND argument names.
 enum Target {
     Entity(EntityKey),
-    Counter(&'static Counter, String),
+    /// The counters kept on one item, in the order registered.
+    Counters(Vec<&'static Counter>, String),
 }
 
 /// The `inspect` binary of a domain: `fn main() -> ExitCode { cli::inspect(my_domain()) }`.
@@ -89,9 +91,8 @@ pub async fn inspect(domain: Domain) -> ExitCode {
     let mut out = io::stdout().lock();
     let shown = match (args.parked, target) {
         (true, _) => show_parked(&mut out, &domain, &store, now).await,
-        (false, Some(Target::Counter(counter, id))) => {
-            let shown = domain.counter_name(counter);
-            show_counter(&mut out, &shown, &store, counter, &id).await
+        (false, Some(Target::Counters(counters, id))) => {
+            show_counters(&mut out, &domain, &store, &counters, &id).await
         }
         (false, Some(Target::Entity(key))) => show_entity(&mut out, &store, &key, now).await,
         // clap requires one or the other.
@@ -115,17 +116,14 @@ pub async fn inspect(domain: Domain) -> ExitCode {
 /// kinds and counters; help, version and bad arguments end the process as
 /// clap does.
 fn parse(name: &str, domain: &Domain) -> Args {
-    let kinds: Vec<String> = domain
-        .kinds()
-        .iter()
-        .map(|kind| kind.label())
-        .chain(
-            domain
-                .counters()
-                .iter()
-                .map(|counter| domain.counter_name(counter)),
-        )
-        .collect();
+    let mut kinds: Vec<String> = domain.kinds().iter().map(|kind| kind.label()).collect();
+    // One name for each counter's item (the counters on it share it).
+    for counter in domain.counters() {
+        let name = domain.counter_name(counter);
+        if !kinds.contains(&name) {
+            kinds.push(name);
+        }
+    }
     let mut command = Args::command()
         .name(name.to_owned().leak() as &str)
         .version(super::version(domain).leak() as &str)
@@ -153,12 +151,23 @@ fn parse(name: &str, domain: &Domain) -> Args {
     args
 }
 
-/// What KIND and ID name, when given.
+/// What KIND and ID name, when given: an entity, or every counter kept on
+/// the named counter's item.
 fn target(domain: &Domain, args: &Args) -> Option<Target> {
     match (args.kind.as_deref(), args.id.clone()) {
         (Some(kind), Some(id)) => match (domain.kind(kind), domain.counter_named(kind)) {
             (Some(kind), _) => Some(Target::Entity(EntityKey::new(kind, id))),
-            (None, Some(counter)) => Some(Target::Counter(counter, id)),
+            (None, Some(named)) => {
+                let on_item = domain
+                    .counters()
+                    .iter()
+                    .copied()
+                    .filter(|counter| {
+                        (counter.kind, counter.sort_key) == (named.kind, named.sort_key)
+                    })
+                    .collect();
+                Some(Target::Counters(on_item, id))
+            }
             // clap checked it against the domain's names.
             (None, None) => None,
         },
@@ -175,18 +184,28 @@ enum Shown {
     Output(#[from] io::Error),
 }
 
-/// One counter's value.
-async fn show_counter(
+/// The values of the counters kept on one item, a line each.
+async fn show_counters(
     out: &mut impl Write,
-    name: &str,
+    domain: &Domain,
     store: &DynamoStore,
-    counter: &'static Counter,
+    counters: &[&'static Counter],
     id: &str,
 ) -> Result<(), Shown> {
-    writeln!(out, "{name} {id}")?;
-    match store.counter(counter, id).await? {
-        Some(value) => writeln!(out, "  {} {value}", counter.attribute)?,
-        None => writeln!(out, "  no addition applied yet")?,
+    let Some(first) = counters.first() else {
+        return Ok(());
+    };
+    writeln!(out, "{} {id}", domain.counter_name(first))?;
+    let values = store.counters_on_item(counters, id).await?;
+    if values.iter().all(Option::is_none) {
+        writeln!(out, "  no addition applied yet")?;
+        return Ok(());
+    }
+    for (counter, value) in counters.iter().zip(values) {
+        match value {
+            Some(value) => writeln!(out, "  {} {value}", counter.attribute)?,
+            None => writeln!(out, "  {} (no addition applied yet)", counter.attribute)?,
+        }
     }
     Ok(())
 }

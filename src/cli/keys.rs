@@ -44,17 +44,11 @@ pub(crate) async fn source(
     key: &str,
 ) -> Result<DynamoKeys, String> {
     match key.strip_prefix(LOCAL) {
-        Some(encoded) => {
-            use base64::Engine as _;
-            let master = base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .decode(encoded.trim_end_matches('='))
-                .ok()
-                .and_then(|bytes| DataKey::new(&bytes).ok())
-                .ok_or_else(|| {
-                    "PERSONAL_DATA_KEY=local:... must hold 32 bytes in base64url".to_owned()
-                })?;
-            Ok(DynamoKeys::local(dynamodb.clone(), table, master))
-        }
+        Some(_) => Ok(DynamoKeys::local(
+            dynamodb.clone(),
+            table,
+            local_master(key)?,
+        )),
         None => Ok(DynamoKeys::new(
             dynamodb.clone(),
             table,
@@ -62,6 +56,20 @@ pub(crate) async fn source(
             key,
         )),
     }
+}
+
+/// The master key `PERSONAL_DATA_KEY=local:<32 bytes in base64url>` names.
+pub(crate) fn local_master(key: &str) -> Result<DataKey, String> {
+    use base64::Engine as _;
+    key.trim()
+        .strip_prefix(LOCAL)
+        .and_then(|encoded| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(encoded.trim_end_matches('='))
+                .ok()
+        })
+        .and_then(|bytes| DataKey::new(&bytes).ok())
+        .ok_or_else(|| "PERSONAL_DATA_KEY=local:... must hold 32 bytes in base64url".to_owned())
 }
 
 /// How `PERSONAL_DATA_KEY` names a local master key.

@@ -11,8 +11,8 @@
 //! - [`projector()`]: the Lambda function (SQS batches and the schedule's sweeps).
 //! - [`replay()`]: runs sample events through the same runner, on an embedded
 //!   table or on DynamoDB.
-//! - [`inspect()`]: one entity or counter in the table, or every entity with
-//!   events parked.
+//! - [`inspect()`]: one entity or one counter's item (every counter on it)
+//!   in the table, or every entity with events parked.
 //! - [`append()`]: one event appended to the event store (the producer's half).
 //! - [`dispatcher()`]: the Lambda function on the event store's change records,
 //!   sending appended events to the queue.
@@ -26,12 +26,17 @@
 //!   the placeholder.
 //! - [`resend()`]: a stream's stored events, or a range of them, sent to the
 //!   queue again exactly as the dispatcher sent them (mends a hole).
+//! - [`local()`]: a crate's whole system ([`crate::domain::System`]) on one
+//!   machine, from a script: appends, every consumer and process, the
+//!   sweep on a clock the script sets, erasure; in memory or on DynamoDB.
 
 mod append;
+mod counters;
 mod dispatcher;
 mod erase;
 mod inspect;
 mod keys;
+mod local;
 mod projector;
 mod rebuild;
 mod replay;
@@ -44,6 +49,7 @@ pub use append::append;
 pub use dispatcher::dispatcher;
 pub use erase::erase;
 pub use inspect::inspect;
+pub use local::local;
 pub use projector::projector;
 pub use rebuild::rebuild;
 pub use replay::replay;

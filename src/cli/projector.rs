@@ -29,7 +29,7 @@ pub async fn projector(domain: Domain) -> ExitCode {
     }
     // Plain text, or JSON when AWS_LAMBDA_LOG_FORMAT=JSON; never event data.
     crate::logging::init();
-    let config = match Config::from_env() {
+    let mut config = match Config::from_env() {
         Ok(config) => config,
         Err(err) => {
             tracing::error!(error = %err, "cannot start");
@@ -45,7 +45,7 @@ pub async fn projector(domain: Domain) -> ExitCode {
     };
     let sdk = crate::sdk::from_env().load().await;
     let client = aws_sdk_dynamodb::Client::new(&sdk);
-    let mut store = DynamoStore::new(client.clone(), config.table_name);
+    let mut store = DynamoStore::new(client.clone(), config.table_name.clone());
     // A domain that projects personal data opens it with the subjects'
     // keys; one that declares none never reads a key.
     if domain.declares_personal() && config.personal_data_key.is_none() {
@@ -91,8 +91,31 @@ pub async fn projector(domain: Domain) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        // Its start, its table's creation: an event appended before it that
+        // a gap's read brings in is folded without reacting, as its
+        // rebuild folds it (live messages are all sent after it).
+        match crate::store::dynamodb::created_at(&client, &config.table_name).await {
+            Ok(Some(start)) => {
+                config.runner.reacts_from = Some(start);
+            }
+            Ok(None) => {
+                tracing::error!(
+                    table = %config.table_name,
+                    "cannot start: DynamoDB does not say when the process's table was created (its start)"
+                );
+                return ExitCode::FAILURE;
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "cannot start: reading when the process's table was created (its start)");
+                return ExitCode::FAILURE;
+            }
+        }
         let events = crate::producer::EventStore::new(client, table, producer)
             .with_retry_budget(std::time::Duration::from_secs(5));
+        store = store.with_event_store(events);
+    } else if let Some(table) = config.event_store_table {
+        // A consumer of an event store reads a gap's events from it.
+        let events = crate::producer::EventStore::new(client, table, domain.clone());
         store = store.with_event_store(events);
     }
     // Shared, not borrowed: under Lambda Managed Instances

@@ -4,6 +4,7 @@
 //! ```text
 //! rebuild --events-table NAME [--table NAME [--create-table]] [--endpoint-url URL]
 //! rebuild --events-table NAME --versions [--endpoint-url URL]
+//! rebuild --events-table NAME --table NAME --erasures [--check] [--endpoint-url URL]
 //! ```
 //!
 //! Without `--table`, into an embedded table, printed at the end. Run against a
@@ -27,6 +28,15 @@
 //! table cannot be used, an event was not done (its reason is printed) or a
 //! stream was refused (named); 2 for bad arguments or variables.
 //!
+//! A process's rebuild into a table appends what the process reacts with to
+//! the events appended since its start, the table's creation: what the
+//! store held before is folded without reacting (docs/processes.md, adding
+//! a process to a live system). Into an embedded table it appends nothing.
+//!
+//! With `--erasures` it projects nothing: it applies every erasure the event
+//! store records to the table again (`erasures.rs`; with `--check`, it only
+//! names each entity that still holds a value of an erased subject).
+//!
 //! With `--versions` it projects nothing: it counts the stored events of each
 //! type and version, one JSON line each (`{"type": "AccountOpened",
 //! "version": 1, "events": 3, "current": 2}`), then `{"streams": n,
@@ -34,12 +44,13 @@
 //! events of it; a version above `current` is one this build cannot read.
 
 mod additions;
+mod erasures;
 
 use std::collections::BTreeMap;
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
-use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use aws_lambda_events::event::sqs::SqsEvent;
 use clap::Parser;
 
 use super::{arguments, events_table};
@@ -73,6 +84,15 @@ struct Args {
     /// (which upcasts the store still needs).
     #[arg(long, conflicts_with = "table")]
     versions: bool,
+    /// Project nothing: apply every erasure the event store records to
+    /// `--table` again (a table restored from a backup), each entity's
+    /// sequence kept.
+    #[arg(long, requires = "table", conflicts_with = "versions")]
+    erasures: bool,
+    /// With `--erasures`: write nothing, name each entity that still holds
+    /// a value of an erased subject (exit 1 if any).
+    #[arg(long, requires = "erasures")]
+    check: bool,
     /// How long the consumer keeps a dedup record (default:
     /// DEDUP_TTL_SECONDS, else the projector's default, 35 days; give the
     /// lowest it ever ran with): into a table older than that, less a day,
@@ -140,18 +160,22 @@ pub async fn rebuild(domain: Domain) -> ExitCode {
     if args.versions {
         return print_versions(&name, &events, &domain).await;
     }
-    // A process's appends are in the event store already: its states are
-    // rebuilt, nothing is appended again.
-    let config = RunnerConfig {
-        appends: false,
-        ..config
-    };
     let done = match &args.table {
         Some(table) => {
             if let Err(err) = ready_table(&client, table, args.create_table).await {
                 eprintln!("{name}: {err}");
                 return ExitCode::FAILURE;
             }
+            if args.erasures {
+                let store = DynamoStore::new(client, table.clone());
+                return erasures::reapply(&name, &events, &domain, &store, args.check).await;
+            }
+            let target = (table.as_str(), events.table());
+            let (config, appends_to) = match reacting(&name, &client, target, &domain, config).await
+            {
+                Ok(config) => config,
+                Err(code) => return code,
+            };
             let window = args.dedup_ttl_seconds.unwrap_or(config.dedup_ttl_seconds);
             let additions = match Additions::for_table(&client, table, window).await {
                 Ok(additions) => additions,
@@ -163,11 +187,21 @@ pub async fn rebuild(domain: Domain) -> ExitCode {
             if let Some(caution) = additions.caution() {
                 eprintln!("{name}: {caution}");
             }
-            let runner = Runner::new(domain, DynamoStore::new(client, table.clone()), config);
+            let mut store = DynamoStore::new(client.clone(), table.clone());
+            if let Some(producer) = appends_to {
+                let appends_to = EventStore::new(client, events.table().to_owned(), producer);
+                store = store.with_event_store(appends_to);
+            }
+            let runner = Runner::new(domain, store, config);
             project(&name, &events, &runner, &[], &additions).await
         }
         None => {
-            // A fresh embedded table: every dedup record it has is there.
+            // A fresh embedded table: every dedup record it has is there. A
+            // process's steps append nothing (nothing is sent from here).
+            let config = RunnerConfig {
+                appends: false,
+                ..config
+            };
             let runner = Runner::new(domain, MemoryStore::new(), config);
             let done = project(&name, &events, &runner, &[], &Additions::Apply).await;
             if done.is_ok() {
@@ -203,6 +237,59 @@ pub async fn rebuild(domain: Domain) -> ExitCode {
         Err(err) => {
             eprintln!("{name}: {err}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// A process's rebuild into its table reacts as the process does from its
+/// start, the table's creation: what the store held before is folded
+/// without reacting, what was appended since is reacted to (once: a live
+/// delivery of an event the rebuild applied is a duplicate, and the other
+/// way round), appended through the process's own producer's domain (its
+/// personal data sealed as the process's function seals it). Said on
+/// stderr. Any other domain's configuration is kept.
+async fn reacting(
+    name: &str,
+    client: &aws_sdk_dynamodb::Client,
+    (table, events_table): (&str, &str),
+    domain: &Domain,
+    config: RunnerConfig,
+) -> Result<(RunnerConfig, Option<Domain>), ExitCode> {
+    let Some(process) = domain.process() else {
+        return Ok((config, None));
+    };
+    match crate::store::dynamodb::created_at(client, table).await {
+        Ok(Some(start)) => {
+            let producer = super::keys::keyed(
+                process.store_domain().clone(),
+                client,
+                Some(events_table),
+                std::env::var("PERSONAL_DATA_KEY").ok(),
+            )
+            .await
+            .map_err(|err| {
+                eprintln!("{name}: {err}");
+                ExitCode::from(2)
+            })?;
+            eprintln!(
+                "{name}: the process started when {table} was created ({start}, epoch seconds): events appended before are folded without reacting, those appended since are reacted to, once"
+            );
+            let config = RunnerConfig {
+                appends: true,
+                reacts_from: Some(start),
+                ..config
+            };
+            Ok((config, Some(producer)))
+        }
+        Ok(None) => {
+            eprintln!(
+                "{name}: DynamoDB does not say when {table} was created: the process's start cannot be told, nothing rebuilt"
+            );
+            Err(ExitCode::FAILURE)
+        }
+        Err(err) => {
+            eprintln!("{name}: {err}");
+            Err(ExitCode::FAILURE)
         }
     }
 }
@@ -395,12 +482,8 @@ async fn run_page<S: Store>(
     for chunk in stored.chunks(10) {
         let mut batch = SqsEvent::default();
         for event in chunk {
-            let mut message = SqsMessage::default();
-            message.message_id = Some(format!("{stream}:{}", event.sequence));
-            message.body = Some(event.body.clone());
-            message
-                .attributes
-                .insert("MessageGroupId".to_owned(), stream.to_owned());
+            // Sent when it was appended: a process reacts to it or not by it.
+            let message = event.message(stream, format!("{stream}:{}", event.sequence));
             batch.records.push(message);
         }
         let invocation = Invocation {

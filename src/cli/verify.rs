@@ -6,20 +6,31 @@
 //! verify [--events-table NAME] [--table NAME] [--stream ID]... [--endpoint-url URL]
 //! ```
 //!
-//! One JSON line per item that differs, then a summary:
+//! One JSON line per entity and per counter that differs, then a summary:
 //!
 //! ```text
 //! {"pk":"ORDER#order-7","sk":"STATE","expectedSequence":5,"foundSequence":3,"attributes":["lastEventId","sequence","totalCents"]}
 //! {"pk":"SKU#SKU-B","sk":"STOCK","expected":10,"found":5,"attributes":["onHand"]}
-//! {"checked":9,"differ":2}
+//! {"pk":"MEMBER#ada","sk":"ACTIVITY","expected":3,"found":2,"attributes":["loans"]}
+//! {"checked":9,"differ":3}
 //! ```
 //!
 //! An entity's line names its sequences, a counter's its values (the
 //! counter's attribute only: a number is not personal data), to choose
-//! what to mend; each is `null` where that side has no item. `attributes`
-//! names (never shows) the attributes whose values differ or that one side
-//! only has. The engine's `pk`, `sk`, `parked` and `parkedSince` are not
-//! compared; an item that holds only parked events is no item. Without
+//! what to mend; each is `null` where that side has no item (or, for a
+//! counter, holds none on it). `attributes` names (never shows) the
+//! attributes whose values differ or that one side only has. Counters kept
+//! on one item (a member's `onLoan` and `loans`) are each compared, and
+//! each that differs has its own line, naming its attribute alone; an
+//! attribute of a counter's item that no counter declares, when it
+//! differs, is named on one more line of that item, both values `null`.
+//! `checked` counts the entities and the counters (an item of counters one
+//! for each, and one for attributes no counter declares). The engine's `pk`, `sk`, `parked` and `parkedSince` are not
+//! compared; an item that holds only parked events is no item. A process's
+//! state's deadline is compared by its presence (its time is the clock's
+//! when the event was handled): `dueAt` is named when one side has one and
+//! the other has none. The fold appends nothing (as `rebuild`): what a
+//! process appended is in the store already. Without
 //! `--stream`, every stream of the event store is folded and the table is
 //! read whole (one `Scan`), so an entity or counter that no stream explains
 //! is reported too (`expectedSequence` null). With `--stream`, only those
@@ -35,13 +46,19 @@
 //! stderr names their streams.
 //!
 //! Exit status: 0 when all agree; 1 when any differs, or a table cannot be
-//! read; 2 for bad arguments or a missing variable. The caller needs
+//! read; 2 for bad arguments or a missing variable: `PERSONAL_DATA_KEY`
+//! too, for a domain that declares personal data (the fold could not open
+//! the values the event store keeps sealed). The caller needs
 //! `dynamodb:DescribeTable`, `dynamodb:Scan` and `dynamodb:Query` on the
 //! event store, and `dynamodb:DescribeTable`, `dynamodb:Scan` (or
-//! `dynamodb:GetItem`, with `--stream`) on the projection.
+//! `dynamodb:GetItem`, with `--stream`) on the projection; with personal
+//! data, what the projector has to open it (`kms:Decrypt` on the key,
+//! `dynamodb:BatchGetItem` on the event store's `SUBJECT#` items).
 
 mod compare;
 mod history;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -56,11 +73,11 @@ use super::rebuild::{Additions, project};
 use super::{arguments, events_table};
 use crate::domain::Domain;
 use crate::producer::EventStore;
-use crate::runner::Runner;
+use crate::runner::{Runner, RunnerConfig};
 use crate::store::StoreError;
-use crate::store::dynamodb::errors::request_error;
 use crate::store::dynamodb::{check_table, connect};
 use crate::store::memory::MemoryStore;
+use crate::table::request_error;
 use compare::{ItemKey, Side};
 
 const EXAMPLES: &str = "\
@@ -72,7 +89,8 @@ Examples:
   verify --endpoint-url http://localhost:8000 --events-table events --table projection
 
 Exit status: 0 when all agree; 1 when any differs (or a table cannot be read);
-2 for bad arguments or a missing variable.";
+2 for bad arguments or a missing variable (PERSONAL_DATA_KEY too, where the
+domain declares personal data).";
 
 /// Compares the projection table with the fold of the event store, item by
 /// item; prints what differs by attribute name, never by value.
@@ -117,6 +135,9 @@ pub async fn verify(domain: Domain) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let Some(key) = personal_data_key(&name, &domain) else {
+        return ExitCode::from(2);
+    };
     let mut streams = args.streams;
     streams.sort();
     streams.dedup();
@@ -129,15 +150,8 @@ pub async fn verify(domain: Domain) -> ExitCode {
     }
 
     // Personal data read with its subjects' keys, when the domain declares
-    // some and PERSONAL_DATA_KEY names the KMS key.
-    let domain = match super::keys::keyed(
-        domain,
-        &client,
-        Some(&events_table),
-        std::env::var("PERSONAL_DATA_KEY").ok(),
-    )
-    .await
-    {
+    // some (PERSONAL_DATA_KEY names the KMS key).
+    let domain = match super::keys::keyed(domain, &client, Some(&events_table), key).await {
         Ok(domain) => domain,
         Err(err) => {
             eprintln!("{name}: {err}");
@@ -183,6 +197,24 @@ pub async fn verify(domain: Domain) -> ExitCode {
     }
 }
 
+/// `PERSONAL_DATA_KEY`, when set: `Some(None)` for a domain that declares
+/// no personal data (it never reads a key). `None`, after saying why, for
+/// one that declares some without it: the fold could not open the values
+/// the event store keeps sealed, and every entity that holds them would be
+/// a false difference (missing from the fold, so "ahead" of the store).
+fn personal_data_key(name: &str, domain: &Domain) -> Option<Option<String>> {
+    let key = std::env::var("PERSONAL_DATA_KEY")
+        .ok()
+        .filter(|key| !key.trim().is_empty());
+    if key.is_none() && domain.declares_personal() {
+        eprintln!(
+            "{name}: PERSONAL_DATA_KEY is not set, and the domain projects personal data, which the event store keeps sealed: without the key the fold cannot open it, and every entity that holds some would differ falsely: nothing compared. Set PERSONAL_DATA_KEY as the projector has it (the KMS key the subjects' keys are wrapped under, with kms:Decrypt on it and dynamodb:BatchGetItem on the event store's SUBJECT# items)"
+        );
+        return None;
+    }
+    Some(key)
+}
+
 /// On stderr, the streams on which the table holds what the store has not:
 /// not a hole that `resend` mends.
 fn explain(name: &str, domain: &Domain, differences: &[compare::Difference]) {
@@ -211,10 +243,10 @@ async fn fold(
     name: &str,
     events: &EventStore,
     domain: &Domain,
-    config: crate::runner::RunnerConfig,
+    config: RunnerConfig,
     streams: &[String],
 ) -> Result<BTreeMap<ItemKey, Side>, ExitCode> {
-    let runner = Runner::new(domain.clone(), MemoryStore::new(), config);
+    let runner = fold_runner(domain, config);
     // In memory, from nothing: every addition is the fold's first.
     let folded = match project(name, events, &runner, streams, &Additions::Apply).await {
         Ok(folded) => folded,
@@ -236,6 +268,18 @@ async fn fold(
         eprintln!("{name}: {err}");
         ExitCode::FAILURE
     })
+}
+
+/// The runner of the fold: the projector's, in memory, and, as `rebuild`'s,
+/// without a process's appends (they are in the store already, and the
+/// fold's embedded store never sees the streams: an `append_at` there
+/// would find them elsewhere and fail a message the projector applied).
+fn fold_runner(domain: &Domain, config: RunnerConfig) -> Runner<MemoryStore> {
+    let config = RunnerConfig {
+        appends: false,
+        ..config
+    };
+    Runner::new(domain.clone(), MemoryStore::new(), config)
 }
 
 /// The projection's items to compare: the whole table, or the streams'

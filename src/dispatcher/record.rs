@@ -11,7 +11,7 @@ use crate::sqs::{MAX_BODY, sqs_body_char, valid_sqs_id, valid_trace_header};
 
 /// One message to send: an event item's body, with its ids.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outgoing {
+pub struct Message {
     /// The record's `SequenceNumber` (what `batchItemFailures` names).
     pub sequence_number: String,
     /// The stream id (the item's `pk` without `STREAM#`).
@@ -47,7 +47,7 @@ pub struct Corrupt {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Read {
     /// An event item's `INSERT`: one message.
-    Send(Outgoing),
+    Send(Message),
     /// Anything else (the head, a request record, a removal, a change of an
     /// event item already sent): nothing to send.
     Skip(&'static str),
@@ -149,7 +149,7 @@ pub fn read(record: &Value, domain: &Domain) -> Read {
 }
 
 /// The message of an event item, checked as the consumer will read it.
-fn outgoing(item: EventItem, sequence_number: String, domain: &Domain) -> Result<Outgoing, String> {
+fn outgoing(item: EventItem, sequence_number: String, domain: &Domain) -> Result<Message, String> {
     let stream = item
         .pk
         .strip_prefix("STREAM#")
@@ -196,7 +196,7 @@ fn outgoing(item: EventItem, sequence_number: String, domain: &Domain) -> Result
         ));
     }
     let sequence = stored.unwrap_or_default();
-    Ok(Outgoing {
+    Ok(Message {
         sequence_number,
         sequence,
         group_id: group_id(&stream),

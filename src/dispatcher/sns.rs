@@ -16,7 +16,7 @@
 use aws_sdk_sns::Client;
 use aws_sdk_sns::types::PublishBatchRequestEntry;
 
-use super::record::Outgoing;
+use super::record::Message;
 use super::send::{Queue, Refused, SendError, not_taken};
 use super::sqs::{error, report_to};
 
@@ -65,7 +65,7 @@ pub fn topic_blames_message(refusal: &Refused) -> bool {
 }
 
 impl Queue for SnsTopic {
-    async fn send(&self, entries: &[Outgoing]) -> Result<Vec<Refused>, SendError> {
+    async fn send(&self, entries: &[Message]) -> Result<Vec<Refused>, SendError> {
         let mut built = Vec::with_capacity(entries.len());
         for (index, outgoing) in entries.iter().enumerate() {
             built.push(

@@ -7,7 +7,7 @@ use aws_sdk_sqs::types::{
     MessageSystemAttributeNameForSends, MessageSystemAttributeValue, SendMessageBatchRequestEntry,
 };
 
-use super::record::Outgoing;
+use super::record::Message;
 use super::send::{Queue, Refused, SendError, not_taken};
 
 /// The FIFO queue the events go to, and the queue reports go to. Cheap to
@@ -49,7 +49,7 @@ pub(super) fn error<E: ProvideErrorMetadata + std::error::Error + 'static, R: st
 }
 
 impl Queue for SqsQueue {
-    async fn send(&self, entries: &[Outgoing]) -> Result<Vec<Refused>, SendError> {
+    async fn send(&self, entries: &[Message]) -> Result<Vec<Refused>, SendError> {
         let mut built = Vec::with_capacity(entries.len());
         for (index, outgoing) in entries.iter().enumerate() {
             let mut entry = SendMessageBatchRequestEntry::builder()

@@ -3,8 +3,7 @@
 //! Many consumers). Exactly one of them.
 
 use super::send::{Queue, Refused, SendError};
-use super::{Outgoing, SnsTopic, SqsQueue};
-use crate::config::ConfigError;
+use super::{Message, SnsTopic, SqsQueue};
 
 /// The variables that name where the events go: exactly one is set.
 pub const TARGETS: [&str; 2] = ["QUEUE_URL", "TOPIC_ARN"];
@@ -17,62 +16,6 @@ pub enum Target {
     /// `TOPIC_ARN`: the ARN of an SNS FIFO topic (any number of consumers,
     /// each with its own queue subscribed).
     Topic(String),
-}
-
-impl Target {
-    /// Reads `QUEUE_URL` and `TOPIC_ARN` through `lookup`.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        Self::from_values(lookup("QUEUE_URL"), lookup("TOPIC_ARN"))
-    }
-
-    /// The target of a queue URL and a topic ARN as given (blank is unset):
-    /// exactly one, a FIFO queue's URL or a FIFO topic's ARN.
-    pub fn from_values(
-        queue_url: Option<String>,
-        topic_arn: Option<String>,
-    ) -> Result<Self, ConfigError> {
-        let set = |value: Option<String>| {
-            value
-                .map(|value| value.trim().to_owned())
-                .filter(|value| !value.is_empty())
-        };
-        match (set(queue_url), set(topic_arn)) {
-            (None, None) => Err(ConfigError::Missing("QUEUE_URL or TOPIC_ARN")),
-            (Some(_), Some(arn)) => Err(ConfigError::invalid(
-                "TOPIC_ARN",
-                "unset while QUEUE_URL is set (the dispatcher sends to one queue or \
-                 publishes to one topic, not both)",
-                &arn,
-            )),
-            (Some(url), None) => {
-                if !(url.starts_with("https://") || url.starts_with("http://")) {
-                    return Err(ConfigError::invalid(
-                        "QUEUE_URL",
-                        "a queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>.fifo)",
-                        &url,
-                    ));
-                }
-                if !url.ends_with(".fifo") {
-                    return Err(ConfigError::invalid(
-                        "QUEUE_URL",
-                        "the URL of a FIFO queue (its name ends in .fifo)",
-                        &url,
-                    ));
-                }
-                Ok(Target::Queue(url))
-            }
-            (None, Some(arn)) => {
-                if !valid_topic_arn(&arn) {
-                    return Err(ConfigError::invalid(
-                        "TOPIC_ARN",
-                        "the ARN of an SNS FIFO topic (arn:aws:sns:<region>:<account>:<name>.fifo)",
-                        &arn,
-                    ));
-                }
-                Ok(Target::Topic(arn))
-            }
-        }
-    }
 }
 
 /// Whether `arn` is an SNS FIFO topic's: `arn:<partition>:sns:<region>:<account>:<name>.fifo`.
@@ -114,7 +57,7 @@ impl Destination {
 }
 
 impl Queue for Destination {
-    async fn send(&self, entries: &[Outgoing]) -> Result<Vec<Refused>, SendError> {
+    async fn send(&self, entries: &[Message]) -> Result<Vec<Refused>, SendError> {
         match self {
             Destination::Queue(queue) => queue.send(entries).await,
             Destination::Topic(topic) => topic.send(entries).await,
@@ -140,60 +83,5 @@ impl Queue for Destination {
             Destination::Queue(queue) => queue.service(),
             Destination::Topic(topic) => topic.service(),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const URL: &str = "https://sqs.us-east-1.amazonaws.com/123456789012/events.fifo";
-    const ARN: &str = "arn:aws:sns:us-east-1:123456789012:events.fifo";
-
-    fn target(queue: Option<&str>, topic: Option<&str>) -> Result<Target, ConfigError> {
-        Target::from_values(queue.map(str::to_owned), topic.map(str::to_owned))
-    }
-
-    #[test]
-    fn one_of_a_queue_or_a_topic() {
-        assert_eq!(target(Some(URL), None), Ok(Target::Queue(URL.to_owned())));
-        assert_eq!(target(None, Some(ARN)), Ok(Target::Topic(ARN.to_owned())));
-        assert_eq!(
-            target(Some(URL), Some(" ")),
-            Ok(Target::Queue(URL.to_owned())),
-            "blank is unset"
-        );
-    }
-
-    #[test]
-    fn neither_or_both_is_refused_naming_both() {
-        for refused in [
-            target(None, None),
-            target(Some(" "), Some("")),
-            target(Some(URL), Some(ARN)),
-        ] {
-            let message = refused.expect_err("refused").to_string();
-            assert!(
-                message.contains("QUEUE_URL") && message.contains("TOPIC_ARN"),
-                "{message}"
-            );
-        }
-    }
-
-    #[test]
-    fn the_topic_must_be_a_fifo_topic_arn() {
-        for bad in [
-            "arn:aws:sns:us-east-1:123456789012:events",
-            "arn:aws:sqs:us-east-1:123456789012:events.fifo",
-            "events.fifo",
-            "arn:aws:sns:us-east-1:123456789012:.fifo",
-            "arn:aws:sns:us-east-1::events.fifo",
-        ] {
-            let message = target(None, Some(bad)).expect_err(bad).to_string();
-            assert!(message.contains("TOPIC_ARN"), "{message}");
-        }
-        assert!(valid_topic_arn(
-            "arn:aws-cn:sns:cn-north-1:123456789012:orders-events.fifo"
-        ));
     }
 }

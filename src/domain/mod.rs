@@ -84,26 +84,31 @@
 
 mod names;
 mod payload;
+mod process;
 mod sample;
 mod shape;
+mod system;
 
 use std::fmt;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 
 use crate::entity::{ENGINE_ATTRIBUTES, Entity, EntityKey, Kind};
-use crate::envelope::Table;
-use crate::envelope::{self, Event, InvalidMessage, Parser, ReadData};
 use crate::handling::{Counter, Handling};
-use crate::personal::reading::Opening;
 use crate::personal::{self, Declared, Keyring, Personal};
-use crate::process::Process;
+use crate::reason::InvalidMessage;
+use crate::versions::Table;
 use crate::versions::Versions;
-use names::{short_name, type_names, type_problems};
+pub(crate) use names::short_name;
+use names::{type_names, type_problems};
+pub(crate) use payload::ReadData;
 use payload::{payload, unread_types};
 use sample::Named;
+
+pub(crate) use process::Cause;
+pub use process::Process;
+pub use system::System;
 
 /// A domain's events: a serde enum tagged by the envelope's `type`, with the
 /// event's `data` as content (`#[serde(tag = "type", content = "data")]`),
@@ -133,25 +138,31 @@ pub trait Events: DeserializeOwned + 'static {
 /// counters its items hold.
 #[derive(Clone)]
 pub struct Domain {
-    read: ReadData,
+    pub(crate) read: ReadData,
     /// The event type names, as serde knows them: the one list.
-    types: &'static [&'static str],
-    kinds: Vec<&'static Kind>,
-    counters: Vec<&'static Counter>,
+    pub(crate) types: &'static [&'static str],
+    pub(crate) kinds: Vec<&'static Kind>,
+    pub(crate) counters: Vec<&'static Counter>,
     /// The types passed ([`Handling::pass`]), as their handling says.
-    passes: Vec<&'static str>,
+    pub(crate) passes: Vec<&'static str>,
+    /// What each type's handling projects its stream onto: an entity kind,
+    /// or nothing (a counter's, an ignored type); a type whose data cannot
+    /// be made up is absent. How an erasure finds its entity.
+    streams: Vec<(&'static str, Option<&'static Kind>)>,
+    /// How the erasure type is handled, as its registration answered.
+    erasure: Option<Named>,
     /// Mistakes in the declarations, found as they were registered.
     problems: Vec<String>,
     /// The domain crate's version, for the binaries' `--version`.
     crate_version: Option<&'static str>,
     /// Each type's current version and upcasts ([`Events::versions`]).
-    versions: Table,
+    pub(crate) versions: Table,
     /// The process its handlers belong to, for a process's domain.
     process: Option<Process>,
     /// Its personal fields, by type ([`Events::personal`]).
-    personal: Arc<Declared>,
+    pub(crate) personal: Arc<Declared>,
     /// The keys its personal data is sealed with ([`Domain::with_keys`]).
-    keys: Option<Arc<Keyring>>,
+    pub(crate) keys: Option<Arc<Keyring>>,
 }
 
 /// A domain whose declarations cannot work, with what is wrong and how to
@@ -183,6 +194,8 @@ impl Domain {
             kinds: Vec::new(),
             counters: Vec::new(),
             passes: Vec::new(),
+            streams: Vec::new(),
+            erasure: None,
             problems,
             versions: Table::default(),
             crate_version: None,
@@ -200,14 +213,28 @@ impl Domain {
     /// cannot be made up registers nothing here.
     fn named_by<E: Events>(mut self) -> Self {
         for event_type in self.types {
-            self = match sample::named::<E>(event_type) {
+            let named = sample::named::<E>(event_type);
+            if *event_type == personal::ERASURE_TYPE {
+                self.erasure = named.clone();
+            } else {
+                match &named {
+                    Some(Named::Entity(kind) | Named::Pass(kind)) => {
+                        self.streams.push((event_type, Some(*kind)));
+                    }
+                    Some(Named::Counter(_) | Named::Nothing) => {
+                        self.streams.push((event_type, None));
+                    }
+                    Some(Named::Erasure) | None => {}
+                }
+            }
+            self = match named {
                 Some(Named::Entity(kind)) => self.register(kind),
                 Some(Named::Pass(kind)) => {
                     self.passes.push(event_type);
                     self.register(kind)
                 }
                 Some(Named::Counter(counter)) => self.counter(counter),
-                Some(Named::Nothing) | None => self,
+                Some(Named::Nothing | Named::Erasure) | None => self,
             };
         }
         self
@@ -225,7 +252,8 @@ impl Domain {
 
     /// Whether the declarations can work: `Err` names every mistake found
     /// as they were registered (an entity or counter that would write one
-    /// of the engine's attributes, an entity without `sequence`). The
+    /// of the engine's attributes, an entity without `sequence`; a process
+    /// that does not declare every type of its event store's). The
     /// binaries call it before anything else, and [`crate::runner::Runner::new`]
     /// refuses such a domain.
     pub fn check(&self) -> Result<(), DeclarationError> {
@@ -233,6 +261,7 @@ impl Domain {
         problems.extend(self.personal_problems());
         if let Some(process) = &self.process {
             problems.extend(process.problems());
+            problems.extend(process.unheard(self.types));
             if let Some(kind) = process.deadline_kind()
                 && !self.kinds.iter().any(|known| known.name == kind.name)
             {
@@ -271,6 +300,7 @@ impl Domain {
         if let Some(holds) = holds {
             problems.extend(personal::fields::erasure_problem(self.types, &holds));
         }
+        problems.extend(self.erasure_on_one_kind());
         for kind in personal_kinds {
             problems.extend(personal::fields::entity_problems(kind));
             if kind.placeholder() != self.personal.placeholder && !self.personal.is_empty() {
@@ -283,6 +313,45 @@ impl Domain {
             }
         }
         problems
+    }
+
+    /// An erasure registered on one kind ([`Handling::erase`],
+    /// [`Handling::pass`]) in a domain whose personal data is on another
+    /// kind too: the erasures of that kind's streams could never be applied
+    /// (nor appended: a stream is one kind's).
+    fn erasure_on_one_kind(&self) -> Option<String> {
+        let one = match &self.erasure {
+            Some(Named::Entity(kind) | Named::Pass(kind)) => *kind,
+            _ => return None,
+        };
+        let other = self
+            .personal_kinds()
+            .into_iter()
+            .find(|kind| kind.name != one.name)?;
+        Some(format!(
+            "{} is handled on {} entities alone, and {} entities hold personal data too: the erasures of their streams could never be applied; register it with Handling::erasure(data), which erases whichever kind its stream projects onto",
+            personal::ERASURE_TYPE,
+            one.name,
+            other.name
+        ))
+    }
+
+    /// The kinds that hold personal data: those of the streams of the
+    /// types declared personal, and the entities that declare personal
+    /// attributes.
+    fn personal_kinds(&self) -> Vec<&'static Kind> {
+        let declared = self.personal.types().filter_map(|event_type| {
+            self.streams
+                .iter()
+                .find(|(name, _)| *name == event_type)
+                .and_then(|(_, kind)| *kind)
+        });
+        let entities = self
+            .kinds
+            .iter()
+            .copied()
+            .filter(|kind| !kind.personal().is_empty());
+        declared.chain(entities).collect()
     }
 
     /// The keys the domain's personal data is sealed and opened with: a
@@ -308,25 +377,6 @@ impl Domain {
 
     pub(crate) fn personal(&self) -> &Declared {
         &self.personal
-    }
-
-    /// The keys reading `bodies` needs and the keyring does not hold,
-    /// fetched: call it before reading stored bodies in bulk.
-    pub async fn fetch_keys<'a>(
-        &self,
-        bodies: impl IntoIterator<Item = &'a str>,
-    ) -> Result<(), personal::KeyError> {
-        let Some(keys) = &self.keys else {
-            return Ok(());
-        };
-        if self.personal.is_empty() {
-            return Ok(());
-        }
-        let subjects: Vec<String> = bodies
-            .into_iter()
-            .filter_map(|body| personal::reading::needed(body, &self.personal, keys))
-            .collect();
-        keys.fetch(&subjects).await
     }
 
     /// Declares the domain a process's ([`crate::process`]): its handlers
@@ -401,93 +451,62 @@ impl Domain {
         self
     }
 
-    /// Reads one message body.
-    pub fn parse(&self, body: &str) -> Result<Event, InvalidMessage> {
-        let opening = match self.keys.as_deref() {
-            Some(keys) => Opening::With(keys),
-            None => Opening::NoKeys,
-        };
-        self.read_body(body, opening)
-    }
-
-    /// Reads one message body for its envelope, its personal values not
-    /// opened but read as the placeholder: what the dispatcher checks
-    /// before it sends a body, which it never reads a key for.
-    pub(crate) fn parse_unopened(&self, body: &str) -> Result<Event, InvalidMessage> {
-        self.read_body(body, Opening::Placeholder)
-    }
-
-    fn read_body(&self, body: &str, opening: Opening<'_>) -> Result<Event, InvalidMessage> {
-        let event = envelope::parse_body(
-            self.read,
-            self.types,
-            &self.versions,
-            (&self.personal, opening),
-            body,
-        )
-        .map_err(|err| self.passed_without_sequence(body, err))?;
-        self.check_declared(&event)?;
-        Ok(event)
-    }
-
-    /// A passed type's event without a sequence, refused with why: a pass
-    /// moves its entity to the event's sequence. That a type is unsequenced
-    /// is known only from its messages (the producer's handling decides),
-    /// so this is said at the first one. Any other refusal is `err`.
-    fn passed_without_sequence(&self, body: &str, err: InvalidMessage) -> InvalidMessage {
-        // An unsequenced body has neither (`aggregateId` is read first).
-        if !matches!(&err, InvalidMessage::Missing(field) if field == "aggregateId" || field == "sequence")
-        {
-            return err;
-        }
-        let envelope: Value = serde_json::from_str(body).unwrap_or_default();
-        if envelope
-            .get("sequence")
-            .is_some_and(|sequence| !sequence.is_null())
-        {
-            return err;
-        }
-        let event_type = envelope.get("type").and_then(Value::as_str);
-        match event_type.and_then(|name| self.passes.iter().find(|pass| **pass == name)) {
-            Some(event_type) => InvalidMessage::Invalid {
-                field: "sequence".to_owned(),
-                problem: format!(
-                    "is missing, and {event_type} is passed (Handling::pass): a pass moves its entity to the event's sequence, so it takes only a sequenced type. If {event_type} has no sequence (an unsequenced type, a counter's addition), this consumer ignores it: Handling::ignore()"
-                ),
+    /// An erasure registered with [`Handling::erasure`], on the entity
+    /// kind this domain projects its stream onto: the kind its handling of
+    /// the erasure's `streamType` names, or, for an erasure that names none
+    /// (an earlier release's), the one kind the domain projects streams
+    /// onto. A stream this domain does not project: ignored.
+    pub(crate) fn erasure_of(
+        &self,
+        data: personal::Erasure,
+    ) -> Result<crate::handling::How, InvalidMessage> {
+        let field = || "data.streamType".to_owned();
+        let named = match data.stream_type.as_deref() {
+            Some(stream_type) => match self.streams.iter().find(|(name, _)| *name == stream_type) {
+                Some((_, kind)) => Some(*kind),
+                None if !self.types.contains(&stream_type) => {
+                    return Err(InvalidMessage::Invalid {
+                        field: field(),
+                        problem: "names a type this domain does not declare".to_owned(),
+                    });
+                }
+                // A type whose data cannot be made up: as if it named none.
+                None => None,
             },
-            None => err,
-        }
-    }
-
-    /// Whether the domain registers the entity kind or the counter the
-    /// event's handling writes: an unregistered one would be missed by the
-    /// sweep (its parked events never alarm) and by `inspect`.
-    fn check_declared(&self, event: &Event) -> Result<(), InvalidMessage> {
-        if let Some(kind) = event.kind() {
-            let registered = self
-                .kinds
-                .iter()
-                .any(|known| known.name == kind.name && known.type_name() == kind.type_name());
-            if !registered {
-                return Err(InvalidMessage::Undeclared(format!(
-                    "{} writes a {} entity ({}), and the domain does not register it: add .entity::<{}>() to the domain",
-                    event.handler(),
-                    kind.name,
-                    kind.type_name(),
-                    short_name(kind.type_name())
-                )));
+            None => None,
+        };
+        let kind = match named {
+            Some(kind) => kind,
+            None => {
+                // An earlier release erased one kind: the one holding
+                // personal data, or the only one.
+                let mut personal = self.personal_kinds();
+                personal.sort();
+                personal.dedup();
+                let mut kinds: Vec<&'static Kind> =
+                    self.streams.iter().filter_map(|(_, kind)| *kind).collect();
+                kinds.sort();
+                kinds.dedup();
+                if let [kind] = personal.as_slice() {
+                    kinds = vec![*kind];
+                }
+                match kinds.as_slice() {
+                    [] => None,
+                    [kind] => Some(*kind),
+                    several => {
+                        let names: Vec<&str> = several.iter().map(|kind| kind.name).collect();
+                        return Err(InvalidMessage::Invalid {
+                            field: field(),
+                            problem: format!(
+                                "is missing (an erasure appended by an earlier release), and this consumer projects streams onto {}: which one it erases cannot be told; run `erase` for the subject again with this release",
+                                names.join(", ")
+                            ),
+                        });
+                    }
+                }
             }
-        }
-        if let Some(effect) = event.deduplicated() {
-            if !self.counters.contains(&effect.counter) {
-                return Err(InvalidMessage::Undeclared(format!(
-                    "{} adds to the counter {}, and the domain does not register it: add .counter(&...) with that counter to the domain",
-                    event.handler(),
-                    effect.counter.label()
-                )));
-            }
-        }
-        Ok(())
+        };
+        Ok(crate::handling::erasure_on(data, kind))
     }
 
     /// The current version of `event_type` ([`Events::versions`]): what
@@ -528,29 +547,31 @@ impl Domain {
         Some(EntityKey::new(self.kind(name)?, id))
     }
 
-    /// How `inspect` names a counter: its kind in lower case (`sku`), or
-    /// its label (`fees`) when an entity kind has that name already.
+    /// How `inspect` names a counter's item (the counters that share it
+    /// share the name): its kind in lower case (`sku`), or its label
+    /// (`fees`) when an entity kind has that name already, or when the
+    /// domain keeps counters of that kind on several items (a member's
+    /// `activity` and `recalls`).
     pub fn counter_name(&self, counter: &Counter) -> String {
         let kind = counter.kind.to_ascii_lowercase();
-        if self.kind(&kind).is_some() {
+        let several_items = self
+            .counters
+            .iter()
+            .any(|other| other.kind == counter.kind && other.sort_key != counter.sort_key);
+        if self.kind(&kind).is_some() || several_items {
             counter.label()
         } else {
             kind
         }
     }
 
-    /// The counter by its name ([`Domain::counter_name`]) or label.
+    /// The counter by its name ([`Domain::counter_name`]) or label: the
+    /// first registered, where several share its item.
     pub fn counter_named(&self, name: &str) -> Option<&'static Counter> {
         self.counters
             .iter()
             .copied()
             .find(|counter| self.counter_name(counter) == name || counter.label() == name)
-    }
-}
-
-impl Parser for Domain {
-    fn parse(&self, body: &str) -> Result<Event, InvalidMessage> {
-        Domain::parse(self, body)
     }
 }
 

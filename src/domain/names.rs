@@ -28,7 +28,7 @@ pub(super) fn type_problems(enum_name: &str, types: &[&str]) -> Vec<String> {
 }
 
 /// The last segment of a type's path (`Shipment` for `parcels::Shipment`).
-pub(super) fn short_name(type_name: &str) -> &str {
+pub(crate) fn short_name(type_name: &str) -> &str {
     type_name.rsplit("::").next().unwrap_or(type_name)
 }
 

@@ -5,9 +5,13 @@ use serde::de::value::MapDeserializer;
 use serde_json::Value;
 
 use super::Events;
-use crate::envelope::{self, InvalidMessage};
 use crate::handling::Handling;
 use crate::reason::path_from;
+use crate::reason::{InvalidMessage, refusal};
+
+/// How a domain reads `data`: the envelope's `type` and `data` in, the
+/// event's handling out.
+pub(crate) type ReadData = fn(&Value, &Value) -> Result<Handling, InvalidMessage>;
 
 /// Reads `data` as the event type's payload, through serde and the limits
 /// its types declare; a refusal names the field by its path.
@@ -26,7 +30,7 @@ pub(super) fn payload<E: Events>(
         serde_path_to_error::deserialize::<_, E>(fields()).map_err(|err| {
             let path = path_from("", err.path());
             let message = err.into_inner().to_string();
-            envelope::refusal(event_type.as_str().unwrap_or_default(), &path, &message)
+            refusal(event_type.as_str().unwrap_or_default(), &path, &message)
         })
     })?;
     Ok(events.handling())

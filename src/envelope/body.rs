@@ -5,16 +5,13 @@
 
 use serde_json::{Map, Value};
 
-use super::versions::{self, Table};
+use super::sealed::{self, Opening};
 use super::{Event, InvalidMessage, MAX_DATA_STRING, MAX_SEQUENCE};
-use crate::handling::{Handling, How};
-use crate::personal::reading::Opening;
+use crate::domain::ReadData;
+use crate::handling::{Handling, How, Raw};
 use crate::personal::{Declared, is_sealed};
-use crate::reason::{Refusal, key_segment, without_value};
-
-/// How a domain reads `data` ([`crate::Domain`]): the envelope's `type`
-/// and `data` in, the event's handling out.
-pub(crate) type ReadData = fn(&Value, &Value) -> Result<Handling, InvalidMessage>;
+use crate::reason::{invalid, key_segment, missing};
+use crate::versions::{self, Table};
 
 /// Parses and checks one message body: the envelope of the contract's field
 /// table, and `data` as the event type declares it (`read`: a domain's
@@ -25,11 +22,12 @@ pub(crate) fn parse_body(
     types: &'static [&'static str],
     versions: &Table,
     (personal, opening): (&Declared, Opening<'_>),
+    erasure: &dyn Fn(crate::personal::Erasure) -> Result<How, InvalidMessage>,
     body: &str,
 ) -> Result<Event, InvalidMessage> {
     let mut envelope = object(body)?;
     if !personal.is_empty() || matches!(opening, Opening::With(_)) {
-        crate::personal::reading::open(&mut envelope, personal, opening)?;
+        sealed::open(&mut envelope, personal, opening)?;
     }
     string(&envelope, "eventId", 128)?;
     let event_id = take_string(&mut envelope, "eventId");
@@ -40,7 +38,11 @@ pub(crate) fn parse_body(
         Some(data) => data,
         None => envelope.get("data").unwrap_or(&Value::Null),
     };
-    let Handling(mut handling) = read(event_type, data)?;
+    let mut handling = match read(event_type, data)? {
+        Handling(Raw::How(how)) => how,
+        // Its entity kind, from its stream's type, as this domain handles it.
+        Handling(Raw::Erasure(data)) => erasure(data)?,
+    };
     let type_name = event_type.as_str().unwrap_or_default();
     // The name as the events enum has it (read succeeded: it is one of them).
     let event_type = types
@@ -163,30 +165,6 @@ fn take_string(envelope: &mut Map<String, Value>, field: &str) -> String {
     match envelope.remove(field) {
         Some(Value::String(text)) => text,
         _ => String::new(),
-    }
-}
-
-/// serde's error at `path` as a reason. Values are not repeated: a string
-/// may be personal data, and the reason is logged.
-pub(crate) fn refusal(event_type: &str, path: &str, message: &str) -> InvalidMessage {
-    if path == "type" {
-        return InvalidMessage::UnknownType(event_type.chars().take(64).collect());
-    }
-    match without_value(message) {
-        Refusal::Missing => missing(path),
-        Refusal::MissingField(name) => missing(&format!("{path}.{name}")),
-        Refusal::Problem(problem) => invalid(path, problem),
-    }
-}
-
-fn missing(field: &str) -> InvalidMessage {
-    InvalidMessage::Missing(field.to_owned())
-}
-
-fn invalid(field: &str, problem: impl Into<String>) -> InvalidMessage {
-    InvalidMessage::Invalid {
-        field: field.to_owned(),
-        problem: problem.into(),
     }
 }
 

@@ -19,6 +19,11 @@ pub struct Record {
     /// The root of the producer's X-Ray trace (`AWSTraceHeader`'s `Root=`),
     /// when SQS carried one: every log line about the message names it.
     pub trace_id: Option<String>,
+    /// When the message was sent, epoch seconds (`SentTimestamp`, in
+    /// milliseconds): for a record `rebuild` reads from the event store,
+    /// when its event was appended. Whether a process reacts to an event
+    /// its rebuild folds depends on it ([`crate::runner::RunnerConfig::reacts_from`]).
+    pub sent_at: Option<u64>,
     /// The body as received (kept to park the event).
     pub body: String,
     /// The event read from the body, or why it could not be read.
@@ -58,11 +63,17 @@ impl Record {
             .get("AWSTraceHeader")
             .and_then(|header| trace_root(header))
             .map(str::to_owned);
+        let sent_at = message
+            .attributes
+            .get("SentTimestamp")
+            .and_then(|millis| millis.parse::<u64>().ok())
+            .map(|millis| millis / 1000);
         Some(Record {
             message_id,
             stream,
             receive_count,
             trace_id,
+            sent_at,
             body: message.body.clone().unwrap_or_default(),
             event,
         })

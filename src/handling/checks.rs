@@ -10,7 +10,8 @@ use crate::entity::Entity;
 /// `Applied` only on the entity's next sequence (or with no entity: a
 /// creation); `Duplicate` never with no entity (and on an entity behind
 /// the event only from a creation: [`Call::duplicate_behind`]); `Gap` only
-/// when events are missing between them; `NotCreated` only with no entity.
+/// when events are missing between them; `NotCreated` only with no entity;
+/// `Invalid` only where `Applied` would be right.
 pub(super) fn misplaced(decision: Decision, before: Option<u64>, sequence: u64) -> Option<String> {
     let answered = decision.as_str();
     let next = sequence.saturating_sub(1);
@@ -30,6 +31,10 @@ pub(super) fn misplaced(decision: Decision, before: Option<u64>, sequence: u64) 
         )),
         (Decision::NotCreated, Some(at)) => Some(format!(
             "answered {answered} to event {sequence}, and the entity exists (at sequence {at})"
+        )),
+        (Decision::Invalid, Some(at)) if at != next => Some(format!(
+            "answered invalid to event {sequence} on an entity at sequence {at}: invalid is right only where applied would be, its next sequence {} (a duplicate or a gap is not refused)",
+            at.saturating_add(1)
         )),
         _ => None,
     }

@@ -25,121 +25,16 @@
 //!
 //! Every path that runs the consumer's steps writes them (a message, a
 //! parked event drained, `replay`, `rebuild`, `verify`'s fold);
-//! [`crate::envelope::Event::decide`] and the [`crate::testkit`] run the handler and
-//! drop them: test them by calling the handler with an [`Effects`] of your
-//! own.
+//! [`crate::envelope::Event::decide`] runs the handler and drops them. The
+//! [`crate::testkit`] keeps them, checked as the runner checks them, within
+//! the domain: `given(..).within(&domain).when(..).adds_effects(..)`.
 
 use super::checks::{misapplied, misplaced};
-use super::{Apply, Call, Counter, Decision, HandlerFault, Meta, Sequenced, typed, unwound};
+use super::{
+    Apply, Call, Decision, Effects, HandlerFault, Meta, Projected, Reaction, Sequenced, typed,
+    unwound,
+};
 use crate::entity::{AnyEntity, Entity};
-use crate::process::Outbox;
-
-/// The most items of other keys one event's effects touch (a transaction
-/// holds 100 items: the stream's entity, what the step parks and drains,
-/// and these).
-pub const MAX_EFFECT_ITEMS: usize = 50;
-
-/// The longest id an effect's counter takes, in bytes (a DynamoDB
-/// partition key holds 2,048).
-pub const MAX_EFFECT_ID: usize = 1024;
-
-/// One effect on an item of another key: `delta` added to the counter
-/// `id` (the item `<kind>#<id>`, `sort_key`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Effect {
-    /// The counter added to (registered in the domain).
-    pub counter: &'static Counter,
-    /// The counter's id: the key of the item, other than the stream.
-    pub id: String,
-    /// The amount added (negative to subtract).
-    pub delta: i64,
-}
-
-/// What a handler of [`super::Handling::sequenced_with_effects`] does to
-/// items of other keys, besides moving its stream's entity. Written with
-/// the entity's write, once per event; only an `Applied` answer may fill it.
-///
-/// ```
-/// use sequence_guard::handling::{Counter, Effects};
-///
-/// static ON_LOAN: Counter = Counter { kind: "MEMBER", sort_key: "LOANS", attribute: "onLoan" };
-///
-/// let mut effects = Effects::default();
-/// effects.add(&ON_LOAN, "ada", 1);
-/// assert_eq!(effects.effects()[0].delta, 1);
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Effects {
-    effects: Vec<Effect>,
-}
-
-impl Effects {
-    /// Adds `delta` to the counter `id` (negative to subtract), in the same
-    /// write as the event's entity.
-    pub fn add(&mut self, counter: &'static Counter, id: impl Into<String>, delta: i64) {
-        self.effects.push(Effect {
-            counter,
-            id: id.into(),
-            delta,
-        });
-    }
-
-    /// The effects so far, in the order given.
-    pub fn effects(&self) -> &[Effect] {
-        &self.effects
-    }
-
-    /// Whether nothing was added.
-    pub fn is_empty(&self) -> bool {
-        self.effects.is_empty()
-    }
-
-    /// The items they touch: one per counter's item (`<kind>#<id>`,
-    /// `sort_key`), however many attributes or additions.
-    pub fn items(&self) -> usize {
-        items(&self.effects)
-    }
-
-    /// What is wrong with them, if anything.
-    fn problem(&self) -> Option<String> {
-        if let Some(effect) = self.effects.iter().find(|effect| effect.id.is_empty()) {
-            return Some(format!(
-                "added to the counter {} with an empty id",
-                effect.counter.label()
-            ));
-        }
-        if let Some(effect) = self.effects.iter().find(|e| e.id.len() > MAX_EFFECT_ID) {
-            return Some(format!(
-                "added to the counter {} with an id of {} bytes: at most {MAX_EFFECT_ID}",
-                effect.counter.label(),
-                effect.id.len()
-            ));
-        }
-        let items = self.items();
-        (items > MAX_EFFECT_ITEMS).then(|| {
-            format!(
-                "added to {items} items of other keys for one event: at most {MAX_EFFECT_ITEMS} (one transaction)"
-            )
-        })
-    }
-}
-
-/// The items `effects` touch: one per counter's item.
-pub fn items(effects: &[Effect]) -> usize {
-    let mut keys: Vec<(&str, &str, &str)> = effects
-        .iter()
-        .map(|effect| {
-            (
-                effect.counter.kind,
-                effect.id.as_str(),
-                effect.counter.sort_key,
-            )
-        })
-        .collect();
-    keys.sort_unstable();
-    keys.dedup();
-    keys.len()
-}
 
 /// A handler with effects: the guard's way, with [`Effects`].
 pub(super) struct Projecting;
@@ -152,7 +47,7 @@ where
 {
     /// Outside a step: checked, the effects dropped.
     fn apply(&self, slot: &mut Option<AnyEntity>) -> Result<Decision, HandlerFault> {
-        self.react(slot, &mut Outbox::default())
+        self.react(slot, &mut Reaction::default())
     }
 
     fn apply_unchecked(&self, slot: &mut Option<AnyEntity>) -> Option<Decision> {
@@ -169,12 +64,12 @@ where
     }
 
     /// Checked as a sequenced handler's answer; an applied one's effects
-    /// go in the outbox, with the entity as it was (for a step that cannot
-    /// take them to put back).
+    /// go in the reaction, with the entity as it was (for a step that
+    /// cannot take them to put back).
     fn react(
         &self,
         slot: &mut Option<AnyEntity>,
-        outbox: &mut Outbox,
+        reaction: &mut Reaction,
     ) -> Result<Decision, HandlerFault> {
         let mut entity: Option<T> = typed(slot, self.handler())?;
         let mut effects = Effects::default();
@@ -195,7 +90,10 @@ where
         }
         if decision == Decision::Applied {
             let before = std::mem::replace(slot, entity.map(AnyEntity::new));
-            outbox.carry(effects.effects, before);
+            reaction.projected = Some(Projected {
+                effects: effects.into_effects(),
+                before,
+            });
         }
         Ok(decision)
     }
@@ -237,54 +135,4 @@ fn projected(decision: Decision, effects: &Effects, sequence: u64) -> Option<Str
         ));
     }
     effects.problem()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{Effects, MAX_EFFECT_ITEMS, items};
-    use crate::handling::Counter;
-
-    static ON_LOAN: Counter = Counter {
-        kind: "MEMBER",
-        sort_key: "LOANS",
-        attribute: "onLoan",
-    };
-    static LENT: Counter = Counter {
-        kind: "MEMBER",
-        sort_key: "LOANS",
-        attribute: "lent",
-    };
-    static DAILY: Counter = Counter {
-        kind: "DAY",
-        sort_key: "LOANS",
-        attribute: "lent",
-    };
-
-    #[test]
-    fn counters_on_one_item_are_one_item() {
-        let mut effects = Effects::default();
-        effects.add(&ON_LOAN, "ada", 1);
-        effects.add(&LENT, "ada", 1);
-        effects.add(&ON_LOAN, "ada", -1);
-        effects.add(&DAILY, "2026-12-03", 1);
-        effects.add(&ON_LOAN, "bob", 1);
-        assert_eq!(effects.items(), 3);
-        assert_eq!(items(&[]), 0);
-        assert_eq!(effects.problem(), None);
-    }
-
-    #[test]
-    fn an_empty_id_or_too_many_items_is_a_problem() {
-        let mut effects = Effects::default();
-        effects.add(&ON_LOAN, "", 1);
-        let problem = effects.problem().unwrap_or_default();
-        assert!(problem.contains("empty id"), "{problem}");
-
-        let mut effects = Effects::default();
-        for member in 0..=MAX_EFFECT_ITEMS {
-            effects.add(&ON_LOAN, member.to_string(), 1);
-        }
-        let problem = effects.problem().unwrap_or_default();
-        assert!(problem.contains("51 items"), "{problem}");
-    }
 }

@@ -19,16 +19,20 @@
 //! | `mod.rs` | [`Decision`], [`Sequenced`], [`Counter`], [`Handling`], and the calls of sequenced, snapshot and pass handlers |
 //! | `checks.rs` | the checks of a guarded answer against the entity |
 //! | `effects.rs` | [`Handling::sequenced_with_effects`]: a sequenced handler that also adds to counters of other keys, once per event |
-//! | `erasure.rs` | [`Handling::erase`]: a subject's erasure, a pass that also replaces the entity's personal attributes |
+//! | `erasure.rs` | [`Handling::erasure`] and [`Handling::erase`]: a subject's erasure, a pass that also replaces the entity's personal attributes |
 //! | `reacting.rs` | a process's handler: the same checks, and its outbox |
 
-use std::any::{Any, type_name};
+use std::any::type_name;
 use std::fmt;
 use std::marker::PhantomData;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use crate::answer::unwound;
 use crate::entity::{AnyEntity, Entity, Kind};
-use crate::process::Outbox;
+
+pub use crate::answer::{
+    Addition, Counter, Decision, Effect, Effects, HandlerFault, MAX_EFFECT_ID, MAX_EFFECT_ITEMS,
+    Outbox, Sequenced, effect_items,
+};
 
 mod checks;
 mod effects;
@@ -36,98 +40,25 @@ mod erasure;
 mod reacting;
 
 use checks::{misapplied, misplaced};
-pub use effects::{Effect, Effects, MAX_EFFECT_ID, MAX_EFFECT_ITEMS, items as effect_items};
-
-/// What a handler decided for one event.
-///
-/// `Applied` and `Duplicate` are the guard's `true` (done: acknowledge the
-/// message); `Gap` and `NotCreated` are its `false` (retry later).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    /// The event was applied; the entity's `sequence` is now the event's.
-    Applied,
-    /// Already applied (or, for a creation, the entity already exists).
-    Duplicate,
-    /// An earlier event of the aggregate has not been applied yet.
-    Gap,
-    /// An update for an entity whose creation has not been processed yet.
-    NotCreated,
-}
-
-impl Decision {
-    /// The guard's answer: `true` means done, `false` means retry later.
-    pub fn is_done(self) -> bool {
-        matches!(self, Decision::Applied | Decision::Duplicate)
-    }
-
-    /// The decision as logs and errors name it (`not created`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Applied => "applied",
-            Decision::Duplicate => "duplicate",
-            Decision::Gap => "gap",
-            Decision::NotCreated => "not created",
-        }
-    }
-}
-
-/// A sequenced event as its handler sees it: the envelope's fields and the
-/// event type's data.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sequenced<T> {
-    /// The envelope's `eventId`.
-    pub event_id: String,
-    /// The envelope's `aggregateId`: the entity's id, and the event's stream.
-    pub aggregate_id: String,
-    /// 1 up to `i64::MAX`, checked when the message is read.
-    pub sequence: u64,
-    /// The event's `data`, read as its event type declares it.
-    pub data: T,
-}
-
-/// A number on an item of its own that deduplicated effects add to: the
-/// item `pk` = `<kind>#<id>`, `sk` = `sort_key`, the number in `attribute`
-/// (the worked example's stock: `SKU#<sku>`, `STOCK`, `onHand`).
-#[derive(Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Counter {
-    /// The prefix of the item's `pk` (`SKU`).
-    pub kind: &'static str,
-    /// The item's `sk` (`STOCK`).
-    pub sort_key: &'static str,
-    /// The attribute that holds the number (`onHand`).
-    pub attribute: &'static str,
-}
-
-impl Counter {
-    /// The item's partition key for this id.
-    pub fn pk(&self, id: &str) -> String {
-        format!("{}#{id}", self.kind)
-    }
-
-    /// How people name it (`stock` for the sort key `STOCK`).
-    pub fn label(&self) -> String {
-        self.sort_key.to_ascii_lowercase()
-    }
-}
-
-/// A deduplicated effect: `delta` added to a counter, at most once per
-/// event and handler, atomically with the deduplication record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Addition {
-    /// The handler name the deduplication record is kept under
-    /// (`HANDLER#<name>`).
-    pub handler: &'static str,
-    /// The counter `delta` is added to.
-    pub counter: &'static Counter,
-    /// The counter's id; also the event's stream (its ordering key).
-    pub id: String,
-    /// The amount added (negative to subtract).
-    pub delta: i64,
-}
+pub(crate) use erasure::erasure_on;
 
 /// How one event is handled: what a domain's registration answers for each
 /// event type (see [`crate::domain::Events`]).
-pub struct Handling(pub(crate) How);
+pub struct Handling(pub(crate) Raw);
+
+/// A registration's answer: how the event is handled, or an erasure whose
+/// entity kind the domain finds from its stream ([`Handling::erasure`]) as
+/// the body is read.
+pub(crate) enum Raw {
+    How(How),
+    Erasure(crate::personal::Erasure),
+}
+
+impl From<How> for Handling {
+    fn from(how: How) -> Self {
+        Handling(Raw::How(how))
+    }
+}
 
 pub(crate) enum How {
     Sequenced(Box<dyn Apply>),
@@ -156,7 +87,7 @@ impl Handling {
         D: fmt::Debug + Send + Sync + 'static,
         F: Fn(&mut Option<T>, &Sequenced<D>) -> Decision + Send + Sync + 'static,
     {
-        Handling(How::Sequenced(Box::new(Call {
+        Handling::from(How::Sequenced(Box::new(Call {
             event: unbound(data),
             handler,
             reads_data: true,
@@ -174,7 +105,7 @@ impl Handling {
         D: fmt::Debug + Send + Sync + 'static,
         F: Fn(&Sequenced<D>) -> T + Send + Sync + 'static,
     {
-        Handling(How::Snapshot(Box::new(Call {
+        Handling::from(How::Snapshot(Box::new(Call {
             event: unbound(data),
             handler,
             reads_data: true,
@@ -194,7 +125,7 @@ impl Handling {
         D: fmt::Debug + Send + Sync + 'static,
         F: Fn(&mut Option<T>, &Sequenced<D>, &mut Effects) -> Decision + Send + Sync + 'static,
     {
-        Handling(How::Sequenced(Box::new(Call {
+        Handling::from(How::Sequenced(Box::new(Call {
             event: unbound(data),
             handler,
             reads_data: true,
@@ -210,7 +141,7 @@ impl Handling {
     /// for any update (a gap is parked). Its `data` is not read: declare the
     /// variant's payload `serde::de::IgnoredAny`; nor is its `version`.
     pub fn pass<T: Entity>() -> Handling {
-        Handling(How::Sequenced(Box::new(Call {
+        Handling::from(How::Sequenced(Box::new(Call {
             event: unbound(()),
             handler: pass::<T>,
             reads_data: false,
@@ -229,7 +160,7 @@ impl Handling {
         D: fmt::Debug + Send + Sync + 'static,
         F: Fn(&mut Option<T>, &Sequenced<D>, &mut Outbox) -> Decision + Send + Sync + 'static,
     {
-        Handling(How::Sequenced(Box::new(Call {
+        Handling::from(How::Sequenced(Box::new(Call {
             event: unbound(data),
             handler,
             reads_data: true,
@@ -243,7 +174,7 @@ impl Handling {
     /// `serde::de::IgnoredAny`; nor is its `version`. The rest of the
     /// envelope is still checked.
     pub fn ignore() -> Handling {
-        Handling(How::Ignored(Ignored::default()))
+        Handling::from(How::Ignored(Ignored::default()))
     }
 
     /// A deduplicated effect: not sequenced, `delta` added to the counter
@@ -255,7 +186,7 @@ impl Handling {
         id: impl Into<String>,
         delta: i64,
     ) -> Handling {
-        Handling(How::Addition(Addition {
+        Handling::from(How::Addition(Addition {
             handler,
             counter,
             id: id.into(),
@@ -269,9 +200,9 @@ impl Handling {
     /// passed or ignored ([`Handling::pass`], [`Handling::ignore`]).
     pub(crate) fn reads_data(&self) -> bool {
         match &self.0 {
-            How::Sequenced(apply) => apply.reads_data(),
-            How::Snapshot(_) | How::Addition(_) => true,
-            How::Ignored(_) => false,
+            Raw::How(How::Sequenced(apply)) => apply.reads_data(),
+            Raw::How(How::Snapshot(_) | How::Addition(_)) | Raw::Erasure(_) => true,
+            Raw::How(How::Ignored(_)) => false,
         }
     }
 }
@@ -279,41 +210,13 @@ impl Handling {
 impl fmt::Debug for Handling {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
-            How::Sequenced(apply) => write!(f, "Sequenced({})", apply.handler()),
-            How::Snapshot(apply) => write!(f, "Snapshot({})", apply.handler()),
-            How::Addition(effect) => write!(f, "{effect:?}"),
-            How::Ignored(_) => f.write_str("Ignored"),
+            Raw::How(How::Sequenced(apply)) => write!(f, "Sequenced({})", apply.handler()),
+            Raw::How(How::Snapshot(apply)) => write!(f, "Snapshot({})", apply.handler()),
+            Raw::How(How::Addition(effect)) => write!(f, "{effect:?}"),
+            Raw::How(How::Ignored(_)) => f.write_str("Ignored"),
+            Raw::Erasure(_) => f.write_str("Erasure"),
         }
     }
-}
-
-/// A handler that broke the rule its answer must keep.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("handler {handler} {problem}")]
-pub struct HandlerFault {
-    /// The handler's name (its path).
-    pub handler: &'static str,
-    /// What it did wrong, the rest of the message after the handler's name
-    /// (`answered applied to event 3 and left no entity`).
-    pub problem: String,
-}
-
-/// Runs a user's handler; a panic becomes a [`HandlerFault`] of this event
-/// alone, so that one bad handler never fails a whole batch. The panic's
-/// message is not kept (it may quote the event's data): the panic hook has
-/// logged it, with where it happened.
-pub(crate) fn unwound<R>(
-    handler: &'static str,
-    call: impl FnOnce() -> R,
-) -> Result<R, HandlerFault> {
-    catch_unwind(AssertUnwindSafe(call)).map_err(|payload: Box<dyn Any + Send>| {
-        drop(payload);
-        HandlerFault {
-            handler,
-            problem: "panicked (the log line before this one says where): nothing written"
-                .to_owned(),
-        }
-    })
 }
 
 /// The guard of a pass: the entity moves to the event's sequence and id,
@@ -374,16 +277,48 @@ pub(crate) trait Apply: Meta + Send + Sync {
     /// Runs the handler on the slot, unchecked and without a copy: for a
     /// dry run whose slot is thrown away (an entity of another kind: `None`).
     fn apply_unchecked(&self, slot: &mut Option<AnyEntity>) -> Option<Decision>;
-    /// [`Apply::apply`], with an outbox for a process's handler to fill
-    /// (left empty by any other).
+    /// [`Apply::apply`] on a step's path: a process's handler fills the
+    /// reaction's outbox, a handler with effects its effects (any other
+    /// leaves it empty).
     fn react(
         &self,
         slot: &mut Option<AnyEntity>,
-        outbox: &mut Outbox,
+        reaction: &mut Reaction,
     ) -> Result<Decision, HandlerFault> {
-        let _ = outbox;
+        let _ = reaction;
         self.apply(slot)
     }
+}
+
+/// What a handler answered besides its decision, on a step's path: a
+/// process's outbox, with the entity as it was before the event when the
+/// outbox is filled, and an applied event's effects on counters of other
+/// keys with the entity as it was before the event (for a step that cannot
+/// take them to put back).
+#[derive(Debug, Default)]
+pub(crate) struct Reaction {
+    pub(crate) outbox: Outbox,
+    /// The slot before an applied event whose handler filled its outbox.
+    pub(crate) before: Option<Option<AnyEntity>>,
+    pub(crate) projected: Option<Projected>,
+}
+
+impl Reaction {
+    /// An empty reaction, at `now` (epoch seconds: the outbox's clock).
+    pub(crate) fn at(now: u64) -> Self {
+        Reaction {
+            outbox: Outbox::at(now),
+            before: None,
+            projected: None,
+        }
+    }
+}
+
+/// An applied event's effects, and the entity before it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Projected {
+    pub(crate) effects: Vec<Effect>,
+    pub(crate) before: Option<AnyEntity>,
 }
 
 /// An event bound to its handler; `S` says how it is handled.

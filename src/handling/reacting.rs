@@ -2,10 +2,9 @@
 //! and an outbox that only an applied answer may fill.
 
 use super::checks::{misapplied, misplaced};
-use super::{Apply, Call, Decision, HandlerFault, Meta, Reacting, typed, unwound};
+use super::{Apply, Call, Decision, HandlerFault, Meta, Outbox, Reacting, Reaction, Sequenced};
+use super::{typed, unwound};
 use crate::entity::{AnyEntity, Entity};
-use crate::handling::Sequenced;
-use crate::process::Outbox;
 
 impl<T, D, F> Apply for Call<T, D, F, Reacting>
 where
@@ -16,7 +15,7 @@ where
     /// Outside a process's step (`replay`'s fold, `rebuild`, `verify`):
     /// what it would append is not wanted, the events are in the store.
     fn apply(&self, slot: &mut Option<AnyEntity>) -> Result<Decision, HandlerFault> {
-        self.react(slot, &mut Outbox::default())
+        self.react(slot, &mut Reaction::default())
     }
 
     fn apply_unchecked(&self, slot: &mut Option<AnyEntity>) -> Option<Decision> {
@@ -35,10 +34,10 @@ where
     fn react(
         &self,
         slot: &mut Option<AnyEntity>,
-        outbox: &mut Outbox,
+        reaction: &mut Reaction,
     ) -> Result<Decision, HandlerFault> {
         let mut entity: Option<T> = typed(slot, self.handler())?;
-        let mut answered = Outbox::at(outbox.now());
+        let mut answered = Outbox::at(reaction.outbox.now());
         let decision = unwound(self.handler(), || {
             (self.handler)(&mut entity, &self.event, &mut answered)
         })?;
@@ -71,8 +70,11 @@ where
             });
         }
         if decision == Decision::Applied {
-            *slot = entity.map(AnyEntity::new);
-            *outbox = answered;
+            let before = std::mem::replace(slot, entity.map(AnyEntity::new));
+            if !answered.is_empty() {
+                reaction.before = Some(before);
+            }
+            reaction.outbox = answered;
         }
         Ok(decision)
     }

@@ -9,7 +9,7 @@ use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKe
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-use super::SEALED_PREFIX;
+use super::{SEALED_PREFIX, SEALED_PREFIX_V1};
 
 /// The length of a data key: 256 bits.
 pub const KEY_LEN: usize = 32;
@@ -78,10 +78,12 @@ impl DataKey {
         Ok(text)
     }
 
-    /// A value [`DataKey::seal`] sealed with the same `aad`, opened.
+    /// A value [`DataKey::seal`] sealed with the same `aad`, opened (in
+    /// either format: the prefix says only how `aad` was made).
     pub fn open(&self, sealed: &str, aad: &[u8]) -> Result<Vec<u8>, CipherError> {
         let encoded = sealed
             .strip_prefix(SEALED_PREFIX)
+            .or_else(|| sealed.strip_prefix(SEALED_PREFIX_V1))
             .ok_or(CipherError::Unopenable)?;
         let bytes = URL_SAFE_NO_PAD
             .decode(encoded)
@@ -142,9 +144,20 @@ mod tests {
             key.open(&altered, b"e-1\0customerName"),
             Err(CipherError::Unopenable)
         );
-        for bad in ["", "sg:pd1:", "sg:pd1:!!", "plain"] {
+        for bad in ["", "sg:pd1:", "sg:pd2:", "sg:pd1:!!", "plain"] {
             assert_eq!(key.open(bad, b""), Err(CipherError::Unopenable), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_value_of_an_earlier_release_still_opens() {
+        let key = key();
+        let sealed = key.seal(b"\"Ada\"", b"e-1\0name").expect("sealed");
+        let earlier = sealed.replacen(SEALED_PREFIX, SEALED_PREFIX_V1, 1);
+        assert_eq!(
+            key.open(&earlier, b"e-1\0name").expect("opened"),
+            b"\"Ada\""
+        );
     }
 
     #[test]

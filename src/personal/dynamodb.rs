@@ -1,11 +1,7 @@
 //! [`DynamoKeys`]: the subjects' data keys in the event store's table,
 //! wrapped under a KMS key (`PERSONAL_DATA_KEY`), or for local runs under a
-//! master key of the process's own ([`DynamoKeys::local`]).
-//!
-//! | item | pk | sk | attributes |
-//! | --- | --- | --- | --- |
-//! | a subject's key | `SUBJECT#<subject>` | `KEY` | `wrappedKey` B (the data key wrapped by KMS, the subject its encryption context), `streams` SS, `createdAt` N |
-//! | once erased | the same | `KEY` | `streams` SS (kept), `erasedAt` N, `told` BOOL; no `wrappedKey` |
+//! master key of the process's own ([`DynamoKeys::local`]). The items'
+//! layout is `key_item.rs`'s.
 //!
 //! A key item is no event item: the dispatcher sends nothing for it, and
 //! `rebuild`, `verify` and the store's scans never list it as a stream.
@@ -30,10 +26,10 @@ use aws_sdk_kms::types::DataKeySpec;
 use futures::future::BoxFuture;
 
 use super::cipher::DataKey;
-use super::keys::{KeyError, KeySource, Stored};
-use crate::entity::Item;
-use crate::lambda::epoch_seconds;
-use crate::store::dynamodb::errors::request_error;
+use super::key_item::{key, stored, subject_item};
+use super::keys::{KeyError, KeyItem, KeySource};
+use crate::clock::epoch_seconds;
+use crate::table::request_error;
 
 /// The most keys one `BatchGetItem` asks for (DynamoDB's limit).
 const BATCH: usize = 100;
@@ -135,7 +131,7 @@ impl DynamoKeys {
         self.kms_requests.fetch_add(1, Ordering::Relaxed);
     }
 
-    async fn read_items(&self, subjects: &[String]) -> Result<HashMap<String, Stored>, KeyError> {
+    async fn read_items(&self, subjects: &[String]) -> Result<HashMap<String, KeyItem>, KeyError> {
         let mut wanted: Vec<&String> = subjects.iter().collect();
         wanted.sort();
         wanted.dedup();
@@ -188,7 +184,7 @@ impl DynamoKeys {
     }
 
     /// The subject's item as stored (one strongly consistent `GetItem`).
-    async fn get(&self, subject: &str) -> Result<Option<Stored>, KeyError> {
+    async fn get(&self, subject: &str) -> Result<Option<KeyItem>, KeyError> {
         self.sent();
         let output = self
             .dynamodb
@@ -236,7 +232,7 @@ impl DynamoKeys {
         subject: &str,
         stream: &str,
         wrapped: &[u8],
-    ) -> Result<Option<Stored>, KeyError> {
+    ) -> Result<Option<KeyItem>, KeyError> {
         let mut item = key(subject);
         item.insert(
             "wrappedKey".to_owned(),
@@ -283,10 +279,24 @@ impl DynamoKeys {
 }
 
 impl KeySource for DynamoKeys {
+    fn key_check(&self, subject: &str) -> Option<aws_sdk_dynamodb::types::TransactWriteItem> {
+        let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(subject)))
+            .condition_expression("attribute_exists(wrappedKey)")
+            .build()
+            .ok()?;
+        Some(
+            aws_sdk_dynamodb::types::TransactWriteItem::builder()
+                .condition_check(check)
+                .build(),
+        )
+    }
+
     fn read<'a>(
         &'a self,
         subjects: &'a [String],
-    ) -> BoxFuture<'a, Result<HashMap<String, Stored>, KeyError>> {
+    ) -> BoxFuture<'a, Result<HashMap<String, KeyItem>, KeyError>> {
         Box::pin(self.read_items(subjects))
     }
 
@@ -322,7 +332,7 @@ impl KeySource for DynamoKeys {
         &'a self,
         subject: &'a str,
         stream: &'a str,
-    ) -> BoxFuture<'a, Result<Result<(Vec<u8>, DataKey), Stored>, KeyError>> {
+    ) -> BoxFuture<'a, Result<Result<(Vec<u8>, DataKey), KeyItem>, KeyError>> {
         Box::pin(async move {
             let (wrapped, key) = self.generate(subject).await?;
             Ok(match self.put_new(subject, stream, &wrapped).await? {
@@ -363,7 +373,7 @@ impl KeySource for DynamoKeys {
     /// meanwhile (an `add_stream` after it fails its condition): the key
     /// removed, `erasedAt` and `told` set unless they were (an item made
     /// when there was none has neither key nor streams).
-    fn erase<'a>(&'a self, subject: &'a str) -> BoxFuture<'a, Result<Option<Stored>, KeyError>> {
+    fn erase<'a>(&'a self, subject: &'a str) -> BoxFuture<'a, Result<Option<KeyItem>, KeyError>> {
         Box::pin(async move {
             self.sent();
             let output = self
@@ -439,64 +449,6 @@ fn local_unwrap(master: &DataKey, subject: &str, wrapped: &[u8]) -> Result<DataK
         })
 }
 
-/// The key of a subject's key item.
-fn key(subject: &str) -> Item {
-    HashMap::from([
-        (
-            "pk".to_owned(),
-            AttributeValue::S(format!("SUBJECT#{subject}")),
-        ),
-        ("sk".to_owned(), AttributeValue::S("KEY".to_owned())),
-    ])
-}
-
-/// A key item read back, with its subject (from its `pk`).
-fn subject_item(item: &Item) -> Result<(String, Stored), KeyError> {
-    let subject = match item.get("pk") {
-        Some(AttributeValue::S(pk)) => pk.strip_prefix("SUBJECT#"),
-        _ => None,
-    }
-    .ok_or_else(|| KeyError::Store("BatchGetItem answered an item that is no key item".to_owned()))?
-    .to_owned();
-    let stored = stored(&subject, item)?;
-    Ok((subject, stored))
-}
-
-/// The attributes of `subject`'s key item.
-fn stored(subject: &str, item: &Item) -> Result<Stored, KeyError> {
-    let corrupt = |problem: &str| KeyError::Corrupt {
-        subject: subject.to_owned(),
-        problem: problem.to_owned(),
-    };
-    let wrapped = match item.get("wrappedKey") {
-        None => None,
-        Some(AttributeValue::B(blob)) if !blob.as_ref().is_empty() => Some(blob.as_ref().to_vec()),
-        Some(_) => return Err(corrupt("has a `wrappedKey` that is not binary data")),
-    };
-    let streams = match item.get("streams") {
-        None => Vec::new(),
-        Some(AttributeValue::Ss(streams)) => {
-            let mut streams = streams.clone();
-            streams.sort();
-            streams
-        }
-        Some(_) => return Err(corrupt("has `streams` that are not a string set")),
-    };
-    let told = match item.get("told") {
-        None => false,
-        Some(AttributeValue::Bool(told)) => *told,
-        Some(_) => return Err(corrupt("has a `told` that is not a boolean")),
-    };
-    if wrapped.is_none() && !item.contains_key("erasedAt") {
-        return Err(corrupt("has neither a `wrappedKey` nor an `erasedAt`"));
-    }
-    Ok(Stored {
-        wrapped,
-        streams,
-        told,
-    })
-}
-
 fn store_error<E, R>(
     operation: &'static str,
     err: &aws_sdk_dynamodb::error::SdkError<E, R>,
@@ -523,76 +475,4 @@ where
         "{} (the key of `{subject}`)",
         request_error(operation, err)
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn item(pairs: &[(&str, AttributeValue)]) -> Item {
-        let mut item = key("ada");
-        item.extend(
-            pairs
-                .iter()
-                .map(|(name, value)| ((*name).to_owned(), value.clone())),
-        );
-        item
-    }
-
-    #[test]
-    fn a_key_item_reads_back_as_stored() {
-        let live = item(&[
-            ("wrappedKey", AttributeValue::B(Blob::new(vec![1, 2, 3]))),
-            (
-                "streams",
-                AttributeValue::Ss(vec!["b".to_owned(), "a".to_owned()]),
-            ),
-            ("createdAt", AttributeValue::N("1".to_owned())),
-        ]);
-        assert_eq!(
-            subject_item(&live),
-            Ok((
-                "ada".to_owned(),
-                Stored {
-                    wrapped: Some(vec![1, 2, 3]),
-                    streams: vec!["a".to_owned(), "b".to_owned()],
-                    told: false,
-                }
-            ))
-        );
-        let erased = item(&[
-            ("erasedAt", AttributeValue::N("2".to_owned())),
-            ("told", AttributeValue::Bool(true)),
-        ]);
-        assert_eq!(
-            stored("ada", &erased),
-            Ok(Stored {
-                wrapped: None,
-                streams: Vec::new(),
-                told: true,
-            })
-        );
-    }
-
-    #[test]
-    fn an_item_that_cannot_be_read_is_corrupt_and_names_the_subject() {
-        for (bad, says) in [
-            (
-                item(&[("wrappedKey", AttributeValue::S("key".to_owned()))]),
-                "not binary",
-            ),
-            (
-                item(&[
-                    ("erasedAt", AttributeValue::N("2".to_owned())),
-                    ("streams", AttributeValue::S("a".to_owned())),
-                ]),
-                "string set",
-            ),
-            (item(&[]), "neither"),
-        ] {
-            let err = stored("ada", &bad).expect_err("corrupt");
-            let text = err.to_string();
-            assert!(text.contains("`ada`") && text.contains(says), "{text}");
-        }
-    }
 }

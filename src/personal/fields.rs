@@ -149,7 +149,7 @@ pub(crate) fn entity_problems(kind: &Kind) -> Vec<String> {
 pub(crate) fn erasure_problem(types: &[&'static str], holds: &str) -> Option<String> {
     (!types.contains(&ERASURE_TYPE)).then(|| {
         format!(
-            "{holds}, and the events enum has no {ERASURE_TYPE}: add `{ERASURE_TYPE}(sequence_guard::personal::Erasure)`, handled by `Handling::erase::<YourEntity>(data)`"
+            "{holds}, and the events enum has no {ERASURE_TYPE}: add `{ERASURE_TYPE}(sequence_guard::personal::Erasure)`, handled by `Handling::erasure(data)`"
         )
     })
 }

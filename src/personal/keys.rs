@@ -24,7 +24,7 @@ pub const MAX_KEPT: usize = 10_000;
 
 /// A subject's key item, as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Stored {
+pub struct KeyItem {
     /// The data key wrapped under the KMS key; `None` once erased.
     pub wrapped: Option<Vec<u8>>,
     /// The streams the subject's values were appended to (what erasure
@@ -67,7 +67,7 @@ pub trait KeySource: Send + Sync {
     fn read<'a>(
         &'a self,
         subjects: &'a [String],
-    ) -> BoxFuture<'a, Result<HashMap<String, Stored>, KeyError>>;
+    ) -> BoxFuture<'a, Result<HashMap<String, KeyItem>, KeyError>>;
 
     /// The data key `wrapped` holds, unwrapped for `subject` (KMS
     /// `Decrypt`, the subject its encryption context).
@@ -86,7 +86,7 @@ pub trait KeySource: Send + Sync {
         &'a self,
         subject: &'a str,
         stream: &'a str,
-    ) -> BoxFuture<'a, Result<Result<(Vec<u8>, DataKey), Stored>, KeyError>>;
+    ) -> BoxFuture<'a, Result<Result<(Vec<u8>, DataKey), KeyItem>, KeyError>>;
 
     /// `stream` added to the subject's streams while its key exists;
     /// `false` when it was erased meanwhile.
@@ -99,13 +99,23 @@ pub trait KeySource: Send + Sync {
     /// The subject's key deleted: its item replaced by an erased one that
     /// keeps its streams (one with none when it had no item). Answers the
     /// item as it was (`None`: there was none).
-    fn erase<'a>(&'a self, subject: &'a str) -> BoxFuture<'a, Result<Option<Stored>, KeyError>>;
+    fn erase<'a>(&'a self, subject: &'a str) -> BoxFuture<'a, Result<Option<KeyItem>, KeyError>>;
 
     /// The erased subject's streams all told.
     fn told<'a>(&'a self, subject: &'a str) -> BoxFuture<'a, Result<(), KeyError>>;
 
     /// The KMS requests made so far (`GenerateDataKey` and `Decrypt`).
     fn kms_requests(&self) -> u64;
+
+    /// A check, for an append's transaction in the event store's account,
+    /// that `subject`'s key item still holds its key: an append that
+    /// carries it is written only while the subject is not erased. `None`
+    /// (the default) for a source whose items no transaction can see (one
+    /// in memory): the append reads the item again before each try instead.
+    fn key_check(&self, subject: &str) -> Option<aws_sdk_dynamodb::types::TransactWriteItem> {
+        let _ = subject;
+        None
+    }
 }
 
 /// What a keyring knows of a subject.
@@ -216,11 +226,43 @@ impl Keyring {
     /// answered), so one subject's trouble does not hold the others'
     /// records.
     pub async fn fetch(&self, subjects: &[String]) -> Result<(), KeyError> {
-        let mut wanted: Vec<String> = subjects
+        let wanted: Vec<String> = subjects
             .iter()
             .filter(|subject| self.known(subject).is_none())
             .cloned()
             .collect();
+        self.read_keys(wanted).await
+    }
+
+    /// Reads the key items of `subjects` again, kept or not (but those
+    /// known erased, which stays so): a kept key is used again only while
+    /// its item holds the same wrapped key (no KMS request), and a subject
+    /// erased since is known so from now on. What a consumer does before it
+    /// trusts the keys it keeps, so that no instance opens a subject's
+    /// values once its key is deleted, whenever it read the key.
+    pub async fn confirm(&self, subjects: &[String]) -> Result<(), KeyError> {
+        let wanted: Vec<String> = subjects
+            .iter()
+            .filter(|subject| !matches!(self.known(subject), Some(Known::Erased)))
+            .cloned()
+            .collect();
+        self.read_keys(wanted).await
+    }
+
+    /// Whether the subject is known erased.
+    pub(crate) fn is_erased(&self, subject: &str) -> bool {
+        matches!(self.known(subject), Some(Known::Erased))
+    }
+
+    /// Whether what is kept of the subject was read at or after `since`.
+    pub(crate) fn read_since(&self, subject: &str, since: Instant) -> bool {
+        self.kept()
+            .get(subject)
+            .is_some_and(|kept| kept.at >= since)
+    }
+
+    /// One read of the items of `wanted`, then their unwraps at once.
+    async fn read_keys(&self, mut wanted: Vec<String>) -> Result<(), KeyError> {
         wanted.sort();
         wanted.dedup();
         if wanted.is_empty() {
@@ -231,8 +273,8 @@ impl Keyring {
         for subject in wanted {
             match items.remove(&subject) {
                 None => self.keep(&subject, Known::None, Vec::new()),
-                Some(Stored { wrapped: None, .. }) => self.forget(&subject),
-                Some(Stored {
+                Some(KeyItem { wrapped: None, .. }) => self.forget(&subject),
+                Some(KeyItem {
                     wrapped: Some(wrapped),
                     ..
                 }) => unwrapping.push((subject, wrapped)),

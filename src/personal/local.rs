@@ -9,12 +9,12 @@ use std::sync::{Mutex, PoisonError};
 use futures::future::BoxFuture;
 
 use super::cipher::DataKey;
-use super::keys::{KeyError, KeySource, Stored};
+use super::keys::{KeyError, KeyItem, KeySource};
 
 /// Key items in memory, wrapped under a local master key.
 pub struct LocalKeys {
     master: DataKey,
-    items: Mutex<HashMap<String, Stored>>,
+    items: Mutex<HashMap<String, KeyItem>>,
     kms: AtomicU64,
 }
 
@@ -29,19 +29,24 @@ impl LocalKeys {
     pub fn new() -> Result<Self, KeyError> {
         let bytes = DataKey::random_bytes().map_err(|err| KeyError::Kms(err.to_string()))?;
         let master = DataKey::new(&bytes).map_err(|err| KeyError::Kms(err.to_string()))?;
-        Ok(LocalKeys {
+        Ok(LocalKeys::with_master(master))
+    }
+
+    /// Key items in memory, under this master key (a local run's own).
+    pub fn with_master(master: DataKey) -> Self {
+        LocalKeys {
             master,
             items: Mutex::new(HashMap::new()),
             kms: AtomicU64::new(0),
-        })
+        }
     }
 
-    fn items(&self) -> std::sync::MutexGuard<'_, HashMap<String, Stored>> {
+    fn items(&self) -> std::sync::MutexGuard<'_, HashMap<String, KeyItem>> {
         self.items.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The subject's item as stored, for tests.
-    pub fn item(&self, subject: &str) -> Option<Stored> {
+    pub fn item(&self, subject: &str) -> Option<KeyItem> {
         self.items().get(subject).cloned()
     }
 }
@@ -50,7 +55,7 @@ impl KeySource for LocalKeys {
     fn read<'a>(
         &'a self,
         subjects: &'a [String],
-    ) -> BoxFuture<'a, Result<HashMap<String, Stored>, KeyError>> {
+    ) -> BoxFuture<'a, Result<HashMap<String, KeyItem>, KeyError>> {
         let items = self.items();
         let found = subjects
             .iter()
@@ -79,7 +84,7 @@ impl KeySource for LocalKeys {
         &'a self,
         subject: &'a str,
         stream: &'a str,
-    ) -> BoxFuture<'a, Result<Result<(Vec<u8>, DataKey), Stored>, KeyError>> {
+    ) -> BoxFuture<'a, Result<Result<(Vec<u8>, DataKey), KeyItem>, KeyError>> {
         self.kms.fetch_add(1, Ordering::Relaxed);
         let made = (|| {
             let bytes = DataKey::random_bytes().map_err(|err| KeyError::Kms(err.to_string()))?;
@@ -97,7 +102,7 @@ impl KeySource for LocalKeys {
             }
             items.insert(
                 subject.to_owned(),
-                Stored {
+                KeyItem {
                     wrapped: Some(wrapped.clone()),
                     streams: vec![stream.to_owned()],
                     told: false,
@@ -126,7 +131,7 @@ impl KeySource for LocalKeys {
         Box::pin(async move { Ok(added) })
     }
 
-    fn erase<'a>(&'a self, subject: &'a str) -> BoxFuture<'a, Result<Option<Stored>, KeyError>> {
+    fn erase<'a>(&'a self, subject: &'a str) -> BoxFuture<'a, Result<Option<KeyItem>, KeyError>> {
         let mut items = self.items();
         let before = items.get(subject).cloned();
         let streams = before
@@ -139,7 +144,7 @@ impl KeySource for LocalKeys {
             || streams.is_empty();
         items.insert(
             subject.to_owned(),
-            Stored {
+            KeyItem {
                 wrapped: None,
                 streams,
                 told,

@@ -23,19 +23,17 @@
 //! | `keys.rs` | the [`Keyring`]: the keys a process used, for a bounded time, over a [`KeySource`] |
 //! | `local.rs` | [`LocalKeys`]: a key source in memory, for the embedded store and tests |
 //! | `dynamodb.rs` | [`DynamoKeys`]: the key items in the event store's table, wrapped under a KMS key |
-//! | `reading.rs` | a body's sealed values opened (or replaced by the placeholder) as it is read |
-//! | `writing.rs` | an append's personal values sealed before it is written |
 //! | `fields.rs` | the fields a type declares, as serde knows them, for [`crate::Domain::check`] |
-//! | `erase.rs` | [`erase`]: a subject's key deleted, and every consumer told |
+//! | `key_item.rs` | a subject's key item as DynamoDB holds it, read back |
+//! | `erased.rs` | [`erased_subjects`]: the subjects an event store records as erased, for re-applying their erasures |
 
 mod cipher;
 mod dynamodb;
-mod erase;
+mod erased;
 pub(crate) mod fields;
+mod key_item;
 mod keys;
 mod local;
-pub(crate) mod reading;
-pub(crate) mod writing;
 
 use std::collections::HashMap;
 
@@ -43,35 +41,70 @@ use serde::{Deserialize, Serialize};
 
 pub use cipher::{CipherError, DataKey, KEY_LEN};
 pub use dynamodb::DynamoKeys;
-pub use erase::{EraseError, Erased, erase};
-pub use keys::{DEFAULT_TTL, KeyError, KeySource, Keyring, MAX_KEPT, Stored};
+pub use erased::{ErasedSubject, erased_subjects};
+pub(crate) use keys::Known;
+pub use keys::{DEFAULT_TTL, KeyError, KeyItem, KeySource, Keyring, MAX_KEPT};
 pub use local::LocalKeys;
-pub use writing::seal_data;
 
 /// The event type `erase` appends to each of a subject's streams: every
-/// consumer of those streams registers it ([`crate::Handling::erase`]).
+/// consumer of those streams registers it ([`crate::Handling::erasure`]).
 pub const ERASURE_TYPE: &str = "PersonalDataErased";
 
-/// What a personal value reads as once its subject is erased, unless the
-/// domain declares another ([`Personal::placeholder`]).
-pub const PLACEHOLDER: &str = "(erased)";
+pub use crate::entity::PLACEHOLDER;
 
-/// How a sealed value starts: `sg:pd1:` and the base64 (URL alphabet, no
-/// padding) of a nonce, the ciphertext and its tag.
-pub const SEALED_PREFIX: &str = "sg:pd1:";
+/// How a value sealed now starts: `sg:pd2:` and the base64 (URL alphabet,
+/// no padding) of a nonce, the ciphertext and its tag. Sealed for its event,
+/// its field, its stream and its subject ([`Binding`]).
+pub const SEALED_PREFIX: &str = "sg:pd2:";
 
-/// Whether a stored value is sealed (a producer that does not encrypt
-/// sends plain values, read as they are).
+/// How a value sealed by an earlier release starts: sealed for its event
+/// and its field only. Still opened; never written.
+pub const SEALED_PREFIX_V1: &str = "sg:pd1:";
+
+/// What every sealed format starts with: a personal value given to `append`
+/// that starts so is refused (it would be stored as sealed, unsealed by it).
+pub const SEALED_FAMILY: &str = "sg:pd";
+
+/// Whether a stored value is sealed, in either format (a producer that
+/// does not encrypt sends plain values, read as they are).
 pub fn is_sealed(value: &str) -> bool {
-    value.starts_with(SEALED_PREFIX)
+    value.starts_with(SEALED_PREFIX) || value.starts_with(SEALED_PREFIX_V1)
 }
 
-/// The `data` of a [`ERASURE_TYPE`] event: whose data was forgotten.
+/// Whether a value looks sealed: it starts as every sealed format does
+/// ([`SEALED_FAMILY`]), whether or not it is one.
+pub fn looks_sealed(value: &str) -> bool {
+    value.starts_with(SEALED_FAMILY)
+}
+
+/// The `data` of a [`ERASURE_TYPE`] event: whose data was forgotten, and
+/// a type of the stream it is appended to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Erasure {
     /// The subject.
     #[serde(deserialize_with = "crate::limits::text::<_, 1, 256>")]
     pub subject: String,
+    /// The type of the stream's first event: each consumer erases the
+    /// entity its handling of that type names ([`crate::Handling::erasure`]).
+    /// `None` in an erasure appended by an earlier release.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::limits::optional_text::<_, 1, 256>"
+    )]
+    pub stream_type: Option<String>,
+}
+
+impl Erasure {
+    /// The erasure of `subject` on a stream whose first event is of
+    /// `stream_type`.
+    pub fn new(subject: impl Into<String>, stream_type: impl Into<String>) -> Self {
+        Erasure {
+            subject: subject.into(),
+            stream_type: Some(stream_type.into()),
+        }
+    }
 }
 
 /// Whose a type's personal values are.
@@ -197,14 +230,56 @@ impl Declared {
     pub(crate) fn is_empty(&self) -> bool {
         self.by_type.is_empty()
     }
+
+    /// The types declared personal.
+    pub(crate) fn types(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.by_type.keys().copied()
+    }
 }
 
-/// The associated data a value is sealed with: the event's id and the
-/// field's name, so that no value can be moved to another event or field.
-pub(crate) fn associated_data(event_id: &str, field: &str) -> Vec<u8> {
-    let mut aad = Vec::with_capacity(event_id.len() + field.len() + 1);
-    aad.extend_from_slice(event_id.as_bytes());
-    aad.push(0);
-    aad.extend_from_slice(field.as_bytes());
-    aad
+/// Where a value is sealed for: it opens only where all four are the same,
+/// so that no value can be moved to another event, field, stream or subject.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Binding<'a> {
+    /// The event's `eventId`.
+    pub(crate) event_id: &'a str,
+    /// The field of `data`, as serde names it.
+    pub(crate) field: &'a str,
+    /// The body's `aggregateId` (the stream of a sequenced event); empty
+    /// for a type whose body carries none (its `eventId` binds it).
+    pub(crate) stream: &'a str,
+    /// Whose value it is.
+    pub(crate) subject: &'a str,
+}
+
+impl Binding<'_> {
+    /// The associated data of a value sealed now ([`SEALED_PREFIX`]): a
+    /// format tag, then each part with its length, so that no two bindings
+    /// read alike.
+    pub(crate) fn associated_data(&self) -> Vec<u8> {
+        let parts = [self.event_id, self.field, self.stream, self.subject];
+        let mut aad =
+            Vec::with_capacity(8 + parts.iter().map(|part| part.len() + 4).sum::<usize>());
+        aad.extend_from_slice(b"sg:pd2\0");
+        for part in parts {
+            let len = u32::try_from(part.len()).unwrap_or(u32::MAX);
+            aad.extend_from_slice(&len.to_be_bytes());
+            aad.extend_from_slice(part.as_bytes());
+        }
+        aad
+    }
+
+    /// The associated data `sealed` was sealed with, by its format: an
+    /// earlier release's ([`SEALED_PREFIX_V1`]) bound the event's id and
+    /// the field's name only.
+    pub(crate) fn associated_data_of(&self, sealed: &str) -> Vec<u8> {
+        if !sealed.starts_with(SEALED_PREFIX_V1) {
+            return self.associated_data();
+        }
+        let mut aad = Vec::with_capacity(self.event_id.len() + self.field.len() + 1);
+        aad.extend_from_slice(self.event_id.as_bytes());
+        aad.push(0);
+        aad.extend_from_slice(self.field.as_bytes());
+        aad
+    }
 }

@@ -174,6 +174,33 @@ fn check_append(append: &Append) -> Result<(), AppendError> {
     Ok(())
 }
 
+/// The most characters of a stream id: the envelope's `aggregateId`.
+pub(crate) const MAX_STREAM_ID: usize = 256;
+
+/// Why no stream can have `id` as `append` reads it (`None`: one can): it
+/// is empty, longer than [`MAX_STREAM_ID`] characters (the envelope's
+/// `aggregateId`), or holds a character SQS does not carry. Taken exactly
+/// as given: no trimming, no normalising.
+pub(crate) fn stream_id_problem(id: &str) -> Option<String> {
+    let count = id.chars().take(MAX_STREAM_ID + 1).count();
+    if count == 0 || count > MAX_STREAM_ID {
+        let got = if count > MAX_STREAM_ID {
+            format!("more than {MAX_STREAM_ID}")
+        } else {
+            count.to_string()
+        };
+        return Some(format!(
+            "must be 1 to {MAX_STREAM_ID} characters, got {got}"
+        ));
+    }
+    id.chars().find(|c| !sqs_body_char(*c)).map(|c| {
+        format!(
+            "holds U+{:04X}, a character SQS does not carry",
+            u32::from(c)
+        )
+    })
+}
+
 fn invalid(field: &str, problem: String) -> InvalidMessage {
     InvalidMessage::Invalid {
         field: field.to_owned(),

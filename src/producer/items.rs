@@ -13,8 +13,8 @@ use super::check::Checked;
 use super::kind::KIND;
 use super::store::REQUEST_TTL_SECONDS;
 use crate::entity::Item;
-use crate::store::StoreError;
-use crate::store::dynamodb::errors::build_error;
+use crate::table::StoreError;
+use crate::table::build_error;
 
 /// The partition of a stream's events.
 pub(super) fn stream_pk(stream_id: &str) -> String {
@@ -167,6 +167,8 @@ pub(super) struct TokenOf<'a> {
     pub(super) checked: bool,
     pub(super) events: &'a [Checked],
     pub(super) writes: &'a [TransactWriteItem],
+    /// The checks that the subjects' keys still exist.
+    pub(super) keys: &'a [TransactWriteItem],
     pub(super) now: u64,
 }
 
@@ -189,6 +191,9 @@ pub(super) fn token(of: &TokenOf<'_>) -> String {
             event.data.to_string().hash(&mut hasher);
         }
         format!("{:?}", of.writes).hash(&mut hasher);
+        if !of.keys.is_empty() {
+            format!("{:?}", of.keys).hash(&mut hasher);
+        }
         hasher.finish()
     };
     format!(
@@ -238,6 +243,7 @@ mod tests {
                 checked: false,
                 events,
                 writes: &[],
+                keys: &[],
                 now,
             })
         };
@@ -259,6 +265,7 @@ mod tests {
             checked: true,
             events: &one,
             writes: &[],
+            keys: &[],
             now: 9,
         });
         assert_ne!(token("r-1", 4, &one, 9), checked);

@@ -38,9 +38,9 @@ pub(super) struct Seen {
 
 /// The streams an event store (and its clones) knows.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Known(Arc<Mutex<HashMap<String, Seen>>>);
+pub(super) struct KnownStreams(Arc<Mutex<HashMap<String, Seen>>>);
 
-impl Known {
+impl KnownStreams {
     fn streams(&self) -> std::sync::MutexGuard<'_, HashMap<String, Seen>> {
         self.0
             .lock()
@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn the_latest_event_is_kept_with_its_kind() {
-        let known = Known::default();
+        let known = KnownStreams::default();
         assert_eq!(known.get("s"), None);
         known.note("s", 0, Some("ORDER"));
         assert_eq!(known.get("s"), None, "0 is no event");
@@ -147,8 +147,9 @@ mod tests {
 
     #[test]
     fn keys_stay_vouched_for_while_every_event_is_the_stores_own() {
-        let known = Known::default();
-        let vouched = |known: &Known| known.get("s").map(|seen| seen.vouched).unwrap_or_default();
+        let known = KnownStreams::default();
+        let vouched =
+            |known: &KnownStreams| known.get("s").map(|seen| seen.vouched).unwrap_or_default();
         known.note("s", 2, Some("ORDER"));
         known.appended("s", (3, 3), Some("ORDER"), &["ada".to_owned()]);
         assert_eq!(vouched(&known), ["ada"]);

@@ -18,33 +18,43 @@
 //! | `mod.rs` | the request and its answer |
 //! | `check.rs` | the events checked and rendered as message bodies |
 //! | `store.rs` | [`EventStore`]: reading the stream, its streams, the request record |
-//! | `append.rs` | one append: a try planned, its answer absorbed; retries |
+//! | `append/` | one append: a try planned and sent, retries; its answer absorbed (`answer.rs`) |
 //! | `send.rs` | one try sent, its units counted, the answer told |
 //! | `items.rs` | the items, their conditions, the transaction's token |
 //! | `kind.rs` | a stream is one kind's: the kind an event projects onto, checked |
 //! | `capacity.rs` | capacity units, reported and by AWS's rules |
 //! | `turn.rs` | one append at a time per stream within a store |
 //! | `known.rs` | the streams' events a store saw: an append after one needs no read nor check |
+//! | `sealing.rs` | an append's personal values sealed before it is written |
+//! | `erase.rs` | [`erase`]: a subject's key deleted, and each of its streams told |
+//! | `memory.rs` | [`MemoryEvents`]: the event store in memory, for a system run on one machine |
 
 mod append;
 pub mod capacity;
 mod check;
+mod erase;
 mod items;
 mod kind;
 mod known;
+mod memory;
+mod sealing;
 mod send;
 mod store;
 mod turn;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::envelope::InvalidMessage;
-use crate::store::StoreError;
+use crate::table::StoreError;
 
+pub use crate::answer::{ExpectedSequence, NewEvent};
 pub use crate::sqs::MAX_BODY;
 pub use capacity::{Consumed, Units};
-pub(crate) use check::Checked;
+pub(crate) use check::{Checked, stream_id_problem};
+pub use erase::{EraseError, Erased, erase};
+pub use memory::MemoryEvents;
+pub(crate) use sealing::Sealed;
+pub use sealing::seal_data;
 pub use store::{EventStore, ExactCheck, REQUEST_TTL_SECONDS, RETRY_BUDGET, StoredEvent};
 
 /// The most items one append writes: DynamoDB's transaction limit.
@@ -54,41 +64,41 @@ pub const MAX_ITEMS: usize = 100;
 /// less room for keys and attributes.
 pub const MAX_BYTES: usize = 4_000_000 - 100 * 1024;
 
-/// One event to append: its type and data, as the consumer reads them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewEvent {
-    /// The event type (the envelope's `type`).
-    pub event_type: String,
-    /// The event's `data`: a JSON object, of the type's current version
-    /// ([`Domain::version`](crate::Domain::version): the body says which, when above 1).
-    pub data: Value,
-    /// Its `eventId`; one is made up (a random UUID) when `None`.
-    pub event_id: Option<String>,
+/// What holds a domain's events and appends to them: the event store on
+/// DynamoDB ([`EventStore`]) or in memory ([`MemoryEvents`]). What
+/// [`erase`] needs of one.
+#[allow(async_fn_in_trait)]
+pub trait EventLog {
+    /// The domain of its events.
+    fn domain(&self) -> &crate::domain::Domain;
+    /// Appends the events ([`EventStore::append`]).
+    async fn append(&self, append: Append) -> Result<Appended, AppendError>;
+    /// The stream's events after `after`, in order, at most `limit`.
+    async fn read(
+        &self,
+        stream: &str,
+        after: u64,
+        limit: i32,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
 }
 
-impl NewEvent {
-    /// An event of `event_type` with `data`, and an id made up for it.
-    pub fn new(event_type: impl Into<String>, data: Value) -> Self {
-        NewEvent {
-            event_type: event_type.into(),
-            data,
-            event_id: None,
-        }
+impl EventLog for EventStore {
+    fn domain(&self) -> &crate::domain::Domain {
+        EventStore::domain(self)
     }
-}
 
-/// Where the caller expects the stream to stand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExpectedSequence {
-    /// At this sequence exactly (0: a new stream): otherwise nothing is
-    /// written and [`AppendError::ExpectedSequence`] says where it stands.
-    /// One request, no read (see [`ExactCheck`] for the other way).
-    Exact(u64),
-    /// Wherever it stands: the stream's last event is read, and the append
-    /// is tried again at the next sequence when another writer got there
-    /// first, with a short random pause between tries, for at most the
-    /// store's retry budget ([`RETRY_BUDGET`] unless set).
-    Any,
+    async fn append(&self, append: Append) -> Result<Appended, AppendError> {
+        EventStore::append(self, append).await
+    }
+
+    async fn read(
+        &self,
+        stream: &str,
+        after: u64,
+        limit: i32,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        EventStore::read(self, stream, after, limit).await
+    }
 }
 
 /// One append: events for one stream, written together or not at all.
@@ -347,6 +357,89 @@ mod tests {
             assert_eq!(id.len(), 36, "{id}");
             assert_eq!(&id[14..15], "4", "{id}");
             assert!(matches!(&id[19..20], "8" | "9" | "a" | "b"), "{id}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod stream_ids {
+    use super::check::{check, stream_id_problem};
+    use super::*;
+    use crate::domain::Domain;
+    use crate::{Decision, Entity, Events, Handling, Sequenced};
+
+    #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Note {
+        sequence: u64,
+        last_event_id: String,
+    }
+
+    impl Entity for Note {
+        const KIND: &'static str = "NOTE";
+        fn sequence(&self) -> u64 {
+            self.sequence
+        }
+        fn last_event_id(&self) -> &str {
+            &self.last_event_id
+        }
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(tag = "type", content = "data")]
+    enum Notes {
+        NoteWritten(serde::de::IgnoredAny),
+    }
+
+    fn on_note(_: &mut Option<Note>, _: &Sequenced<serde::de::IgnoredAny>) -> Decision {
+        Decision::Duplicate
+    }
+
+    impl Events for Notes {
+        fn handling(self) -> Handling {
+            match self {
+                Notes::NoteWritten(data) => Handling::sequenced(data, on_note),
+            }
+        }
+    }
+
+    #[test]
+    fn an_id_is_refused_as_a_stream_id_exactly_when_append_refuses_it() {
+        let domain = Domain::new::<Notes>().entity::<Note>();
+        let ids = [
+            (String::new(), Some("must be 1 to 256 characters, got 0")),
+            ("x".repeat(256), None),
+            (
+                "x".repeat(257),
+                Some("must be 1 to 256 characters, got more than 256"),
+            ),
+            ("é".repeat(256), None),
+            ("é".repeat(257), Some("got more than 256")),
+            (" ".to_owned(), None),
+            (" n-1 ".to_owned(), None),
+            ("n\t1".to_owned(), None),
+            ("n-\u{FFFE}".to_owned(), Some("holds U+FFFE")),
+            ("n-\u{FFFF}".to_owned(), Some("holds U+FFFF")),
+            ("n-\u{1}".to_owned(), Some("holds U+0001")),
+        ];
+        for (id, says) in ids {
+            let problem = stream_id_problem(&id);
+            match says {
+                Some(says) => assert!(
+                    problem
+                        .as_deref()
+                        .is_some_and(|problem| problem.contains(says)),
+                    "{id:?}: {problem:?}"
+                ),
+                None => assert_eq!(problem, None, "{id:?}"),
+            }
+            let event = NewEvent::new("NoteWritten", serde_json::json!({}));
+            let refused = check(&domain, &Append::one(id.as_str(), event)).is_err();
+            assert_eq!(
+                refused,
+                problem.is_some(),
+                "{id:?}: append and the rule agree"
+            );
         }
     }
 }

@@ -11,8 +11,8 @@ use aws_sdk_dynamodb::types::{
 use super::capacity::{item_bytes, transaction_units, write_units};
 use super::store::EventStore;
 use crate::entity::Item;
-use crate::store::StoreError;
-use crate::store::dynamodb::errors::{request_error, service_error};
+use crate::table::StoreError;
+use crate::table::{request_error, service_error};
 
 /// Service errors that sending again will not heal.
 const PERMANENT: [&str; 5] = [

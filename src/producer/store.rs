@@ -28,13 +28,13 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
 use super::capacity::{Consumed, Meter, item_bytes, read_units};
 use super::items::{event_sk, number, request_key, stream_pk, text};
 use super::kind::recorded;
-use super::known::Known;
+use super::known::KnownStreams;
 use super::turn::Turns;
 use super::{AppendError, Appended};
 use crate::domain::Domain;
 use crate::entity::Item;
-use crate::store::StoreError;
-use crate::store::dynamodb::errors::request_error;
+use crate::table::StoreError;
+use crate::table::request_error;
 
 /// How long an append keeps trying by default: when other writers keep
 /// taking the next sequence, and when the outcome of a try is unknown (a
@@ -80,6 +80,30 @@ pub struct StoredEvent {
     pub appended_at: u64,
 }
 
+impl StoredEvent {
+    /// The event as its SQS message is read back from the store (by a
+    /// rebuild, or to close a gap): its body, its stream as the group, and
+    /// sent when it was appended (a process reacts to it or not by that),
+    /// under `message_id`.
+    pub fn message(
+        &self,
+        stream: &str,
+        message_id: String,
+    ) -> aws_lambda_events::event::sqs::SqsMessage {
+        let mut message = aws_lambda_events::event::sqs::SqsMessage::default();
+        message.message_id = Some(message_id);
+        message.body = Some(self.body.clone());
+        message
+            .attributes
+            .insert("MessageGroupId".to_owned(), stream.to_owned());
+        message.attributes.insert(
+            "SentTimestamp".to_owned(),
+            self.appended_at.saturating_mul(1000).to_string(),
+        );
+        message
+    }
+}
+
 /// The event store: one DynamoDB table. Cheap to clone; counts its requests
 /// and the capacity they consumed. Its appends to one stream (its clones'
 /// too) take turns, one at a time, first come first served: they would
@@ -95,7 +119,7 @@ pub struct EventStore {
     pub(super) exact: ExactCheck,
     pub(super) turns: Turns,
     /// The streams' events it saw (wrote or read).
-    pub(super) known: Known,
+    pub(super) known: KnownStreams,
 }
 
 impl EventStore {
@@ -110,7 +134,7 @@ impl EventStore {
             budget: RETRY_BUDGET,
             exact: ExactCheck::default(),
             turns: Turns::default(),
-            known: Known::default(),
+            known: KnownStreams::default(),
         }
     }
 

@@ -9,11 +9,11 @@ use super::{Invocation, Outcome, Runner};
 use crate::envelope::{Event, Record};
 use crate::handling::Counter;
 use crate::store::{
-    Added, Addition, ConflictRecord, DedupKey, Existing, MAX_ADDITIONS, MAX_STORED_BODY, Store,
+    Added, ConflictRecord, DedupAddition, DedupKey, Existing, MAX_ADDITIONS, MAX_STORED_BODY, Store,
 };
 
 /// An addition and its position in the stream.
-type Positioned = (usize, Addition);
+type Positioned = (usize, DedupAddition);
 
 /// How a chunk of additions ended.
 enum Chunk<'a> {
@@ -104,7 +104,7 @@ impl<S: Store> Runner<S> {
             attempt: 0,
         };
         let failure = loop {
-            let batch: Vec<Addition> = attempts
+            let batch: Vec<DedupAddition> = attempts
                 .pending
                 .iter()
                 .map(|(_, addition)| addition.clone())
@@ -317,8 +317,8 @@ pub(super) fn dedup_key(event: &Event) -> Option<DedupKey> {
 /// What the store must do for a deduplicated event handled `now` (epoch
 /// seconds), its dedup record kept `dedup_ttl_seconds`; `None` for an event
 /// that is not a deduplicated effect.
-pub fn addition(event: &Event, now: u64, dedup_ttl_seconds: u64) -> Option<Addition> {
-    event.deduplicated().map(|effect| Addition {
+pub fn addition(event: &Event, now: u64, dedup_ttl_seconds: u64) -> Option<DedupAddition> {
+    event.deduplicated().map(|effect| DedupAddition {
         event_id: event.event_id().to_owned(),
         handler: effect.handler,
         counter: effect.counter,

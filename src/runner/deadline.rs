@@ -53,6 +53,24 @@ impl<S: Store> Runner<S> {
         }
     }
 
+    /// The invocation cut to half the time it has left (its margin kept):
+    /// what a sweep's deadlines may take, its walk of the parked events
+    /// having the rest.
+    pub(crate) fn first_half(&self, invocation: &Invocation) -> Invocation {
+        let margin = self.config.deadline_margin;
+        let deadline = invocation.deadline.map(|deadline| {
+            let now = Instant::now();
+            let left = deadline
+                .saturating_duration_since(now)
+                .saturating_sub(margin);
+            now + margin + left / 2
+        });
+        Invocation {
+            deadline,
+            now: invocation.now,
+        }
+    }
+
     /// Runs a store call within the time left before the deadline; does not
     /// start it when there is none.
     pub(crate) async fn timed<T>(

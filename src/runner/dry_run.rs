@@ -15,7 +15,7 @@ use super::{Invocation, Outcome, Runner};
 use crate::entity::{AnyEntity, EntityKey};
 use crate::envelope::{Event, InvalidMessage, Record};
 use crate::handling::Decision;
-use crate::store::{Addition, Store, Stored};
+use crate::store::{DedupAddition, Store, Stored};
 
 /// One entity's share of a stream: its messages (positions in the stream, in
 /// order), the entity's item as loaded, and the entity as the dry run of the
@@ -80,7 +80,7 @@ impl<S: Store> Runner<S> {
         invocation: &Invocation,
         verdicts: &mut [Option<Verdict>],
         entities: &mut Vec<EntityJob>,
-    ) -> Vec<(usize, Addition)> {
+    ) -> Vec<(usize, DedupAddition)> {
         let mut additions = Vec::new();
         // This stream's plans, at the end of the batch's.
         let first = entities.len();
@@ -149,8 +149,9 @@ impl<S: Store> Runner<S> {
     }
 
     /// Whether the message may be done, as far as the dry run can tell: it
-    /// does not know what parking will do, so a gap that may be parked, or
-    /// on an entity with events parked, may be done.
+    /// does not know what parking or the event store will do, so a gap that
+    /// may be parked, or on an entity with events parked, or whose events
+    /// the event store may hold (`fill.rs`), may be done.
     fn maybe_done(&self, entity: &mut EntityPlan, record: &Record, event: &Event) -> bool {
         match &entity.base {
             Err(_) => false,
@@ -160,6 +161,7 @@ impl<S: Store> Runner<S> {
                     .is_some_and(Decision::is_done)
                     || self.config.parks(record)
                     || !stored.parking.sequences.is_empty()
+                    || self.store.reads_event_store()
             }
         }
     }

@@ -4,6 +4,15 @@
 //! one transaction), on the condition that the state and its deadline are
 //! as read. A state that moved meanwhile is read again and the deadline
 //! decided again: one that is no longer due is left alone.
+//!
+//! Each due state gets its turn: a sweep goes through the partitions in
+//! turn, each earliest first, a page at a time from the entry after the
+//! last it tried, and one whose time runs out hands back where it stopped
+//! ([`DeadlineReport::resume_at`]); the next goes on from there, round
+//! the index to where it began. Deadlines that keep being tried and not
+//! fired (their streams moved, or failing) are passed over in turn like
+//! any other, never retried ahead of the rest. No state is fired twice
+//! in one sweep, even one whose handler set its next deadline in the past.
 
 use std::collections::HashSet;
 
@@ -12,11 +21,14 @@ use futures::stream::{self, StreamExt};
 
 use tracing::{error, info, warn};
 
-use super::plan::gathered;
+use super::DeadlineReport;
+use super::answer::{deadline_problem, gathered};
 use super::{CallError, Invocation, Runner};
-use crate::entity::{AnyEntity, EntityKey};
-use crate::process::{Cause, DUE_SHARDS, DeadlineReport, Due, Outbox};
-use crate::store::{Commit, Committed, Expected, Store, StoreError, Stored};
+use crate::answer::{Due, DueOutbox};
+use crate::domain::{Cause, Process};
+use crate::entity::{AnyEntity, EntityKey, Kind};
+use crate::store::DUE_SHARDS;
+use crate::store::{Commit, Committed, DueCursor, DueEntry, Expected, Store, StoreError, Stored};
 
 /// Due deadlines read at a time, per partition.
 const DUE_PAGE: usize = 100;
@@ -30,123 +42,240 @@ enum Firing {
     /// Not due (any more), or its state gone.
     NotDue,
     Moved,
-    Failed,
+    /// The handler broke its rule: its fault.
+    Failed(String),
+}
+
+/// A stretch of one partition of the index that a sweep goes through:
+/// from the entry after `after` (the start: `None`), to the entries due
+/// at `until` (the end: `None`).
+struct Stretch {
+    shard: u8,
+    after: Option<DueEntry>,
+    until: Option<u64>,
+}
+
+/// The stretches of a sweep that begins at `from`: from there to the end
+/// of the index, then from its start round to `from` again.
+fn stretches(from: Option<&DueCursor>) -> Vec<Stretch> {
+    let whole = |shard: u8| Stretch {
+        shard,
+        after: None,
+        until: None,
+    };
+    let Some(from) = from.filter(|from| from.shard < DUE_SHARDS) else {
+        return (0..DUE_SHARDS).map(whole).collect();
+    };
+    let mut stretches = vec![Stretch {
+        shard: from.shard,
+        after: from.after.clone(),
+        until: None,
+    }];
+    stretches.extend((1..DUE_SHARDS).map(|n| whole((from.shard + n) % DUE_SHARDS)));
+    if let Some(after) = &from.after {
+        // Those due at the same second as `after` are there too: the ones
+        // already tried are in `seen`.
+        stretches.push(Stretch {
+            shard: from.shard,
+            after: None,
+            until: Some(after.at),
+        });
+    }
+    stretches
+}
+
+/// Where a stretch left the sweep.
+enum Went {
+    /// Through it: on to the next.
+    Through,
+    /// The sweep's time ran out; the last entry tried (`None`: none of it).
+    Cut(Option<DueEntry>),
+}
+
+/// One entry of a page, before it is fired.
+enum Entry {
+    /// Tried already in this sweep (its next deadline set in the past).
+    Seen,
+    /// Not this process's state: left alone.
+    Foreign,
+    /// A state of the process, to fire.
+    State(EntityKey),
+}
+
+/// Whether a call's error is the sweep's time running out.
+fn out_of_time(err: &CallError) -> bool {
+    matches!(
+        err,
+        CallError::Deadline | CallError::Store(StoreError::Timeout { .. })
+    )
 }
 
 impl<S: Store> Runner<S> {
-    /// Fires every deadline due at `invocation.now`, each once, until the
-    /// invocation's deadline (less its margin); a domain without a process
-    /// that handles deadlines fires none.
+    /// Fires every deadline due at `invocation.now`, each once, from the
+    /// index's start, until the invocation's deadline (less its margin); a
+    /// domain without a process that handles deadlines fires none.
     pub async fn fire_due(&self, invocation: &Invocation) -> DeadlineReport {
+        self.fire_due_from(invocation, None).await
+    }
+
+    /// Fires every deadline due at `invocation.now`, each at most once,
+    /// from `from` (where an earlier sweep's time ran out; the index's
+    /// start: `None`) round the index, until the invocation's deadline
+    /// (less its margin). The report's [`DeadlineReport::resume_at`] says
+    /// where the next sweep goes on when the time ran out first.
+    pub async fn fire_due_from(
+        &self,
+        invocation: &Invocation,
+        from: Option<DueCursor>,
+    ) -> DeadlineReport {
         let mut report = DeadlineReport::default();
         let Some(kind) = self.domain.process().and_then(|p| p.deadline_kind()) else {
             return report;
         };
-        // The first page of every partition at once: a sweep's queries are
+        let stretches = stretches(from.as_ref());
+        // The first page of every stretch at once: a sweep's queries are
         // most of its time.
-        let firsts = (0..DUE_SHARDS).map(|shard| {
-            let read = self.store.due(shard, invocation.now, DUE_PAGE);
+        let firsts = stretches.iter().map(|stretch| {
+            let read = self.store.due(
+                stretch.shard,
+                invocation.now,
+                stretch.after.as_ref(),
+                DUE_PAGE,
+            );
             self.timed("Query", invocation, read)
         });
-        let mut firsts: Vec<Option<Result<Vec<String>, CallError>>> =
-            join_all(firsts).await.into_iter().map(Some).collect();
-        for (shard, first) in (0..DUE_SHARDS).zip(firsts.iter_mut()) {
-            // Fired deadlines leave the index (eventually: it is a global
-            // secondary index); each page is read again past the ones seen,
-            // until it brings none not seen.
-            let mut seen: HashSet<String> = HashSet::new();
-            // Those seen that stay in the index: not fired.
-            let mut kept = 0;
-            loop {
-                let limit = DUE_PAGE + kept;
-                let read = match first.take() {
-                    Some(page) => page,
-                    None => {
-                        let read = self.store.due(shard, invocation.now, limit);
-                        self.timed("Query", invocation, read).await
-                    }
-                };
-                let page = match read {
-                    Ok(page) => page,
-                    Err(CallError::Deadline) => {
-                        report.cut_short = true;
-                        return report;
-                    }
-                    Err(CallError::Store(err)) => {
-                        warn!(shard, error = %err, "cannot read the due deadlines: the next sweep tries again");
-                        report.failed += 1;
-                        break;
-                    }
-                };
-                let full = page.len() >= limit;
-                let fresh: Vec<String> = page.into_iter().filter(|pk| !seen.contains(pk)).collect();
-                if fresh.is_empty() {
-                    break;
-                }
-                let mut keys = Vec::with_capacity(fresh.len());
-                for pk in fresh {
-                    seen.insert(pk.clone());
-                    match self
-                        .domain
-                        .key_of_pk(&pk)
-                        .filter(|key| key.kind().name == kind.name)
-                    {
-                        Some(key) => keys.push(key),
-                        None => {
-                            warn!(
-                                pk,
-                                "a deadline on an item that is not this process's state: left alone"
-                            );
-                            report.failed += 1;
-                            kept += 1;
-                        }
-                    }
-                }
-                // Each state is its own item: fired a few at a time.
-                let fired: Vec<(EntityKey, Result<Firing, CallError>)> = stream::iter(keys)
-                    .map(|key| async move {
-                        let fired = self.fire_one(&key, invocation).await;
-                        (key, fired)
-                    })
-                    .buffer_unordered(FIRED_AT_ONCE)
-                    .collect()
-                    .await;
-                let mut cut = false;
-                for (key, fired) in fired {
-                    if !matches!(fired, Ok(Firing::Done)) {
-                        kept += 1;
-                    }
-                    match fired {
-                        Ok(Firing::Done) => report.fired += 1,
-                        Ok(Firing::NotDue) => {}
-                        Ok(Firing::Moved) => report.moved += 1,
-                        Ok(Firing::Failed) => report.failed += 1,
-                        Err(CallError::Deadline) => cut = true,
-                        Err(CallError::Store(err)) => {
-                            warn!(entity = %key, error = %err, "a deadline could not be fired: the next sweep tries again");
-                            report.failed += 1;
-                        }
-                    }
-                }
-                if cut {
-                    report.cut_short = true;
-                    return report;
-                }
-                if !full {
-                    break;
-                }
+        let firsts = join_all(firsts).await;
+        let mut seen: HashSet<String> = HashSet::new();
+        for (stretch, first) in stretches.iter().zip(firsts) {
+            let went = self
+                .fire_stretch(stretch, first, kind, invocation, &mut seen, &mut report)
+                .await;
+            if let Went::Cut(after) = went {
+                report.cut_short = true;
+                report.resume_at = Some(DueCursor {
+                    shard: stretch.shard,
+                    after,
+                });
+                break;
             }
         }
-        if report != DeadlineReport::default() {
-            info!(
-                fired = report.fired,
-                moved = report.moved,
-                failed = report.failed,
-                cut_short = report.cut_short,
-                "deadlines"
-            );
-        }
+        log_deadlines(&report);
         report
+    }
+
+    /// Fires the due deadlines of one stretch, a page at a time (`first`:
+    /// its first page, read already).
+    async fn fire_stretch(
+        &self,
+        stretch: &Stretch,
+        first: Result<Vec<DueEntry>, CallError>,
+        kind: &'static Kind,
+        invocation: &Invocation,
+        seen: &mut HashSet<String>,
+        report: &mut DeadlineReport,
+    ) -> Went {
+        let mut after = stretch.after.clone();
+        let mut first = Some(first);
+        loop {
+            let read = match first.take() {
+                Some(page) => page,
+                None => {
+                    let read =
+                        self.store
+                            .due(stretch.shard, invocation.now, after.as_ref(), DUE_PAGE);
+                    self.timed("Query", invocation, read).await
+                }
+            };
+            let mut page = match read {
+                Ok(page) => page,
+                Err(err) if out_of_time(&err) => return Went::Cut(after),
+                Err(CallError::Store(err)) => {
+                    warn!(shard = stretch.shard, error = %err, "cannot read the due deadlines: the next sweep tries again");
+                    report.failed += 1;
+                    return Went::Through;
+                }
+                Err(CallError::Deadline) => return Went::Cut(after),
+            };
+            let full = page.len() >= DUE_PAGE;
+            let within = page
+                .iter()
+                .take_while(|entry| stretch.until.is_none_or(|until| entry.at <= until))
+                .count();
+            let ended = !full || within < page.len();
+            page.truncate(within);
+            let mut entries = Vec::with_capacity(page.len());
+            for entry in page {
+                let sorted = self.sort(&entry, kind, seen);
+                if matches!(sorted, Entry::Foreign) {
+                    report.failed += 1;
+                }
+                entries.push((entry, sorted));
+            }
+            // Each state is its own item: fired a few at a time, in order.
+            let fired: Vec<(DueEntry, Option<Result<Firing, CallError>>)> = stream::iter(entries)
+                .map(|(entry, sorted)| async move {
+                    let fired = match sorted {
+                        Entry::State(key) => Some(self.fire_one(&key, invocation).await),
+                        Entry::Seen | Entry::Foreign => None,
+                    };
+                    (entry, fired)
+                })
+                .buffered(FIRED_AT_ONCE)
+                .collect()
+                .await;
+            let mut cut = false;
+            for (entry, fired) in fired {
+                match fired {
+                    None => {}
+                    Some(Ok(Firing::Done)) => report.fired += 1,
+                    Some(Ok(Firing::NotDue)) => {}
+                    Some(Ok(Firing::Moved)) => report.moved += 1,
+                    Some(Ok(Firing::Failed(fault))) => {
+                        report.failed += 1;
+                        report.problem(format!("{}: {fault}", entry.pk));
+                    }
+                    Some(Err(err)) if out_of_time(&err) => cut = true,
+                    Some(Err(CallError::Store(err))) => {
+                        warn!(entity = %entry.pk, error = %err, "a deadline could not be fired: the next sweep tries again");
+                        report.failed += 1;
+                        report.problem(format!("{}: {err}", entry.pk));
+                    }
+                    Some(Err(CallError::Deadline)) => cut = true,
+                }
+                if !cut {
+                    after = Some(entry);
+                }
+            }
+            if cut {
+                return Went::Cut(after);
+            }
+            if ended {
+                return Went::Through;
+            }
+        }
+    }
+
+    /// What a sweep does with an entry of the index: the state to fire, or
+    /// why not (counted as failed when it is not the process's).
+    fn sort(&self, entry: &DueEntry, kind: &'static Kind, seen: &mut HashSet<String>) -> Entry {
+        if !seen.insert(entry.pk.clone()) {
+            return Entry::Seen;
+        }
+        match self
+            .domain
+            .key_of_pk(&entry.pk)
+            .filter(|key| key.kind().name == kind.name && entry.sk == "STATE")
+        {
+            Some(key) => Entry::State(key),
+            None => {
+                warn!(
+                    pk = entry.pk,
+                    sk = entry.sk,
+                    "a deadline on an item that is not this process's state: left alone"
+                );
+                Entry::Foreign
+            }
+        }
     }
 
     /// Fires one state's deadline if it is due: decided on the state as
@@ -175,8 +304,9 @@ impl<S: Store> Runner<S> {
             let Some(at) = stored.due_at.filter(|at| *at <= invocation.now) else {
                 return Ok(Firing::NotDue);
             };
-            let Some(commit) = self.deadline_step(process, key, stored, at, invocation.now) else {
-                return Ok(Firing::Failed);
+            let commit = match self.deadline_step(process, key, stored, at, invocation.now) {
+                Ok(commit) => commit,
+                Err(fault) => return Ok(Firing::Failed(fault)),
             };
             let write = self.store.commit(&commit);
             match Box::pin(self.timed("TransactWriteItems", invocation, write)).await? {
@@ -208,58 +338,56 @@ impl<S: Store> Runner<S> {
     }
 
     /// The step of a deadline due at `at`: the handler's new state, its
-    /// appends, and the deadline cleared (or set later); `None` when the
-    /// handler broke its rule (logged).
+    /// appends, and the deadline cleared (or set again, at any time); `Err`
+    /// when the handler broke its rule (logged): its fault.
     fn deadline_step(
         &self,
-        process: &crate::process::Process,
+        process: &Process,
         key: &EntityKey,
         stored: Stored,
         at: u64,
         now: u64,
-    ) -> Option<Commit> {
+    ) -> Result<Commit, String> {
         let (entity, parking) = (stored.entity, stored.parking);
-        let mut outbox = Outbox::at(now);
         let mut slot: Option<AnyEntity> = entity.clone();
+        let due = Due {
+            stream: key.id().to_owned(),
+            at,
+            sequence: slot.as_ref().map_or(0, AnyEntity::sequence),
+        };
+        let mut outbox = DueOutbox::new(&due, now);
         let fired = match &mut slot {
             // A deadline left on an item without a state: cleared.
             None => Ok(()),
-            Some(state) => {
-                let due = Due {
-                    stream: key.id().to_owned(),
-                    at,
-                    sequence: state.sequence(),
-                };
-                process.fire(state, &due, &mut outbox)
-            }
+            Some(state) => process.fire(state, &due, &mut outbox),
         };
-        let (appends, deadline) = outbox.take();
-        let outbox = match fired {
-            Ok(()) if appends.is_empty() => Ok(None),
-            Ok(()) => {
-                let cause = Cause::Deadline {
-                    stream: key.id().to_owned(),
-                    at,
-                };
-                gathered(process, &cause, appends).map(Some)
-            }
-            Err(fault) => Err(fault.to_string()),
-        };
+        let (appends, deadline) = outbox.outbox().take();
+        let outbox = fired.and_then(|()| {
+            let cause = Cause::Deadline {
+                stream: key.id().to_owned(),
+                at,
+            };
+            deadline_answer(process, &cause, appends, deadline, now)
+                .map_err(|problem| process.deadline_fault(problem))
+        });
         let outbox = match outbox {
             Ok(outbox) => outbox,
-            Err(problem) => {
+            Err(fault) => {
                 error!(
                     entity = %key,
                     due_at = at,
-                    problem = %problem,
+                    handler = fault.handler,
+                    problem = %fault.problem,
                     "a deadline's handler broke its rule: nothing written; tried again at the next sweep"
                 );
-                return None;
+                return Err(fault.to_string());
             }
         };
-        let later = deadline.flatten().filter(|later| *later > now);
+        // Set in the past (a periodic deadline behind after an outage), it
+        // fires at the next sweep: never dropped.
+        let next = deadline.flatten();
         let changed = slot != entity;
-        Some(Commit {
+        Ok(Commit {
             key: key.clone(),
             expected: Expected {
                 sequence: entity.as_ref().map(AnyEntity::sequence),
@@ -272,8 +400,55 @@ impl<S: Store> Runner<S> {
             drain: Vec::new(),
             conflicts: Vec::new(),
             now,
-            deadline: Some(later),
+            deadline: Some(next),
             outbox,
         })
     }
+}
+
+/// The sweep's deadlines in its log: what became of them, and, where some
+/// keep being tried and not fired, the cause named.
+fn log_deadlines(report: &DeadlineReport) {
+    if report == &DeadlineReport::default() {
+        return;
+    }
+    info!(
+        fired = report.fired,
+        moved = report.moved,
+        failed = report.failed,
+        cut_short = report.cut_short,
+        "deadlines"
+    );
+    if report.moved > 0 {
+        warn!(
+            moved = report.moved,
+            "deadlines found their streams moved: the process has not seen those streams' latest events; kept at every sweep, the process is behind its streams (look at its queue's backlog and its parked events); each fires once the process has seen what moved it"
+        );
+    }
+    if report.cut_short {
+        warn!(
+            fired = report.fired,
+            moved = report.moved,
+            failed = report.failed,
+            "the sweep's time for deadlines ran out before it tried every due one: the next sweep goes on where this one stopped"
+        );
+    }
+}
+
+/// A deadline handler's appends and next deadline, checked as a message
+/// handler's are (`runner/answer.rs`): `Err`, the rest of its fault.
+pub(crate) fn deadline_answer(
+    process: &Process,
+    cause: &Cause,
+    appends: Vec<crate::answer::Outgoing>,
+    deadline: Option<Option<u64>>,
+    now: u64,
+) -> Result<Option<crate::store::Outbound>, String> {
+    if let Some(problem) = deadline_problem(process, deadline, now) {
+        return Err(problem);
+    }
+    if appends.is_empty() {
+        return Ok(None);
+    }
+    gathered(process, cause, appends).map(Some)
 }

@@ -9,15 +9,19 @@
 //! response. It knows no domain: each event carries its handling, as the
 //! domain's registration ([`crate::domain::Events`]) answered when it was read.
 //!
-//! A gap that has been delivered `PARK_AFTER_RECEIVES` times is parked in the
+//! A gap whose events the event store holds is closed at once: they are
+//! read from it and applied first, in the same write (`fill.rs`). A gap
+//! that has been delivered `PARK_AFTER_RECEIVES` times is parked in the
 //! table instead of failed, and applied when the events before it arrive.
 //!
 //! | file | what it does |
 //! | --- | --- |
 //! | `mod.rs` | the configuration, and [`Runner::run`]: a batch's phases in order |
 //! | `batch.rs` | those phases: records read, streams, the one load and each stream's share, the report's lines |
+//! | `fill.rs` | a gap's events read from the event store and decided first, in the same write |
 //! | `dry_run.rs` | a stream decided in order without writing: where it stops, each entity's share of it |
 //! | `stream.rs` | the streams settled all at once, after each one's dry run; each stream's verdicts in order |
+//! | `answer.rs` | a handler's answer beyond its entity checked (appends, deadline, effects): the planner's, the sweep's and the test kit's words |
 //! | `plan/` | the pure planner of one entity's share: the guard's answers, parking, draining, conflicts |
 //! | `warm.rs` | the items this process last wrote, kept so that a hot stream's next batch is not read first |
 //! | `parking.rs` | what a commit parked and drained, reported and logged |
@@ -30,10 +34,12 @@
 //! | `report.rs` | the outcomes and reports the response, logs and metrics are made from |
 
 mod additions;
+pub(crate) mod answer;
 mod batch;
 mod deadline;
 mod dry_run;
 mod due;
+mod fill;
 mod parking;
 mod plan;
 mod report;
@@ -53,8 +59,47 @@ use crate::envelope::Record;
 use crate::store::{Loaded, Store};
 pub use additions::addition;
 pub(crate) use deadline::CallError;
+pub(crate) use due::deadline_answer;
+pub use fill::MAX_FILL;
 pub(crate) use report::stuck_handler_errors;
-pub use report::{BatchReport, DrainedEvent, MessageReport, Outcome, ParkingReport, StuckEvent};
+pub use report::{
+    BatchReport, DrainedEvent, FilledReport, MessageReport, Outcome, ParkingReport, StuckEvent,
+};
+
+/// What a sweep did with the deadlines that were due.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeadlineReport {
+    /// Deadlines fired: their steps written.
+    pub fired: u64,
+    /// Deadlines whose step appended at an exact sequence to a stream that
+    /// had moved: nothing written; each fires again at the next sweep if
+    /// the state still keeps it.
+    pub moved: u64,
+    /// Deadlines not fired: a store error, or a handler that broke its
+    /// rule (logged); each is tried again at the next sweep.
+    pub failed: u64,
+    /// Whether the sweep's time ran out before every due deadline was tried.
+    pub cut_short: bool,
+    /// Where the next sweep goes on, when the time ran out
+    /// ([`crate::store::SweepMark::deadlines`]).
+    pub resume_at: Option<crate::store::DueCursor>,
+    /// Why deadlines failed, each naming its state's item (a handler that
+    /// broke its rule, in the words of its fault; a store error): the
+    /// first [`DeadlineReport::MAX_PROBLEMS`].
+    pub problems: Vec<String>,
+}
+
+impl DeadlineReport {
+    /// The most reasons of failed deadlines a report keeps.
+    pub const MAX_PROBLEMS: usize = 20;
+
+    /// Keeps why a deadline failed, if there is room.
+    pub(crate) fn problem(&mut self, problem: String) {
+        if self.problems.len() < Self::MAX_PROBLEMS {
+            self.problems.push(problem);
+        }
+    }
+}
 
 /// What a gap that keeps coming back becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,9 +131,16 @@ pub struct RunnerConfig {
     /// The most events parked on one entity; past it, gaps fail again.
     pub max_parked_per_entity: usize,
     /// Whether a process's steps append what their handlers answer (and
-    /// not only move the state and the deadline): `false` for `rebuild`,
-    /// which reads the event store, where those appends are already.
+    /// not only move the state and the deadline): `false` for a rebuild
+    /// into an embedded table, which sends nothing anywhere.
     pub appends: bool,
+    /// A process's start, epoch seconds: its steps react (append) only to
+    /// events sent at or after it ([`Record::sent_at`]; a record without it
+    /// reacts). A process's `rebuild` into its table sets it, so that what
+    /// the store held before the process existed is folded without
+    /// reacting, and what was appended since is reacted to, once, whether
+    /// the rebuild or a live delivery applies it. `None`: every event.
+    pub reacts_from: Option<u64>,
     /// The most entity items kept as this process last wrote them, so that
     /// a hot stream's next batch is decided without reading (`warm.rs`);
     /// `0`: every batch reads.
@@ -102,6 +154,16 @@ impl RunnerConfig {
     pub fn parks(&self, record: &Record) -> bool {
         self.gap_policy == GapPolicy::Park
             && record.receive_count.unwrap_or(1) >= self.park_after_receives
+    }
+
+    /// Whether a process's step reacts to this record's event: appends
+    /// are on, and the event was sent at or after the process's start.
+    pub fn reacts(&self, record: &Record) -> bool {
+        self.appends
+            && match (self.reacts_from, record.sent_at) {
+                (Some(start), Some(sent)) => sent >= start,
+                _ => true,
+            }
     }
 }
 
@@ -117,6 +179,7 @@ impl Default for RunnerConfig {
             park_after_receives: 3,
             max_parked_per_entity: 1000,
             appends: true,
+            reacts_from: None,
             warm_entities: 1000,
         }
     }
@@ -249,7 +312,7 @@ impl<S: Store> Runner<S> {
             entities,
             additions,
         };
-        let (settled, parking) = self.settle_streams(planned, &invocation).await;
+        let (settled, parking, filled) = self.settle_streams(planned, &invocation).await;
         // One verdict per record, stream after stream: put them back into
         // batch order.
         let mut verdicts = vec![None; records.len()];
@@ -261,6 +324,7 @@ impl<S: Store> Runner<S> {
             messages: batch::message_reports(records, verdicts),
             requests: self.store.requests().saturating_sub(requests_before),
             parking,
+            filled,
         };
         log_summary(&report);
         Ok(report)
@@ -277,6 +341,7 @@ fn log_summary(report: &BatchReport) {
         ignored = count(Outcome::Ignored),
         conflict = count(Outcome::Conflict),
         drained = report.drained(),
+        filled = report.filled_events(),
         gap = count(Outcome::Gap),
         not_created = count(Outcome::NotCreated),
         handler_error = report.handler_errors(),

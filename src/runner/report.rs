@@ -106,6 +106,7 @@ impl From<Decision> for Outcome {
             Decision::Duplicate => Outcome::Duplicate,
             Decision::Gap => Outcome::Gap,
             Decision::NotCreated => Outcome::NotCreated,
+            Decision::Invalid => Outcome::Invalid,
         }
     }
 }
@@ -233,9 +234,38 @@ pub struct BatchReport {
     pub requests: u64,
     /// Events parked and drained, per commit.
     pub parking: Vec<ParkingReport>,
+    /// Gaps closed from the event store: the events read from it and
+    /// applied before the messages that waited for them, per entity.
+    pub filled: Vec<FilledReport>,
+}
+
+/// The events of a gap read from the event store and applied before the
+/// message that waited for them (`fill.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilledReport {
+    /// The stream.
+    pub stream: String,
+    /// The entity they were applied to.
+    pub entity: EntityKey,
+    /// The first sequence applied.
+    pub from: u64,
+    /// The last sequence applied.
+    pub to: u64,
+}
+
+impl FilledReport {
+    /// How many events it applied.
+    pub fn events(&self) -> u64 {
+        self.to.saturating_sub(self.from).saturating_add(1)
+    }
 }
 
 impl BatchReport {
+    /// Events read from the event store and applied, in all.
+    pub fn filled_events(&self) -> u64 {
+        self.filled.iter().map(FilledReport::events).sum()
+    }
+
     /// The SQS partial batch response: exactly the failed messages.
     pub fn response(&self) -> SqsBatchResponse {
         let mut response = SqsBatchResponse::default();

@@ -1,42 +1,63 @@
-//! A batch's sealed personal data: the keys its records need and the
-//! keyring does not hold, fetched at once, and those records read again.
-//! A key that cannot be read leaves its records (and only its own) refused as
-//! [`InvalidMessage::KeyNeeded`], which the dry run answers as a storage
-//! error: retried. And an erasure's conflict records: the entity's
-//! `CONFLICT#` items, bodies of the forgotten subject's events, deleted
-//! before the erasure is applied.
+//! A batch's sealed personal data: the key items of every subject whose
+//! values its records hold read again at once (kept keys are used again
+//! only while their items hold them, so that no instance opens a subject's
+//! values once its key is deleted, however recently it read the key), and
+//! the records that need it read again. A key that cannot be read leaves
+//! its records (and only its own) refused as [`InvalidMessage::KeyNeeded`],
+//! which the dry run answers as a storage error: retried. And an erasure's
+//! conflict records: the entity's `CONFLICT#` items, bodies of the
+//! forgotten subject's events, deleted before the erasure is applied.
+
+use std::time::Instant;
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use tracing::warn;
 
 use super::{Invocation, Runner};
+use crate::envelope::sealed_subject;
 use crate::envelope::{InvalidMessage, Record};
 use crate::personal::ERASURE_TYPE;
 use crate::store::Store;
 
 impl<S: Store> Runner<S> {
-    /// Fetches the keys `records` need, and reads those records again.
+    /// Confirms the keys `records` opened or need, and reads again those
+    /// records whose subject is erased or whose key was missing.
     pub(super) async fn open_sealed(&self, event: &SqsEvent, records: &mut [Record]) {
-        let needed: Vec<String> = records
-            .iter()
-            .filter_map(|record| match &record.event {
-                Err(InvalidMessage::KeyNeeded(subject)) => Some(subject.clone()),
-                _ => None,
-            })
-            .collect();
-        if needed.is_empty() {
-            return;
-        }
         let Some(keys) = self.domain.keys() else {
             return;
         };
-        if let Err(err) = keys.fetch(&needed).await {
-            // The keys read are kept: their records are read again below,
-            // the others stay refused (retried).
-            warn!(error = %err, subjects = needed.len(), "reading the batch's keys failed");
+        let sealed: Vec<(usize, String)> = records
+            .iter()
+            .enumerate()
+            .filter_map(|(index, record)| match &record.event {
+                Err(InvalidMessage::KeyNeeded(subject)) => Some((index, subject.clone())),
+                Ok(_) => sealed_subject(&record.body, self.domain.personal())
+                    .map(|subject| (index, subject)),
+                Err(_) => None,
+            })
+            .collect();
+        if sealed.is_empty() {
+            return;
         }
-        for record in records.iter_mut() {
-            if !matches!(record.event, Err(InvalidMessage::KeyNeeded(_))) {
+        let subjects: Vec<String> = sealed.iter().map(|(_, subject)| subject.clone()).collect();
+        let since = Instant::now();
+        if let Err(err) = keys.confirm(&subjects).await {
+            // The keys read are kept: their records are read again below,
+            // the others refused (retried).
+            warn!(error = %err, subjects = subjects.len(), "reading the batch's keys failed");
+        }
+        for (index, subject) in sealed {
+            let Some(record) = records.get_mut(index) else {
+                continue;
+            };
+            let needed = matches!(record.event, Err(InvalidMessage::KeyNeeded(_)));
+            if !keys.is_erased(&subject) && !keys.read_since(&subject, since) {
+                // Its key item could not be read: not opened with a key kept
+                // from before.
+                record.event = Err(InvalidMessage::KeyNeeded(subject));
+                continue;
+            }
+            if !needed && !keys.is_erased(&subject) {
                 continue;
             }
             let message = event

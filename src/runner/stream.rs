@@ -11,10 +11,11 @@ use tracing::{error, warn};
 
 use super::batch::Streams;
 use super::dry_run::{EntityJob, Positions};
+use super::fill::Settled;
 use super::verdict::{SETTLED_AFTER_FAILURE_REASON, Verdict, skipped_one};
-use super::{Invocation, Outcome, ParkingReport, Runner};
+use super::{FilledReport, Invocation, Outcome, ParkingReport, Runner};
 use crate::envelope::{Event, Record};
-use crate::store::{Addition, Store};
+use crate::store::{DedupAddition, Store};
 
 /// A batch's streams after their dry runs.
 pub(super) struct Planned<'a> {
@@ -26,24 +27,24 @@ pub(super) struct Planned<'a> {
     /// Every entity's run, stream after stream.
     pub(super) entities: Vec<EntityJob>,
     /// Each stream's deduplicated effects, with their positions.
-    pub(super) additions: Vec<(usize, Vec<(usize, Addition)>)>,
+    pub(super) additions: Vec<(usize, Vec<(usize, DedupAddition)>)>,
 }
 
 /// One entity's run settled: its stream's index, its positions in the
 /// stream, and their verdicts and parking reports.
-type EntitySettled = (usize, Positions, (Vec<Verdict>, Vec<ParkingReport>));
+type EntitySettled = (usize, Positions, Settled);
 
 impl<S: Store> Runner<S> {
     /// Settles every stream of a batch: every entity's run and every
     /// stream's additions at once, one future each (not a future per stream
     /// holding its own: fewer and smaller futures to move). Returns one
-    /// verdict per record, laid out as `planned.records`, and what was
-    /// parked.
+    /// verdict per record, laid out as `planned.records`, what was parked,
+    /// and what was read from the event store.
     pub(super) async fn settle_streams(
         &self,
         planned: Planned<'_>,
         invocation: &Invocation,
-    ) -> (Vec<Verdict>, Vec<ParkingReport>) {
+    ) -> (Vec<Verdict>, Vec<ParkingReport>, Vec<FilledReport>) {
         let Planned {
             records,
             streams,
@@ -63,7 +64,7 @@ impl<S: Store> Runner<S> {
             };
             let name = run.first().map_or("", |record| record.stream.as_str());
             let settled = self
-                .run_entity(&entity.key, name, &run, entity.base, invocation)
+                .settle_entity(&entity.key, name, &run, entity.base, invocation)
                 .await;
             (index, entity.positions, settled)
         };
@@ -91,7 +92,8 @@ impl<S: Store> Runner<S> {
     }
 
     /// Each stream's verdicts from its dry run, its entities' runs and its
-    /// additions, put in order (and logged), with what was parked.
+    /// additions, put in order (and logged), with what was parked and what
+    /// was read from the event store.
     fn finish(
         &self,
         records: &[&Record],
@@ -99,14 +101,16 @@ impl<S: Store> Runner<S> {
         mut verdicts: Vec<Option<Verdict>>,
         settled: Vec<EntitySettled>,
         added: Vec<(usize, Vec<(usize, Verdict)>)>,
-    ) -> (Vec<Verdict>, Vec<ParkingReport>) {
+    ) -> (Vec<Verdict>, Vec<ParkingReport>, Vec<FilledReport>) {
         let mut parking = Vec::new();
-        for (index, positions, (outcomes, parked)) in settled {
+        let mut filled = Vec::new();
+        for (index, positions, entity) in settled {
             let start = streams.range(index).start;
-            for (position, verdict) in positions.iter().zip(outcomes) {
+            for (position, verdict) in positions.iter().zip(entity.verdicts) {
                 verdicts[start + position] = Some(verdict);
             }
-            parking.extend(parked);
+            parking.extend(entity.parking);
+            filled.extend(entity.filled);
         }
         for (index, added) in added {
             let start = streams.range(index).start;
@@ -127,7 +131,7 @@ impl<S: Store> Runner<S> {
                 log_failed(record, verdict);
             }
         }
-        (ordered, parking)
+        (ordered, parking, filled)
     }
 
     /// Logs a conflict recorded, and a gap not parked for want of room.

@@ -9,15 +9,20 @@
 //! domain.
 
 pub(crate) mod checks;
+mod due;
 pub mod dynamodb;
 pub mod memory;
 mod pointer;
+
+pub use crate::table::StoreError;
+pub use due::{DUE_SHARDS, DueCursor, DueEntry, due_shard};
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 
 use crate::entity::{AnyEntity, EntityKey};
 use crate::handling::{Counter, Effect};
+use crate::producer::StoredEvent;
 
 /// Identifies a deduplication record: an event handled by a handler.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -262,6 +267,9 @@ pub struct SweepMark {
     pub entities: u64,
     /// The longest wait seen so far in this pass, in seconds (as seen).
     pub oldest_age_seconds: Option<u64>,
+    /// Where the last sweep's firing of due deadlines stopped, its time run
+    /// out; `None`: it tried every one.
+    pub deadlines: Option<DueCursor>,
 }
 
 /// One aggregate's entity item, parked events and conflicts: what an operator
@@ -276,57 +284,11 @@ pub struct Inspection {
     pub conflicts: Vec<ConflictRecord>,
 }
 
-/// A store operation that did not complete. The table may or may not hold
-/// its effect (a timeout, a lost answer): the caller reports the messages
-/// failed, and the guard sorts it out on redelivery.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// A request failed: an error from the service or the SDK (throttling, a
-    /// network error).
-    #[error("{operation} failed: {message}")]
-    Request {
-        /// The operation, as DynamoDB names it (`BatchGetItem`,
-        /// `TransactWriteItems`, ...).
-        operation: &'static str,
-        /// What went wrong, in one line.
-        message: String,
-    },
-    /// The call was cut off when the time left before the invocation's deadline
-    /// (less the margin) ran out.
-    #[error("{operation} did not answer within {millis} ms")]
-    Timeout {
-        /// The operation that was cut off.
-        operation: &'static str,
-        /// The time it was given, in milliseconds.
-        millis: u128,
-    },
-    /// An item exists but cannot be read (an attribute of the wrong type, an
-    /// entity its type cannot decode).
-    #[error("item {key} cannot be read: {message}")]
-    Corrupt {
-        /// Names the item: its key, or what it is (`a parked event`).
-        key: String,
-        /// Why it cannot be read.
-        message: String,
-    },
-    /// The table refused the request for good (DynamoDB's
-    /// `ValidationException`: an item over 400 KB, say): nothing was
-    /// written, and the same request will be refused again.
-    #[error("{operation} refused by the table: {message}")]
-    Rejected {
-        /// The operation refused.
-        operation: &'static str,
-        /// What the table answered, in one line.
-        message: String,
-    },
-}
-
 /// What the store must do, atomically, for one deduplicated effect: add
 /// `delta` to the counter `id`, and write the deduplication record of
 /// (`event_id`, `handler`), which keeps `id` as the event's stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Addition {
+pub struct DedupAddition {
     /// The event's `eventId`.
     pub event_id: String,
     /// The handler name the deduplication record is kept under.
@@ -343,7 +305,7 @@ pub struct Addition {
     pub expires_at: u64,
 }
 
-impl Addition {
+impl DedupAddition {
     /// The key of the addition's deduplication record.
     pub fn dedup_key(&self) -> DedupKey {
         DedupKey {
@@ -519,8 +481,10 @@ pub trait Store: Send + Sync {
     /// deduplication record, all in one atomic step, unless one of those
     /// records exists or a counter would leave the 64-bit range (then
     /// nothing changes). At most [`MAX_ADDITIONS`] additions at a time.
-    fn add(&self, additions: &[Addition])
-    -> impl Future<Output = Result<Added, StoreError>> + Send;
+    fn add(
+        &self,
+        additions: &[DedupAddition],
+    ) -> impl Future<Output = Result<Added, StoreError>> + Send;
 
     /// A counter's value, `None` when nothing was ever added to it.
     fn counter(
@@ -546,18 +510,39 @@ pub trait Store: Send + Sync {
         }))
     }
 
-    /// One page of the index of due deadlines: the keys of the items of
-    /// `shard` (0 to [`crate::process::DUE_SHARDS`] - 1) whose deadline is
-    /// at or before `now`, earliest first, at most `limit`. A store
-    /// without deadlines answers none.
+    /// One page of the index of due deadlines: the entries of `shard` (0
+    /// to [`DUE_SHARDS`] - 1) due at or before `now`,
+    /// earliest first, from the one after `after` (the start: `None`), at
+    /// most `limit`. A store without deadlines answers none.
     fn due(
         &self,
         shard: u8,
         now: u64,
+        after: Option<&DueEntry>,
         limit: usize,
-    ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send {
-        let _ = (shard, now, limit);
+    ) -> impl Future<Output = Result<Vec<DueEntry>, StoreError>> + Send {
+        let _ = (shard, now, after, limit);
         async { Ok(Vec::new()) }
+    }
+
+    /// Whether it reads the event store ([`Store::stored_events`]): a
+    /// consumer of an event store, not one fed directly.
+    fn reads_event_store(&self) -> bool {
+        false
+    }
+
+    /// A stream's stored events after `after`, in order, at most `limit`,
+    /// read from the event store with a strongly consistent read: what a
+    /// gap waits for, read instead of waited for. `None` when it reads no
+    /// event store.
+    fn stored_events(
+        &self,
+        stream: &str,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Option<Vec<StoredEvent>>, StoreError>> + Send {
+        let _ = (stream, after, limit);
+        async { Ok(None) }
     }
 
     /// Requests sent to the table so far, for the invocation summary; a

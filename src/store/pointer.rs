@@ -4,11 +4,12 @@
 use std::future::Future;
 
 use super::{
-    Added, Addition, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded, ParkedEvent,
-    ParkedPage, Store, StoreError, SweepMark,
+    Added, Commit, Committed, ConflictRecord, DedupAddition, DedupKey, DueEntry, Inspection,
+    Loaded, ParkedEvent, ParkedPage, Store, StoreError, SweepMark,
 };
 use crate::entity::EntityKey;
 use crate::handling::{Counter, Effect};
+use crate::producer::StoredEvent;
 
 /// A store behind a pointer is a store: `Arc<S>` (two runners on one table, as
 /// two concurrent invocations are) and `&S`.
@@ -90,7 +91,7 @@ macro_rules! delegate_store {
 
             fn add(
                 &self,
-                additions: &[Addition],
+                additions: &[DedupAddition],
             ) -> impl Future<Output = Result<Added, StoreError>> + Send {
                 S::add(self, additions)
             }
@@ -116,9 +117,23 @@ macro_rules! delegate_store {
                 &self,
                 shard: u8,
                 now: u64,
+                after: Option<&DueEntry>,
                 limit: usize,
-            ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send {
-                S::due(self, shard, now, limit)
+            ) -> impl Future<Output = Result<Vec<DueEntry>, StoreError>> + Send {
+                S::due(self, shard, now, after, limit)
+            }
+
+            fn reads_event_store(&self) -> bool {
+                S::reads_event_store(self)
+            }
+
+            fn stored_events(
+                &self,
+                stream: &str,
+                after: u64,
+                limit: usize,
+            ) -> impl Future<Output = Result<Option<Vec<StoredEvent>>, StoreError>> + Send {
+                S::stored_events(self, stream, after, limit)
             }
 
             fn requests(&self) -> u64 {

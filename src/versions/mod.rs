@@ -2,10 +2,10 @@
 //! stored keep the shape they were appended with.
 //!
 //! The envelope may carry `version` (an integer, 1 to 65535; absent means
-//! 1). A domain declares, in its one registration ([`Events::versions`]),
+//! 1). A domain declares, in its one registration ([`Events::versions`](crate::Events::versions)),
 //! each type's current version and, for each older one, an upcast: a
 //! function from that version's `data` to the next version's. Every reader
-//! of bodies ([`Domain::parse`]: the projector, `replay`, `rebuild`,
+//! of bodies ([`Domain::parse`](crate::Domain::parse): the projector, `replay`, `rebuild`,
 //! `verify`, the dispatcher's check) upcasts an older body to the current
 //! version before `data` is checked and read; what is stored and sent stays
 //! as it was appended. [`crate::producer`] (and so `append`) writes the
@@ -15,8 +15,8 @@
 //! type, the version and the newest known; an upcast that refuses makes the
 //! body invalid with its reason. Mistakes in the declaration (a type the
 //! events enum does not have, a version below the current one without its
-//! upcast, a type declared twice) are found when the [`Domain`] is built:
-//! [`Domain::check`] names them, and no binary starts.
+//! upcast, a type declared twice) are found when the [`Domain`](crate::Domain) is built:
+//! [`Domain::check`](crate::Domain::check) names them, and no binary starts.
 //!
 //! ```
 //! use sequence_guard::versions::Versions;
@@ -125,14 +125,13 @@
 
 use serde_json::Value;
 
-#[cfg(doc)]
-use crate::domain::{Domain, Events};
-
 mod problems;
+mod table;
 #[cfg(test)]
 mod tests;
 
 pub use problems::problems;
+pub(crate) use table::{Table, of_envelope};
 
 /// The newest version a body may carry: `version` is 1 to 65535.
 pub const MAX_VERSION: u16 = u16::MAX;
@@ -144,7 +143,7 @@ pub type Upcast = fn(Value) -> Result<Value, String>;
 
 /// The versions a domain declares: each type's current version and an
 /// upcast from each older one to the next. Built once, in
-/// [`Events::versions`]; a type declared nowhere is at version 1.
+/// [`Events::versions`](crate::Events::versions); a type declared nowhere is at version 1.
 #[derive(Debug, Clone, Default)]
 #[must_use = "versions declare nothing until Events::versions returns them"]
 pub struct Versions {

@@ -5,11 +5,9 @@
 use std::collections::BTreeSet;
 
 use super::Versions;
-#[cfg(doc)]
-use crate::domain::Domain;
 
 /// The mistakes in `versions` for a domain whose events enum has `types`,
-/// one line each with its fix: what [`Domain::check`] reports.
+/// one line each with its fix: what [`Domain::check`](crate::Domain::check) reports.
 pub fn problems(versions: &Versions, types: &[&str]) -> Vec<String> {
     let mut problems = Vec::new();
     let known = |name: &str| types.contains(&name);

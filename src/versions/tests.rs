@@ -1,7 +1,7 @@
 //! The declarations' checks, and the plans a table makes for each version.
 
+use super::Table;
 use super::*;
-use crate::envelope::Table;
 
 const TYPES: &[&str] = &["Opened", "Closed"];
 

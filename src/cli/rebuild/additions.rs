@@ -21,7 +21,7 @@ use crate::domain::Domain;
 use crate::lambda::epoch_seconds;
 use crate::producer::StoredEvent;
 use crate::store::StoreError;
-use crate::store::dynamodb::errors::request_error;
+use crate::table::request_error;
 
 /// The margin kept below the dedup window: a day.
 const MARGIN_SECONDS: u64 = 86_400;

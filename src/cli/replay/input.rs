@@ -16,7 +16,8 @@ pub(super) enum Input {
     /// Bare event bodies (one, or JSON lines), wrapped as SQS records: one
     /// invocation per ten.
     Batches(Vec<SqsEvent>),
-    Schedule,
+    /// A scheduled event, at its `time` (epoch seconds) when it has one.
+    Schedule(Option<u64>),
 }
 
 /// Reads one file: what is wrong with it, said plainly.
@@ -44,7 +45,23 @@ pub(super) fn read(domain: &Domain, file: &std::path::Path) -> Result<Input, Str
             .map_err(|err| format!("not an SQS event as Lambda delivers it: {err}"));
     }
     if value.get("source").and_then(Value::as_str) == Some("aws.events") {
-        return Ok(Input::Schedule);
+        return match value.get("time") {
+            None | Some(Value::Null) => Ok(Input::Schedule(None)),
+            Some(time) => time
+                .as_str()
+                .and_then(|time| {
+                    aws_sdk_dynamodb::primitives::DateTime::from_str(
+                        time,
+                        aws_sdk_dynamodb::primitives::DateTimeFormat::DateTime,
+                    )
+                    .ok()
+                })
+                .and_then(|time| u64::try_from(time.secs()).ok())
+                .map(|time| Input::Schedule(Some(time)))
+                .ok_or_else(|| {
+                    format!("the scheduled event's `time` is not a UTC date and time as EventBridge writes it (`2026-11-30T12:05:00Z`): {time}")
+                }),
+        };
     }
     Err(
         "neither an SQS event (`{\"Records\": [...]}`), a scheduled event (`\"source\": \"aws.events\"`), nor an event body (`{\"eventId\": ..., \"type\": ...}`)"

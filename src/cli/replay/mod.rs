@@ -1,7 +1,9 @@
 //! `replay`: runs sample events through the projector's runner, locally.
 //!
 //! Each FILE is an SQS event as Lambda delivers it (one invocation), a
-//! scheduled event as EventBridge sends it (a sweep of parked events), or
+//! scheduled event as EventBridge sends it (a sweep of parked events and,
+//! for a process, of due deadlines, at the event's `time` when that is
+//! later than the clock: the run's clock moves on to it), or
 //! bare event bodies (one JSON object, or one a line) wrapped as the SQS
 //! records Lambda would deliver (message ids `body-<n>`, the stream as the
 //! group, the dispatcher's deduplication id, a first delivery), ten to a
@@ -30,6 +32,8 @@ use crate::sweep::sweep;
 
 mod input;
 mod print;
+#[cfg(test)]
+mod tests;
 
 use input::{Input, read};
 pub(super) use print::print_state;
@@ -48,9 +52,12 @@ Examples:
   replay --table my-table events/01-*.json
       on AWS, with the credentials and region of the environment (AWS_PROFILE, AWS_REGION)
 
-Exit status: 0 when every file ran (messages may still fail: that is the story);
-1 when the table cannot be used, a message hit a storage error or a refusal, or
-an invocation failed as a whole; 2 for bad arguments, files or variables.";
+Exit status: 0 when every file ran (messages may still fail, a gap or an
+invalid body: that is the story); 1 when the table cannot be used, a message
+hit a storage error or a refusal, a handler broke its rule (a process's append
+that the event store refuses is one; the reason is on its line), a deadline
+failed, or an invocation failed as a whole; 2 for bad arguments, files or
+variables.";
 
 /// Runs sample SQS events (and scheduled sweeps) through the projector's
 /// runner, locally, and prints what became of each message.
@@ -104,7 +111,7 @@ pub async fn replay(domain: Domain) -> ExitCode {
     let done = match &args.table {
         Some(_) if domain.process().is_some() => {
             eprintln!(
-                "{name}: a process's replay runs on the embedded store, which is also its event store (what it would append is printed): drop --table"
+                "{name}: a process's replay runs on the embedded store, which is also its event store (what it would append is printed): drop --table; to run it on DynamoDB with the rest of the system (its appends given back to it and to every consumer), use the crate's `local` with --endpoint-url"
             );
             return ExitCode::from(2);
         }
@@ -165,16 +172,44 @@ fn read_all(domain: &Domain, files: &[PathBuf]) -> Result<Vec<(String, Input)>, 
         .collect()
 }
 
-/// The exit status of a replay that answered `done` (the messages not
-/// done, or why the output stopped), said on stderr when not a success.
-fn exit_code(name: &str, done: io::Result<usize>) -> ExitCode {
+/// What a replay did not do: messages (storage errors, refusals, handler
+/// errors, a failed invocation's) and deadlines (failed in a sweep).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct NotDone {
+    messages: usize,
+    deadlines: u64,
+}
+
+/// The exit status of a replay that answered `done` (what it did not do,
+/// or why the output stopped), said on stderr when not a success.
+fn exit_code(name: &str, done: io::Result<NotDone>) -> ExitCode {
     match done {
-        Ok(0) => ExitCode::SUCCESS,
-        Ok(failed) => {
-            eprintln!(
-                "{name}: {failed} {} not done (storage errors, refusals, or a failed invocation): see the reasons above",
-                plural(failed, "message was", "messages were")
-            );
+        Ok(NotDone {
+            messages: 0,
+            deadlines: 0,
+        }) => ExitCode::SUCCESS,
+        Ok(NotDone {
+            messages,
+            deadlines,
+        }) => {
+            let mut said = Vec::new();
+            if messages > 0 {
+                said.push(format!(
+                    "{messages} {} not done (storage errors, refusals, handlers that broke their rule, or a failed invocation)",
+                    plural(messages, "message was", "messages were")
+                ));
+            }
+            if deadlines > 0 {
+                said.push(format!(
+                    "{deadlines} {} failed",
+                    plural(
+                        usize::try_from(deadlines).unwrap_or(2),
+                        "deadline",
+                        "deadlines"
+                    )
+                ));
+            }
+            eprintln!("{name}: {}: see the reasons above", said.join("; "));
             ExitCode::FAILURE
         }
         // The reader went away (`| head`): end quietly.
@@ -186,23 +221,32 @@ fn exit_code(name: &str, done: io::Result<usize>) -> ExitCode {
     }
 }
 
-/// Runs every input; answers how many messages hit storage errors.
+/// Runs every input; answers how many messages hit storage errors,
+/// refusals or handler errors, and how many deadlines failed.
 async fn run_all<S: Store>(
     out: &mut impl Write,
     runner: &Runner<S>,
     inputs: &[(String, Input)],
     observe: &dyn Fn(&SqsEvent),
-) -> io::Result<usize> {
-    let mut storage_failures = 0;
+) -> io::Result<NotDone> {
+    let mut not_done = NotDone::default();
+    // The run's clock: the wall clock, moved on (never back) by a scheduled
+    // event's `time`, so that a sweep at a later time fires the deadlines
+    // due by then, and what follows it is handled at that time.
+    let mut clock = 0;
     for (file, input) in inputs {
+        if let Input::Schedule(Some(time)) = input {
+            clock = clock.max(*time);
+        }
+        clock = clock.max(epoch_seconds());
         let invocation = Invocation {
             deadline: None,
-            now: epoch_seconds(),
+            now: clock,
         };
         match input {
             Input::Batch(event) => {
                 observe(event);
-                storage_failures += run_batch(out, runner, file, event, invocation).await?;
+                not_done.messages += run_batch(out, runner, file, event, invocation).await?;
             }
             Input::Batches(events) => {
                 for (index, event) in events.iter().enumerate() {
@@ -212,26 +256,29 @@ async fn run_all<S: Store>(
                         format!("{file}, batch {}", index + 1)
                     };
                     observe(event);
-                    storage_failures += run_batch(out, runner, &name, event, invocation).await?;
+                    not_done.messages += run_batch(out, runner, &name, event, invocation).await?;
                 }
             }
-            Input::Schedule => {
+            Input::Schedule(_) => {
                 writeln!(out, "== {file} (scheduled sweep of parked events)")?;
                 match sweep(runner, invocation).await {
-                    Ok(report) => print_sweep(out, &report)?,
+                    Ok(report) => {
+                        print_sweep(out, &report)?;
+                        not_done.deadlines += report.deadlines.failed;
+                    }
                     Err(err) => {
-                        storage_failures += 1;
+                        not_done.messages += 1;
                         writeln!(out, "  sweep failed: {err}")?;
                     }
                 }
             }
         }
     }
-    Ok(storage_failures)
+    Ok(not_done)
 }
 
 /// Runs one batch and prints it; answers how many messages hit storage
-/// errors or refusals.
+/// errors, refusals or handler errors (a drained parked event's included).
 async fn run_batch<S: Store>(
     out: &mut impl Write,
     runner: &Runner<S>,
@@ -248,7 +295,9 @@ async fn run_batch<S: Store>(
     match runner.run(event, invocation).await {
         Ok(report) => {
             print_batch(out, event, &report, invocation.now)?;
-            Ok(report.count(Outcome::StorageError) + report.count(Outcome::Rejected))
+            Ok(report.count(Outcome::StorageError)
+                + report.count(Outcome::Rejected)
+                + report.handler_errors())
         }
         Err(err) => {
             // On Lambda the whole batch would be retried.

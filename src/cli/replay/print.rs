@@ -172,12 +172,15 @@ pub(super) fn print_sweep(out: &mut impl Write, report: &SweepReport) -> io::Res
         )?;
     }
     let deadlines = &report.deadlines;
-    if *deadlines != crate::process::DeadlineReport::default() {
+    if *deadlines != crate::runner::DeadlineReport::default() {
         writeln!(
             out,
             "  deadlines: fired {}, moved {}, failed {}",
             deadlines.fired, deadlines.moved, deadlines.failed
         )?;
+    }
+    for problem in &deadlines.problems {
+        writeln!(out, "  deadline failed: {problem}")?;
     }
     writeln!(
         out,
@@ -213,13 +216,8 @@ pub(in crate::cli) fn print_state(
             entity.summary()
         )?;
     }
-    for (counter, id, value) in counters {
-        writeln!(
-            out,
-            "  {:<7} {id:<12} {} {value}",
-            domain.counter_name(counter),
-            counter.attribute
-        )?;
+    for [name, id, line] in crate::cli::counters::rows(domain, counters) {
+        writeln!(out, "  {name:<7} {id:<12} {line}")?;
     }
     for (key, inspection) in parking {
         let parked: Vec<u64> = inspection

@@ -26,11 +26,14 @@
 //! A counter's event (a type the domain handles with
 //! [`Handling::add`](crate::Handling::add), without a sequence) is absorbed
 //! only by its dedup record, which the consumer keeps `DEDUP_TTL_SECONDS`
-//! (`--dedup-ttl-seconds`; the projector's default, 35 days, when unset;
-//! with several consumers, give the shortest). The whole range is looked at
-//! before anything is sent: one that holds such an event appended longer
-//! ago than that less a day is refused, nothing sent (its record may have
-//! expired: resent, it would be added again).
+//! from when it handled it (`--dedup-ttl-seconds`; the projector's default,
+//! 35 days, when unset; with several consumers, give the shortest). A
+//! resent copy may wait up to 35 days before it is handled (the queue's 14
+//! days, the dead-letter queue's 14, a week to redrive). The whole range is
+//! looked at before anything is sent: one that holds such an event whose
+//! record may expire before then (`appendedAt` + the window before now + 35
+//! days and an hour) is refused, nothing sent (resent, it would be added
+//! again). Under the default window, that is every counter's event.
 //!
 //! The target is the dispatcher's: the queue `QUEUE_URL` (`--queue-url`)
 //! or the topic `TOPIC_ARN` (`--topic-arn`), exactly one of them. Through
@@ -87,8 +90,10 @@ Examples:
   TOPIC_ARN=arn:aws:sns:<region>:<account>:<topic>.fifo EVENTS_TABLE=<event store> resend --stream <stream id>
       to every consumer's queue, through the topic the dispatcher publishes to
 
-A counter's event appended longer ago than DEDUP_TTL_SECONDS less a day is
-not resent (its dedup record may have expired): the range is refused whole.
+A counter's event is not resent when its dedup record (kept DEDUP_TTL_SECONDS)
+may expire before a resent copy is handled (it may wait 35 days: the queue's
+14, the dead-letter queue's 14, a week to redrive): the range is refused
+whole. Under the default window, 35 days, that is every counter's event.
 
 Exit status: 0 when every event was taken; 1 when one was not (named), the
 range holds no event or the event store cannot be read; 2 for bad arguments,
@@ -126,7 +131,8 @@ struct Args {
     /// How long the consumers keep a dedup record (default:
     /// DEDUP_TTL_SECONDS, else the projector's default, 35 days; with
     /// several consumers, the shortest): a counter's event older than
-    /// that, less a day, is not resent.
+    /// that less 35 days (a resent copy's longest wait) and an hour is
+    /// not resent.
     #[arg(long, value_name = "SECONDS", env = "DEDUP_TTL_SECONDS",
           value_parser = clap::value_parser!(u64).range(DEDUP_TTL_RANGE))]
     dedup_ttl_seconds: Option<u64>,
@@ -259,7 +265,7 @@ fn exit_code(
 /// The dispatcher's target, from `--queue-url`/`QUEUE_URL` and
 /// `--topic-arn`/`TOPIC_ARN`: exactly one, as the dispatcher reads them.
 fn target(queue_url: Option<String>, topic_arn: Option<String>) -> Result<Target, String> {
-    Target::from_values(queue_url, topic_arn).map_err(|err| {
+    crate::config::target_from_values(queue_url, topic_arn).map_err(|err| {
         format!(
             "{err}: name the SQS FIFO queue (--queue-url) or the SNS FIFO topic (--topic-arn) \
              the dispatcher sends to"

@@ -8,7 +8,7 @@ use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
 
-use crate::dispatcher::{Outgoing, Queue, Refused, SendError, resend_deduplication_id};
+use crate::dispatcher::{Message, Queue, Refused, SendError, resend_deduplication_id};
 
 /// The dispatcher's queue, for a resend: sends as it does (the group, the
 /// body and the order are the dispatcher's), each entry under the run's
@@ -60,10 +60,10 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl<Q: Queue> Queue for Resending<Q> {
-    async fn send(&self, entries: &[Outgoing]) -> Result<Vec<Refused>, SendError> {
-        let resent: Vec<Outgoing> = entries
+    async fn send(&self, entries: &[Message]) -> Result<Vec<Refused>, SendError> {
+        let resent: Vec<Message> = entries
             .iter()
-            .map(|entry| Outgoing {
+            .map(|entry| Message {
                 deduplication_id: resend_deduplication_id(&entry.deduplication_id, self.run),
                 ..entry.clone()
             })

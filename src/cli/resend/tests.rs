@@ -9,7 +9,7 @@ use super::resending::Resending;
 use super::send::{Sent, send_events, stream_record};
 use super::target;
 use crate::dispatcher::{
-    Outgoing, Queue, Read, Refused, SendError, Target, deduplication_id, group_id, read,
+    Message, Queue, Read, Refused, SendError, Target, deduplication_id, group_id, read,
     resend_deduplication_id,
 };
 use crate::domain::Domain;
@@ -57,12 +57,12 @@ fn words(book: &str, sequence: u64) -> StoredEvent {
 /// deduplication id ends with `refuse`'s suffix.
 #[derive(Default)]
 struct Fake {
-    requests: Mutex<Vec<Vec<Outgoing>>>,
+    requests: Mutex<Vec<Vec<Message>>>,
     refuse: Option<(&'static str, &'static str, bool)>,
 }
 
 impl Fake {
-    fn taken(&self) -> Vec<Outgoing> {
+    fn taken(&self) -> Vec<Message> {
         let refuse = self.refuse;
         self.requests
             .lock()
@@ -78,7 +78,7 @@ impl Fake {
 }
 
 impl Queue for Fake {
-    async fn send(&self, entries: &[Outgoing]) -> Result<Vec<Refused>, SendError> {
+    async fn send(&self, entries: &[Message]) -> Result<Vec<Refused>, SendError> {
         self.requests.lock().unwrap().push(entries.to_vec());
         Ok(entries
             .iter()
@@ -216,7 +216,7 @@ async fn an_event_the_queue_keeps_refusing_is_named_and_not_sent_past() {
     // As the dispatcher: 15 to 20 went in 14's request, and SQS took
     // them; 14 was sent again, alone, and nothing after it.
     let requests = queue.queue.requests.lock().unwrap().clone();
-    let ids = |request: &Vec<Outgoing>| -> Vec<String> {
+    let ids = |request: &Vec<Message>| -> Vec<String> {
         request
             .iter()
             .map(|entry| entry.deduplication_id.clone())

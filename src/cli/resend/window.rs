@@ -5,11 +5,16 @@
 //! knows its sequence. An event of a type the domain handles without one
 //! (`Handling::add`: a counter's) is absorbed only by its dedup record,
 //! which the consumer keeps `DEDUP_TTL_SECONDS` after it handled the event
-//! (never before it was appended). Resent later than that, it would be
-//! added again. So the whole range is looked at before anything is sent,
-//! and a range that holds such an event appended longer ago than the
-//! window less a day's margin (clocks, and the time a message may wait in
-//! a queue) is refused.
+//! (never before it was appended): at least until `appendedAt` plus that.
+//! A resent copy sent now is handled by now plus the longest a message may
+//! wait ([`LONGEST_WAIT_SECONDS`]: the queue's retention, then the
+//! dead-letter queue's, then a redrive). Handled later than its record
+//! lives, it would be added again. So the whole range is looked at before
+//! anything is sent, and a range that holds such an event is refused unless
+//! `appendedAt + DEDUP_TTL_SECONDS` is past now plus that wait (and an hour
+//! for clocks). With the projector's default window (35 days, sized on the
+//! same wait), that refuses every counter's event: a team that resends
+//! counters keeps its dedup records longer.
 
 use std::ops::RangeInclusive;
 
@@ -17,9 +22,15 @@ use crate::domain::Domain;
 use crate::producer::{EventStore, StoredEvent};
 use crate::store::StoreError;
 
-/// What is taken off the dedup window, for clocks and for the time a resent
-/// message may wait in the queue before it is handled: a day.
-pub(super) const MARGIN_SECONDS: u64 = 86_400;
+/// The longest a resent message may wait before it is handled: the queue's
+/// retention (14 days, as template.yaml sets it), then the dead-letter
+/// queue's (14 days: a FIFO queue's message starts its retention again
+/// there), then a week to redrive it. `DEDUP_TTL_SECONDS`' default is
+/// sized on the same wait (`shop/tests/template/projector.rs`).
+pub(super) const LONGEST_WAIT_SECONDS: u64 = 35 * 86_400;
+
+/// Taken off the dedup window besides, for clocks.
+pub(super) const CLOCKS_SECONDS: u64 = 3_600;
 
 /// Events read from the event store at a time.
 const PAGE: i32 = 100;
@@ -34,11 +45,17 @@ pub(super) struct Window {
 
 impl Window {
     /// Whether an event appended at `appended_at` may have lost its dedup
-    /// record by the time a resent copy is handled (an event without
+    /// record by the time a copy resent now is handled: its record lives at
+    /// least until `appended_at` plus the window, and the copy may be
+    /// handled as late as now plus the longest wait (an event without
     /// `appendedAt`, read as 0, may have).
     fn expired(&self, appended_at: u64) -> bool {
-        let safe = self.ttl_seconds.saturating_sub(MARGIN_SECONDS);
-        appended_at.saturating_add(safe) < self.now
+        let record_lives_until = appended_at.saturating_add(self.ttl_seconds);
+        let copy_handled_by = self
+            .now
+            .saturating_add(LONGEST_WAIT_SECONDS)
+            .saturating_add(CLOCKS_SECONDS);
+        record_lives_until < copy_handled_by
     }
 }
 
@@ -78,11 +95,18 @@ impl TooOld {
         });
         format!(
             "stream {stream} sequence {}: its type, {}, is deduplicated only by its dedup record, \
-             and it {age}, more than DEDUP_TTL_SECONDS ({} s) less a day: its dedup record may have \
-             expired: resending it would add it again. Nothing was sent.{others}{from} Mend \
+             which the consumer keeps DEDUP_TTL_SECONDS ({} s) from when it handled it, and it \
+             {age}; a resent copy may wait up to {} days before it is handled (the queue's 14 \
+             days, the dead-letter queue's 14, a week to redrive), by when its dedup record may \
+             have expired: resending it would add it again. Nothing was sent.{others}{from} Mend \
              the counter instead from verify's \"expected\" and \"found\" (docs/operate.md, \
-             Runbook: a hole).",
-            self.sequence, self.event_type, window.ttl_seconds
+             Runbook: a hole), or resend counters only from consumers that keep dedup records \
+             longer than {} days plus the events' age.",
+            self.sequence,
+            self.event_type,
+            window.ttl_seconds,
+            LONGEST_WAIT_SECONDS / 86_400,
+            LONGEST_WAIT_SECONDS / 86_400
         )
     }
 }
@@ -167,7 +191,7 @@ mod tests {
     const DAY: u64 = 86_400;
     const NOW: u64 = 1_764_000_000;
     const WINDOW: Window = Window {
-        ttl_seconds: 35 * DAY,
+        ttl_seconds: 60 * DAY,
         now: NOW,
     };
 
@@ -210,15 +234,17 @@ mod tests {
     }
 
     #[test]
-    fn a_counters_event_older_than_the_window_less_a_day_is_refused() {
-        assert_eq!(look_at(&[vec![words(1, 34), words(2, 1)]]), None);
-        let too_old = look_at(&[vec![words(1, 36), words(2, 35)], vec![words(3, 2)]]);
+    fn a_counters_event_whose_record_may_expire_before_a_copy_is_handled_is_refused() {
+        // Kept 60 days: a copy may wait 35 days (and an hour), so an event
+        // appended 24 days ago may be resent, one of 25 days may not.
+        assert_eq!(look_at(&[vec![words(1, 24), words(2, 1)]]), None);
+        let too_old = look_at(&[vec![words(1, 26), words(2, 25)], vec![words(3, 2)]]);
         assert_eq!(
             too_old,
             Some(TooOld {
                 sequence: 1,
                 event_type: "WordsCounted".to_owned(),
-                appended_at: NOW - 36 * DAY,
+                appended_at: NOW - 26 * DAY,
                 count: 2,
                 last: 2,
                 next: Some(3),
@@ -230,7 +256,10 @@ mod tests {
         for part in [
             "stream b-1 sequence 1",
             "deduplicated only by its dedup record",
-            "appended 36 days ago",
+            "DEDUP_TTL_SECONDS (5184000 s)",
+            "appended 26 days ago",
+            "may wait up to 35 days before it is handled",
+            "the dead-letter queue's 14",
             "its dedup record may have expired: resending it would add it again",
             "Nothing was sent",
             "2 such events, up to sequence 2",
@@ -256,12 +285,24 @@ mod tests {
     }
 
     #[test]
-    fn the_shortest_window_refuses_every_counters_event_but_todays() {
+    fn a_window_no_longer_than_the_wait_refuses_every_counters_event() {
+        // The projector's default: 35 days, the wait itself. A copy resent
+        // now may reach the consumer after the record of an event appended
+        // a minute ago (and handled at once) has expired: refused.
+        for ttl_seconds in [DAY, 35 * DAY, 35 * DAY + 3_599] {
+            let window = Window {
+                ttl_seconds,
+                now: NOW,
+            };
+            assert!(window.expired(NOW - 60), "{ttl_seconds}");
+            assert!(window.expired(NOW), "{ttl_seconds}");
+        }
+        // A day more than the wait (and clocks): a day's events may go.
         let window = Window {
-            ttl_seconds: DAY,
+            ttl_seconds: 36 * DAY + 3_600,
             now: NOW,
         };
-        assert!(window.expired(NOW - 1));
-        assert!(!window.expired(NOW));
+        assert!(!window.expired(NOW - DAY));
+        assert!(window.expired(NOW - DAY - 1));
     }
 }

@@ -1,6 +1,9 @@
 //! `verify`'s comparison: the fold's entities and counters against the
 //! projection table's items, attribute by attribute. A difference names
-//! attributes, never their values (an entity may hold personal data).
+//! attributes, never their values (an entity may hold personal data); a
+//! counter's shows its numbers. Several counters may share an item (a
+//! member's `onLoan` and `loans`): each is compared, and each that differs
+//! is a line of its own.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,13 +15,18 @@ use crate::entity::{EntityKey, Item};
 use crate::store::StoreError;
 use crate::store::memory::MemoryStore;
 
-/// The attributes of an item that are the engine's and not compared: the
-/// keys, what parking leaves on an entity's item while events wait, and a
-/// process's deadline (set from the clock when an event was handled: a
-/// fold cannot know it).
+/// The attributes of an item that are the engine's and not compared as
+/// values: the keys, what parking leaves on an entity's item while events
+/// wait, and a process's deadline (set from the clock when an event was
+/// handled: a fold cannot know its time, only whether there is one, which
+/// is compared as [`DEADLINE`]).
 /// (`expiresAt` is compared: the engine writes it on deduplication records
 /// only, and on an entity or a counter its TTL would delete the item.)
 pub(super) const IGNORED: [&str; 6] = ["pk", "sk", "parked", "parkedSince", "dueAt", "dueShard"];
+
+/// A process's state's deadline: a line names it when one side has a
+/// deadline and the other has none.
+pub(super) const DEADLINE: &str = "dueAt";
 
 /// The sort key of an entity's item.
 pub(super) const STATE: &str = "STATE";
@@ -26,42 +34,58 @@ pub(super) const STATE: &str = "STATE";
 /// An item's key: `(pk, sk)`.
 pub(super) type ItemKey = (String, String);
 
-/// What one side holds for an item: its number, and its attributes, the
-/// ignored ones aside.
+/// What one side holds for an item: what kind of item it is, and its
+/// attributes, the ignored ones aside.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Side {
-    /// The entity's `sequence`, or the counter's value.
+    /// The entity's `sequence`, or the item's counters.
     pub(super) number: Number,
     /// The attributes compared.
     pub(super) attributes: Item,
+    /// Whether it holds a deadline (a process's state).
+    pub(super) deadline: bool,
 }
 
-/// An item's number: what a line of `verify` shows of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// An item's numbers: what a line of `verify` shows of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Number {
     /// An entity's `sequence` (`None` when it is not a number).
     Sequence(Option<u64>),
-    /// A counter's value (`None` when it is not an integer).
-    Value(Option<i64>),
+    /// A counter's item: the attributes of its counters (the fold's side:
+    /// those it added to; the table's: those the domain registers on the
+    /// item's key). Each is a line's number.
+    Counters(BTreeSet<String>),
 }
 
 impl Side {
     fn sequence(&self) -> Option<u64> {
         match self.number {
             Number::Sequence(sequence) => sequence,
-            Number::Value(_) => None,
+            Number::Counters(_) => None,
         }
     }
 
-    fn value(&self) -> Option<i64> {
+    /// The value of the counter in `attribute` (`None` when the item holds
+    /// none, or not an integer).
+    fn value(&self, attribute: &str) -> Option<i64> {
         match self.number {
-            Number::Value(value) => value,
+            Number::Counters(_) => integer(&self.attributes, attribute),
             Number::Sequence(_) => None,
         }
     }
 
     fn is_counter(&self) -> bool {
-        matches!(self.number, Number::Value(_))
+        matches!(self.number, Number::Counters(_))
+    }
+
+    /// The attributes of the item's counters.
+    fn counters(&self) -> impl Iterator<Item = &String> {
+        match &self.number {
+            Number::Counters(counters) => Some(counters.iter()),
+            Number::Sequence(_) => None,
+        }
+        .into_iter()
+        .flatten()
     }
 
     /// The entity's `lastEventId`, when it has one.
@@ -112,7 +136,9 @@ pub(super) enum Numbers {
     },
     /// A counter: the fold's value and the table's (the counter's
     /// attribute only: a number, never personal data); `null` where that
-    /// side has no item.
+    /// side holds none (no item, not that counter on it, or not as an
+    /// integer). Both `null` on
+    /// the line of a counter's item's attributes that no counter declares.
     Values {
         expected: Option<i64>,
         found: Option<i64>,
@@ -137,9 +163,12 @@ impl Difference {
 }
 
 /// What the fold in `store` says the projection holds: every entity and
-/// every counter, as their items' attributes.
+/// every counter, as their items' attributes (the counters of one item
+/// together).
 pub(super) fn expected(store: &MemoryStore) -> Result<BTreeMap<ItemKey, Side>, StoreError> {
     let mut items = BTreeMap::new();
+    let deadlines: BTreeSet<EntityKey> =
+        store.deadlines().into_iter().map(|(key, _)| key).collect();
     for (key, entity) in store.entities() {
         let mut attributes = entity.to_item().map_err(|err| StoreError::Corrupt {
             key: key.pk(),
@@ -149,25 +178,32 @@ pub(super) fn expected(store: &MemoryStore) -> Result<BTreeMap<ItemKey, Side>, S
         let side = Side {
             number: Number::Sequence(Some(entity.sequence())),
             attributes,
+            deadline: deadlines.contains(&key),
         };
         items.insert((key.pk(), STATE.to_owned()), side);
     }
     for (counter, id, value) in store.counters() {
-        let attributes = Item::from([(
+        let side = items
+            .entry((counter.pk(&id), counter.sort_key.to_owned()))
+            .or_insert_with(|| Side {
+                number: Number::Counters(BTreeSet::new()),
+                attributes: Item::new(),
+                deadline: false,
+            });
+        if let Number::Counters(counters) = &mut side.number {
+            counters.insert(counter.attribute.to_owned());
+        }
+        side.attributes.insert(
             counter.attribute.to_owned(),
             AttributeValue::N(value.to_string()),
-        )]);
-        let side = Side {
-            number: Number::Value(Some(value)),
-            attributes,
-        };
-        items.insert((counter.pk(&id), counter.sort_key.to_owned()), side);
+        );
     }
     Ok(items)
 }
 
 /// The keys of the items the streams can project: for each stream, an
-/// entity of each kind and each counter under its id.
+/// entity of each kind and each counter's item under its id (once for the
+/// counters that share one).
 pub(super) fn candidates(domain: &Domain, streams: &[String]) -> Vec<ItemKey> {
     let mut keys = Vec::new();
     for stream in streams {
@@ -175,7 +211,10 @@ pub(super) fn candidates(domain: &Domain, streams: &[String]) -> Vec<ItemKey> {
             keys.push((EntityKey::new(kind, stream.as_str()).pk(), STATE.to_owned()));
         }
         for counter in domain.counters() {
-            keys.push((counter.pk(stream), counter.sort_key.to_owned()));
+            let key = (counter.pk(stream), counter.sort_key.to_owned());
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
         }
     }
     keys
@@ -192,28 +231,37 @@ pub(super) fn found(domain: &Domain, mut item: Item) -> Option<(ItemKey, Side)> 
     };
     let (pk, sk) = (text("pk")?, text("sk")?);
     let entity = sk == STATE && domain.key_of_pk(&pk).is_some();
-    let counter = domain.counters().iter().find(|counter| {
-        counter.sort_key == sk
-            && pk
-                .strip_prefix(counter.kind)
-                .is_some_and(|id| id.starts_with('#'))
-    });
-    if !entity && counter.is_none() {
+    // Every counter the domain keeps on this item.
+    let counters: BTreeSet<String> = domain
+        .counters()
+        .iter()
+        .filter(|counter| {
+            counter.sort_key == sk
+                && pk
+                    .strip_prefix(counter.kind)
+                    .is_some_and(|id| id.starts_with('#'))
+        })
+        .map(|counter| counter.attribute.to_owned())
+        .collect();
+    if !entity && counters.is_empty() {
         return None;
     }
+    let deadline = item.contains_key(DEADLINE);
     item.retain(|name, _| !IGNORED.contains(&name.as_str()));
     if item.is_empty() {
         return None;
     }
-    let number = match counter {
-        Some(counter) if !entity => Number::Value(integer(&item, counter.attribute)),
-        _ => Number::Sequence(integer(&item, "sequence")),
+    let number = if entity {
+        Number::Sequence(integer(&item, "sequence"))
+    } else {
+        Number::Counters(counters)
     };
     Some((
         (pk, sk),
         Side {
             number,
             attributes: item,
+            deadline,
         },
     ))
 }
@@ -226,64 +274,132 @@ fn integer<T: std::str::FromStr>(item: &Item, name: &str) -> Option<T> {
     }
 }
 
-/// Every key of either side, in key order: how many were checked, and the
-/// differences.
+/// Every key of either side, in key order: how many entities and counters
+/// were checked (a counter's item counts each counter either side holds,
+/// and one more for attributes no counter declares), and the differences.
 pub(super) fn compare(
     expected: &BTreeMap<ItemKey, Side>,
     found: &BTreeMap<ItemKey, Side>,
 ) -> (u64, Vec<Difference>) {
     let keys: BTreeSet<&ItemKey> = expected.keys().chain(found.keys()).collect();
-    let checked = keys.len() as u64;
-    let differences = keys
-        .into_iter()
-        .filter_map(|key| difference(key, expected.get(key), found.get(key)))
-        .collect();
+    let mut checked = 0;
+    let mut differences = Vec::new();
+    for key in keys {
+        let (want, have) = (expected.get(key), found.get(key));
+        let counters = [want, have].into_iter().flatten().any(Side::is_counter);
+        if counters {
+            let (count, lines) = counter_differences(key, want, have);
+            checked += count;
+            differences.extend(lines);
+        } else {
+            checked += 1;
+            differences.extend(difference(key, want, have));
+        }
+    }
     (checked, differences)
 }
 
-/// How one item differs, if it does.
-pub(super) fn difference(
-    key: &ItemKey,
-    expected: Option<&Side>,
-    found: Option<&Side>,
-) -> Option<Difference> {
+/// The attributes of an item on which two sides differ (values that
+/// differ, or attributes one side only has), sorted.
+fn differing(expected: Option<&Side>, found: Option<&Side>) -> Vec<String> {
     let empty = Item::new();
     let (want, have) = (
         expected.map_or(&empty, |side| &side.attributes),
         found.map_or(&empty, |side| &side.attributes),
     );
     let names: BTreeSet<&String> = want.keys().chain(have.keys()).collect();
-    let attributes: Vec<String> = names
+    names
         .into_iter()
         .filter(|name| match (want.get(*name), have.get(*name)) {
             (Some(a), Some(b)) => !same(a, b),
             _ => true,
         })
         .cloned()
+        .collect()
+}
+
+/// How a counter's item differs: a line for each of its counters that
+/// differs (its values, its attribute named), then one naming the
+/// attributes no counter declares that differ, if any; and how many
+/// things were checked. A counter the fold has no value of and the table
+/// has is ahead: no stored event explains it.
+fn counter_differences(
+    key: &ItemKey,
+    expected: Option<&Side>,
+    found: Option<&Side>,
+) -> (u64, Vec<Difference>) {
+    let counters: BTreeSet<&String> = [expected, found]
+        .into_iter()
+        .flatten()
+        .flat_map(Side::counters)
         .collect();
+    let (named, others): (Vec<String>, Vec<String>) = differing(expected, found)
+        .into_iter()
+        .partition(|name| counters.contains(name));
+    let line = |numbers, attributes, ahead| Difference {
+        pk: key.0.clone(),
+        sk: key.1.clone(),
+        numbers,
+        attributes,
+        ahead,
+        diverged: false,
+        found_event_id: None,
+    };
+    let mut lines: Vec<Difference> = named
+        .into_iter()
+        .map(|name| {
+            let want = expected.and_then(|side| side.value(&name));
+            let have = found.and_then(|side| side.value(&name));
+            let held =
+                |side: Option<&Side>| side.is_some_and(|side| side.attributes.contains_key(&name));
+            let ahead = !held(expected) && held(found);
+            let numbers = Numbers::Values {
+                expected: want,
+                found: have,
+            };
+            line(numbers, vec![name], ahead)
+        })
+        .collect();
+    if !others.is_empty() {
+        let numbers = Numbers::Values {
+            expected: None,
+            found: None,
+        };
+        lines.push(line(numbers, others, expected.is_none()));
+    }
+    // Checked: each counter either side holds, and the attributes no
+    // counter declares as one.
+    let held: BTreeSet<&String> = [expected, found]
+        .into_iter()
+        .flatten()
+        .flat_map(|side| side.attributes.keys())
+        .collect();
+    let strays = held.iter().any(|name| !counters.contains(name));
+    let compared = held.iter().filter(|name| counters.contains(*name)).count();
+    (compared as u64 + u64::from(strays), lines)
+}
+
+/// How one entity's item differs, if it does.
+fn difference(key: &ItemKey, expected: Option<&Side>, found: Option<&Side>) -> Option<Difference> {
+    let mut attributes = differing(expected, found);
+    // A deadline on one side only: its time is the clock's, its presence
+    // the fold's.
+    if expected.is_some_and(|side| side.deadline) != found.is_some_and(|side| side.deadline) {
+        attributes.push(DEADLINE.to_owned());
+        attributes.sort();
+    }
     if attributes.is_empty() && expected.is_some() == found.is_some() {
         return None;
     }
-    let counter = [expected, found]
-        .into_iter()
-        .flatten()
-        .any(Side::is_counter);
-    let numbers = if counter {
-        Numbers::Values {
-            expected: expected.and_then(Side::value),
-            found: found.and_then(Side::value),
-        }
-    } else {
-        Numbers::Sequences {
-            expected_sequence: expected.and_then(Side::sequence),
-            found_sequence: found.and_then(Side::sequence),
-        }
+    let numbers = Numbers::Sequences {
+        expected_sequence: expected.and_then(Side::sequence),
+        found_sequence: found.and_then(Side::sequence),
     };
     // Ahead: the table holds what no stored event explains. Diverged: at
     // the same sequence, the table's last event is not the store's.
     let (ahead, diverged) = match (expected, found) {
         (None, Some(_)) => (true, false),
-        (Some(want), Some(have)) if !counter => match (want.sequence(), have.sequence()) {
+        (Some(want), Some(have)) => match (want.sequence(), have.sequence()) {
             (Some(want_sequence), Some(have_sequence)) if have_sequence > want_sequence => {
                 (true, false)
             }
@@ -368,219 +484,4 @@ fn number(text: &str) -> Option<(bool, String, i64)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cli::test_domain::domain;
-    use crate::runner::{Invocation, Runner, RunnerConfig};
-    use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
-    use serde_json::json;
-
-    /// The fold of two notes and a counter, in memory.
-    async fn folded() -> Runner<MemoryStore> {
-        let runner = Runner::new(domain(), MemoryStore::new(), RunnerConfig::default());
-        let bodies = [
-            json!({"eventId": "a1", "type": "NoteWritten", "aggregateId": "n-1", "sequence": 1, "data": {"text": "secret one"}}),
-            json!({"eventId": "a2", "type": "NoteEdited", "aggregateId": "n-1", "sequence": 2, "data": {"text": "secret two"}}),
-            json!({"eventId": "b1", "type": "NoteWritten", "aggregateId": "n-2", "sequence": 1, "data": {"text": "secret three"}}),
-            json!({"eventId": "w1", "type": "WordsCounted", "data": {"book": "b-1", "delta": 40}}),
-        ];
-        let mut batch = SqsEvent::default();
-        for (index, body) in bodies.iter().enumerate() {
-            let mut message = SqsMessage::default();
-            message.message_id = Some(format!("m{index}"));
-            message.body = Some(body.to_string());
-            let group = body["aggregateId"].as_str().unwrap_or("b-1").to_owned();
-            message.attributes.insert("MessageGroupId".into(), group);
-            batch.records.push(message);
-        }
-        let invocation = Invocation {
-            deadline: None,
-            now: 1_700_000_000,
-        };
-        let report = runner.run(&batch, invocation).await.expect("run");
-        assert!(report.response().batch_item_failures.is_empty());
-        runner
-    }
-
-    /// The table as a projector would have written it: each expected item
-    /// with its keys.
-    fn table(expected: &BTreeMap<ItemKey, Side>) -> BTreeMap<ItemKey, Item> {
-        expected
-            .iter()
-            .map(|((pk, sk), side)| {
-                let mut item = side.attributes.clone();
-                item.insert("pk".into(), AttributeValue::S(pk.clone()));
-                item.insert("sk".into(), AttributeValue::S(sk.clone()));
-                ((pk.clone(), sk.clone()), item)
-            })
-            .collect()
-    }
-
-    fn read_back(items: BTreeMap<ItemKey, Item>) -> BTreeMap<ItemKey, Side> {
-        items
-            .into_values()
-            .filter_map(|item| found(&domain(), item))
-            .collect()
-    }
-
-    fn key(pk: &str, sk: &str) -> ItemKey {
-        (pk.to_owned(), sk.to_owned())
-    }
-
-    fn text(value: &str) -> AttributeValue {
-        AttributeValue::S(value.to_owned())
-    }
-
-    #[tokio::test]
-    async fn the_table_the_fold_would_write_agrees_parking_aside() {
-        let runner = folded().await;
-        let expected = expected(runner.store()).expect("expected");
-        assert_eq!(
-            expected.keys().cloned().collect::<Vec<_>>(),
-            [
-                key("BOOK#b-1", "WORDS"),
-                key("NOTE#n-1", "STATE"),
-                key("NOTE#n-2", "STATE")
-            ]
-        );
-        let mut items = table(&expected);
-        // Events parked on n-2 while it waits: the engine's, not compared.
-        let n2 = items.get_mut(&key("NOTE#n-2", "STATE")).expect("n-2");
-        n2.insert("parked".into(), AttributeValue::Ns(vec!["3".into()]));
-        n2.insert("parkedSince".into(), AttributeValue::N("1700000000".into()));
-        // What else the table holds: a dedup record, a parked event, and an
-        // item that only records parked events (not created yet).
-        for (pk, sk) in [
-            ("MESSAGE#w1", "HANDLER#words"),
-            ("NOTE#n-2", "PENDING#00000000000000000003"),
-            ("PARKED", "NOTE#n-2"),
-        ] {
-            items.insert(
-                key(pk, sk),
-                Item::from([("pk".into(), text(pk)), ("sk".into(), text(sk))]),
-            );
-        }
-        items.insert(
-            key("NOTE#n-3", "STATE"),
-            Item::from([
-                ("pk".into(), text("NOTE#n-3")),
-                ("sk".into(), text("STATE")),
-                ("parked".into(), AttributeValue::Ns(vec!["2".into()])),
-                ("parkedSince".into(), AttributeValue::N("1".into())),
-            ]),
-        );
-        let (checked, differences) = compare(&expected, &read_back(items));
-        assert_eq!((checked, differences), (3, Vec::new()));
-    }
-
-    #[tokio::test]
-    async fn a_missing_an_altered_and_a_stray_item_are_named_never_shown() {
-        let runner = folded().await;
-        let expected = expected(runner.store()).expect("expected");
-        let mut items = table(&expected);
-        items.remove(&key("NOTE#n-2", "STATE"));
-        let n1 = items.get_mut(&key("NOTE#n-1", "STATE")).expect("n-1");
-        n1.insert("text".into(), text("tampered"));
-        n1.insert("tag".into(), text("extra"));
-        n1.insert("expiresAt".into(), AttributeValue::N("1".into()));
-        items.insert(
-            key("BOOK#b-1", "WORDS"),
-            Item::from([
-                ("pk".into(), text("BOOK#b-1")),
-                ("sk".into(), text("WORDS")),
-                ("count".into(), AttributeValue::N("41".into())),
-            ]),
-        );
-        items.insert(
-            key("NOTE#ghost", "STATE"),
-            Item::from([
-                ("pk".into(), text("NOTE#ghost")),
-                ("sk".into(), text("STATE")),
-                ("sequence".into(), AttributeValue::N("7".into())),
-                ("text".into(), text("secret ghost")),
-            ]),
-        );
-        let (checked, differences) = compare(&expected, &read_back(items));
-        let lines: Vec<String> = differences
-            .iter()
-            .map(|difference| serde_json::to_string(difference).expect("json"))
-            .collect();
-        assert_eq!(checked, 4);
-        assert_eq!(
-            lines,
-            [
-                r#"{"pk":"BOOK#b-1","sk":"WORDS","expected":40,"found":41,"attributes":["count"]}"#,
-                r#"{"pk":"NOTE#ghost","sk":"STATE","expectedSequence":null,"foundSequence":7,"attributes":["sequence","text"],"ahead":true}"#,
-                r#"{"pk":"NOTE#n-1","sk":"STATE","expectedSequence":2,"foundSequence":2,"attributes":["expiresAt","tag","text"]}"#,
-                r#"{"pk":"NOTE#n-2","sk":"STATE","expectedSequence":1,"foundSequence":null,"attributes":["lastEventId","sequence","text"]}"#,
-            ]
-        );
-        for line in &lines {
-            for value in ["secret", "tampered", "extra"] {
-                assert!(!line.contains(value), "{line} shows {value}");
-            }
-        }
-    }
-
-    #[tokio::test]
-    async fn an_entity_behind_the_fold_differs_in_its_sequence() {
-        let runner = folded().await;
-        let expected = expected(runner.store()).expect("expected");
-        let mut items = table(&expected);
-        let n1 = items.get_mut(&key("NOTE#n-1", "STATE")).expect("n-1");
-        n1.insert("sequence".into(), AttributeValue::N("1".into()));
-        n1.insert("lastEventId".into(), text("a1"));
-        let (_, differences) = compare(&expected, &read_back(items));
-        assert_eq!(
-            differences,
-            [Difference {
-                pk: "NOTE#n-1".into(),
-                sk: "STATE".into(),
-                numbers: Numbers::Sequences {
-                    expected_sequence: Some(2),
-                    found_sequence: Some(1),
-                },
-                attributes: vec!["lastEventId".into(), "sequence".into()],
-                ahead: false,
-                diverged: false,
-                found_event_id: Some("a1".into()),
-            }]
-        );
-    }
-
-    #[test]
-    fn numbers_compare_by_value_and_sets_in_any_order() {
-        for (a, b) in [
-            ("1250", "1250.0"),
-            ("1250", "1.25e3"),
-            ("-0", "0"),
-            ("0.10", ".1"),
-            ("007", "7"),
-        ] {
-            assert!(same_number(a, b), "{a} {b}");
-        }
-        for (a, b) in [("1", "2"), ("-1", "1"), ("10", "1"), ("x", "y")] {
-            assert!(!same_number(a, b), "{a} {b}");
-        }
-        let set = |items: &[&str]| AttributeValue::Ss(items.iter().map(|s| (*s).into()).collect());
-        assert!(same(&set(&["a", "b"]), &set(&["b", "a"])));
-        assert!(!same(&set(&["a", "b"]), &set(&["a", "c"])));
-        let numbers =
-            |items: &[&str]| AttributeValue::Ns(items.iter().map(|s| (*s).into()).collect());
-        assert!(same(&numbers(&["1", "2.0"]), &numbers(&["2", "1"])));
-        let map = |value: &str| {
-            AttributeValue::M([("n".to_owned(), AttributeValue::N(value.into()))].into())
-        };
-        assert!(same(&map("3"), &map("3.0")));
-        assert!(!same(&map("3"), &map("4")));
-        assert!(!same(&AttributeValue::N("1".into()), &text("1")));
-    }
-
-    #[test]
-    fn a_streams_candidates_are_each_kind_and_counter_under_its_id() {
-        assert_eq!(
-            candidates(&domain(), &["x-1".to_owned()]),
-            [key("NOTE#x-1", "STATE"), key("BOOK#x-1", "WORDS")]
-        );
-    }
-}
+mod tests;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::record::{Corrupt, Outgoing, Read, read};
+use super::record::{Corrupt, Message, Read, read};
 use crate::domain::Domain;
 
 mod report;
@@ -99,7 +99,7 @@ pub trait Queue: Send + Sync {
     /// answers with the entries refused (none: all taken).
     fn send(
         &self,
-        entries: &[Outgoing],
+        entries: &[Message],
     ) -> impl Future<Output = Result<Vec<Refused>, SendError>> + Send;
 
     /// Sends one report (a JSON document) to the failure queue.
@@ -193,10 +193,10 @@ struct Unfinished {
 }
 
 /// Messages waiting to be sent: (record index, message), in record order.
-type Pending = Vec<(usize, Outgoing)>;
+type Pending = Vec<(usize, Message)>;
 
 /// One request of a wave: the record indexes and the entries, in order.
-type Request = (Vec<usize>, Vec<Outgoing>);
+type Request = (Vec<usize>, Vec<Message>);
 
 /// What one invocation works through: the answer being built, the records
 /// not done, and the streams with an entry refused and not yet taken (their
@@ -314,7 +314,7 @@ impl<Q: Queue> Batch<'_, Q> {
                 tokio::time::sleep(pause).await;
             }
             let mut this = Round::default();
-            let mut rest: VecDeque<(usize, Outgoing)> = std::mem::take(&mut pending).into();
+            let mut rest: VecDeque<(usize, Message)> = std::mem::take(&mut pending).into();
             while !rest.is_empty() {
                 if out_of_time(self.deadline, self.settings) {
                     this.again.extend(rest.drain(..));
@@ -374,7 +374,7 @@ impl<Q: Queue> Batch<'_, Q> {
     async fn absorb(
         &mut self,
         indexes: Vec<usize>,
-        entries: Vec<Outgoing>,
+        entries: Vec<Message>,
         refused: &[Refused],
         round: &mut Round,
     ) {
@@ -428,7 +428,7 @@ impl<Q: Queue> Batch<'_, Q> {
     fn failed_request(
         &mut self,
         indexes: Vec<usize>,
-        entries: Vec<Outgoing>,
+        entries: Vec<Message>,
         err: &SendError,
         round: &mut Round,
     ) {
@@ -495,7 +495,7 @@ fn in_stream_order(pending: Pending) -> Pending {
             from[place] = source;
         }
     }
-    let mut taken: Vec<Option<(usize, Outgoing)>> = pending.into_iter().map(Some).collect();
+    let mut taken: Vec<Option<(usize, Message)>> = pending.into_iter().map(Some).collect();
     from.into_iter()
         .filter_map(|source| taken[source].take())
         .collect()

@@ -5,8 +5,8 @@ use std::sync::Mutex;
 
 use super::*;
 
-fn outgoing(stream: &str, sequence: u64) -> Outgoing {
-    Outgoing {
+fn outgoing(stream: &str, sequence: u64) -> Message {
+    Message {
         sequence_number: format!("{sequence:021}"),
         stream: stream.to_owned(),
         sequence,
@@ -41,11 +41,11 @@ fn interleaved(hot: u64, others: u64) -> Pending {
 struct SlowQueue {
     in_flight: Mutex<(HashSet<String>, usize)>,
     most_in_flight: Mutex<usize>,
-    taken: Mutex<Vec<Outgoing>>,
+    taken: Mutex<Vec<Message>>,
 }
 
 impl Queue for SlowQueue {
-    async fn send(&self, entries: &[Outgoing]) -> Result<Vec<Refused>, SendError> {
+    async fn send(&self, entries: &[Message]) -> Result<Vec<Refused>, SendError> {
         {
             let mut in_flight = self.in_flight.lock().unwrap();
             for entry in entries {
@@ -76,7 +76,7 @@ impl Queue for SlowQueue {
 
 #[test]
 fn a_wave_holds_each_stream_in_one_request() {
-    let mut rest: VecDeque<(usize, Outgoing)> = interleaved(30, 30).into();
+    let mut rest: VecDeque<(usize, Message)> = interleaved(30, 30).into();
     let mut round = Round::default();
     let wave = next_wave(&mut rest, &mut round, &HashSet::new());
     assert!(wave.len() > 1, "other streams go beside the hot one");
@@ -133,7 +133,7 @@ async fn requests_go_at_once_and_each_stream_stays_in_order() {
 
 /// Every wave of `pending`, until nothing is left.
 fn waves(pending: Pending, troubled: &HashSet<String>) -> Vec<Vec<Request>> {
-    let mut rest: VecDeque<(usize, Outgoing)> = pending.into();
+    let mut rest: VecDeque<(usize, Message)> = pending.into();
     let mut round = Round::default();
     let mut waves = Vec::new();
     while !rest.is_empty() {
@@ -187,9 +187,9 @@ fn a_hot_stream_starts_its_chain_in_the_first_wave() {
 #[test]
 fn a_troubled_stream_sends_its_first_entry_alone() {
     let troubled: HashSet<String> = ["hot".to_owned()].into();
-    let mut rest: VecDeque<(usize, Outgoing)> = hot_in_a_hundred().into();
+    let mut rest: VecDeque<(usize, Message)> = hot_in_a_hundred().into();
     let wave = next_wave(&mut rest, &mut Round::default(), &troubled);
-    let hot: Vec<&Outgoing> = wave
+    let hot: Vec<&Message> = wave
         .iter()
         .flat_map(|(_, entries)| entries)
         .filter(|entry| entry.stream == "hot")
@@ -209,7 +209,7 @@ fn a_troubled_stream_sends_its_first_entry_alone() {
 fn a_held_stream_goes_to_the_next_round() {
     let mut round = Round::default();
     round.held.insert("hot".to_owned());
-    let mut rest: VecDeque<(usize, Outgoing)> = hot_in_a_hundred().into();
+    let mut rest: VecDeque<(usize, Message)> = hot_in_a_hundred().into();
     let wave = next_wave(&mut rest, &mut round, &HashSet::new());
     assert!(
         wave.iter()
@@ -330,10 +330,10 @@ fn each_stream_goes_in_sequence_order_in_its_own_places_with_its_records() {
 }
 
 /// A queue that refuses every entry of one stream, and takes the rest.
-struct Refusing(&'static str, Mutex<Vec<Outgoing>>);
+struct Refusing(&'static str, Mutex<Vec<Message>>);
 
 impl Queue for Refusing {
-    async fn send(&self, entries: &[Outgoing]) -> Result<Vec<Refused>, SendError> {
+    async fn send(&self, entries: &[Message]) -> Result<Vec<Refused>, SendError> {
         let mut refused = Vec::new();
         for (index, entry) in entries.iter().enumerate() {
             if entry.stream == self.0 {

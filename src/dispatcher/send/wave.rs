@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::{MAX_ENTRIES, MAX_IN_FLIGHT, MAX_REQUEST_BYTES, Request, Round, in_stream_order};
-use crate::dispatcher::record::Outgoing;
+use crate::dispatcher::record::Message;
 
 /// A request being filled, and the bytes of its bodies.
 struct Filling {
@@ -37,11 +37,11 @@ impl Filling {
 /// longest stream needs. The entries of a held stream go to the next round;
 /// what is not sent stays in `rest`, in record order.
 pub(super) fn next_wave(
-    rest: &mut VecDeque<(usize, Outgoing)>,
+    rest: &mut VecDeque<(usize, Message)>,
     round: &mut Round,
     troubled: &HashSet<String>,
 ) -> Vec<Request> {
-    let mut streams: Vec<VecDeque<(usize, Outgoing)>> = Vec::new();
+    let mut streams: Vec<VecDeque<(usize, Message)>> = Vec::new();
     let mut position: HashMap<String, usize> = HashMap::new();
     for (index, outgoing) in rest.drain(..) {
         if round.held.contains(&outgoing.stream) {
@@ -91,7 +91,7 @@ pub(super) fn next_wave(
             filling.request.1.push(outgoing);
         }
     }
-    let mut left: Vec<(usize, Outgoing)> = streams.into_iter().flatten().collect();
+    let mut left: Vec<(usize, Message)> = streams.into_iter().flatten().collect();
     left.sort_by_key(|(index, _)| *index);
     rest.extend(in_stream_order(left));
     wave.into_iter()
@@ -126,7 +126,7 @@ fn place(wave: &mut Vec<Filling>, sizes: &[usize]) -> Option<usize> {
 /// (the service takes a request's entries in order; only a stream's own
 /// order matters, and it holds).
 fn in_order((indexes, entries): Request) -> Request {
-    let mut pairs: Vec<(usize, Outgoing)> = indexes.into_iter().zip(entries).collect();
+    let mut pairs: Vec<(usize, Message)> = indexes.into_iter().zip(entries).collect();
     pairs.sort_by_key(|(index, _)| *index);
     in_stream_order(pairs).into_iter().unzip()
 }

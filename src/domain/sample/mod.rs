@@ -22,9 +22,10 @@ use serde::de::{DeserializeSeed, EnumAccess, MapAccess, SeqAccess, VariantAccess
 
 use super::Events;
 use crate::entity::Kind;
-use crate::handling::{Counter, How};
+use crate::handling::{Counter, How, Raw};
 
 /// What one event type's handling writes, and whether it is a pass.
+#[derive(Clone)]
 pub(super) enum Named {
     /// An entity (sequenced, a snapshot, a process's, an erasure).
     Entity(&'static Kind),
@@ -34,6 +35,9 @@ pub(super) enum Named {
     Counter(&'static Counter),
     /// Nothing ([`crate::Handling::ignore`]).
     Nothing,
+    /// An erasure on whichever kind its stream projects onto
+    /// ([`crate::Handling::erasure`]).
+    Erasure,
 }
 
 /// What `event_type`'s handling names; `None` when its data cannot be made
@@ -45,10 +49,11 @@ pub(super) fn named<E: Events>(event_type: &'static str) -> Option<Named> {
         }))
         .ok()??;
         Some(match handling.0 {
-            How::Sequenced(apply) if !apply.reads_data() => Named::Pass(apply.kind()),
-            How::Sequenced(apply) | How::Snapshot(apply) => Named::Entity(apply.kind()),
-            How::Addition(addition) => Named::Counter(addition.counter),
-            How::Ignored(_) => Named::Nothing,
+            Raw::How(How::Sequenced(apply)) if !apply.reads_data() => Named::Pass(apply.kind()),
+            Raw::How(How::Sequenced(apply) | How::Snapshot(apply)) => Named::Entity(apply.kind()),
+            Raw::How(How::Addition(addition)) => Named::Counter(addition.counter),
+            Raw::How(How::Ignored(_)) => Named::Nothing,
+            Raw::Erasure(_) => Named::Erasure,
         })
     })
 }

@@ -114,6 +114,7 @@ fn each_shape_of_variant_is_asked_what_it_names() {
         Some(Named::Pass(kind)) => format!("pass {}", kind.name),
         Some(Named::Counter(counter)) => format!("counter {}", counter.label()),
         Some(Named::Nothing) => "nothing".to_owned(),
+        Some(Named::Erasure) => "erasure".to_owned(),
         None => "unknown".to_owned(),
     };
     assert_eq!(kind("Moved"), "nothing");

@@ -92,7 +92,7 @@ impl Planner<'_> {
             if let Some((position, parked)) = self.new_parks.remove(&next) {
                 // Parked by this very step: applied instead.
                 let reacted = match &self.rest[position].event {
-                    Ok(event) => Some(self.react(event)),
+                    Ok(event) => Some(self.react(event, self.config.appends)),
                     Err(_) => None,
                 };
                 if matches!(reacted, Some(Reacted::Cut)) {
@@ -170,7 +170,7 @@ impl Planner<'_> {
                 "its body is not the event at sequence {sequence} of this entity"
             ))));
         }
-        match self.react(&event) {
+        match self.react(&event, self.config.appends) {
             Reacted::Decided(Decision::Applied) => Ok(()),
             Reacted::Decided(other) => Err(Some(StuckWhy::Refused(other))),
             Reacted::Fault(fault) => Err(Some(StuckWhy::Fault(HandlerFault {

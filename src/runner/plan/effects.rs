@@ -4,8 +4,9 @@
 
 use super::{Planner, Reacted};
 use crate::envelope::Event;
+use crate::handling::Projected;
 use crate::handling::{HandlerFault, effect_items};
-use crate::process::Projected;
+use crate::runner::answer::effects_problem;
 use crate::store::MAX_COMMIT_ITEMS;
 
 impl Planner<'_> {
@@ -27,19 +28,12 @@ impl Planner<'_> {
         let fault = |problem: String| {
             Reacted::Fault(HandlerFault {
                 handler: event.handler(),
-                problem: format!("{problem} ({} event)", event.type_name()),
+                problem,
             })
         };
-        let counters = self.domain.counters();
-        if let Some(effect) = effects
-            .iter()
-            .find(|effect| !counters.contains(&effect.counter))
-        {
+        if let Some(problem) = effects_problem(self.domain, &effects) {
             self.slot = before;
-            return Err(fault(format!(
-                "added to the counter {}, and the domain does not register it: add .counter(&...) with that counter to the domain",
-                effect.counter.label()
-            )));
+            return Err(fault(problem));
         }
         let had = self.effects.len();
         let items_before = self.items();

@@ -20,7 +20,7 @@
 //! | `mod.rs` | the step planned: each message decided, the commit that writes them |
 //! | `gap.rs` | a gap: parked, found parked already, or failed; conflicts recorded |
 //! | `drain.rs` | parked events that follow the entity applied; those behind it cleared |
-//! | `outbox.rs` | a process's step: its appends and deadline gathered, or the step cut |
+//! | `outbox.rs` | a process's step: its appends and deadline checked and joined, or the step cut |
 //! | `effects.rs` | effects on counters of other keys joined to the step, or the step cut |
 
 mod drain;
@@ -41,7 +41,6 @@ use crate::store::{
     Parking, Stored,
 };
 use outbox::Reacted;
-pub(crate) use outbox::gathered;
 
 /// A planned step.
 pub(super) struct Step {
@@ -224,7 +223,10 @@ impl Planner<'_> {
             .iter()
             .map(|conflict| conflict.body.len())
             .sum();
-        let appended = self.outgoing.as_ref().map_or(0, outbox::bytes);
+        let appended = self
+            .outgoing
+            .as_ref()
+            .map_or(0, crate::runner::answer::bytes);
         parked + drained + conflicts + appended
     }
 
@@ -268,7 +270,7 @@ impl Planner<'_> {
     ) -> Planning<Option<Verdict>> {
         let sequence = event.sequence().unwrap_or(0);
         let before = self.slot.as_ref().map(AnyEntity::sequence);
-        let decision = match self.react(event) {
+        let decision = match self.react(event, self.config.reacts(record)) {
             Reacted::Decided(decision) => decision,
             Reacted::Fault(fault) => return Ok(Some(handler_error(event, &fault))),
             Reacted::Cut => return Ok(None),
@@ -291,6 +293,14 @@ impl Planner<'_> {
             Decision::Gap | Decision::NotCreated => {
                 self.gap(position, record, event, decision, before)?
             }
+            Decision::Invalid => Verdict::new(
+                Outcome::Invalid,
+                Some(format!(
+                    "{} refused the {} event: it can never be applied (the handler's log line says why)",
+                    event.handler(),
+                    event.type_name()
+                )),
+            ),
         }))
     }
 

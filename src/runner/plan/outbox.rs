@@ -1,13 +1,16 @@
 //! A process's step: what its handlers append and the deadline they set,
-//! gathered into the step's commit (one stream, one request id), or the
-//! step cut before an event whose appends cannot join it.
+//! checked (`runner/answer.rs`) and joined to the step's commit (one
+//! stream, one request id), or the step cut before an event whose appends
+//! cannot join it.
 
 use super::Planner;
-use crate::entity::AnyEntity;
+use crate::answer::MAX_OUTGOING;
+use crate::domain::Cause;
 use crate::envelope::Event;
+use crate::handling::Reaction;
 use crate::handling::{Decision, HandlerFault};
-use crate::process::{Cause, MAX_OUTGOING, Outbox, Outgoing};
-use crate::producer::{Append, AppendError, ExpectedSequence, MAX_BYTES, check_append};
+use crate::producer::{ExpectedSequence, MAX_BYTES};
+use crate::runner::answer::{bytes, checked_outbox, too_big};
 use crate::store::MAX_COMMIT_ITEMS;
 use crate::store::Outbound;
 
@@ -25,62 +28,53 @@ pub(super) enum Reacted {
 
 impl Planner<'_> {
     /// Runs the event's handler on the slot; for a process, with an outbox
-    /// whose appends and deadline join the step.
-    pub(super) fn react(&mut self, event: &Event) -> Reacted {
-        let mut outbox = Outbox::at(self.now);
-        let Some(process) = self.domain.process() else {
-            // Any handler but a process's or one with effects leaves it empty.
-            let decision = match event.react(&mut self.slot, &mut outbox) {
-                Ok(decision) => decision,
-                Err(fault) => return Reacted::Fault(fault),
-            };
-            return match self.project(event, outbox.take_projected()) {
-                Ok(()) => Reacted::Decided(decision),
-                Err(refused) => refused,
-            };
-        };
-        let before: Option<AnyEntity> = self.slot.clone();
-        let decision = match event.react(&mut self.slot, &mut outbox) {
+    /// whose appends and deadline join the step (its appends only if it
+    /// `reacts`: a rebuild folds what happened before the process's start
+    /// without reacting). The answer beyond the entity is checked first
+    /// (`runner/answer.rs`): a fault writes nothing of the event.
+    pub(super) fn react(&mut self, event: &Event, reacts: bool) -> Reacted {
+        let mut reaction = Reaction::at(self.now);
+        let decision = match event.react(&mut self.slot, &mut reaction) {
             Ok(decision) => decision,
             Err(fault) => return Reacted::Fault(fault),
         };
         let projected = self.effects.len();
-        if let Err(refused) = self.project(event, outbox.take_projected()) {
+        if let Err(refused) = self.project(event, reaction.projected.take()) {
             return refused;
         }
-        let (mut appends, deadline) = outbox.take();
-        if !self.config.appends {
-            // `rebuild`: what the process appended is in the store already.
-            appends.clear();
+        if reaction.outbox.is_empty() {
+            return Reacted::Decided(decision);
         }
-        if !appends.is_empty() {
-            let cause = Cause::Event(event.event_id().to_owned());
-            if let Err(refusal) = self.join(process, &cause, appends) {
-                self.slot = before;
-                self.effects.truncate(projected);
-                return match refusal {
-                    Refusal::Cut => Reacted::Cut,
-                    Refusal::Fault(problem) => Reacted::Fault(HandlerFault {
-                        handler: event.handler(),
-                        problem: format!("{problem} ({} event)", event.type_name()),
-                    }),
-                };
-            }
+        let before = reaction.before.take();
+        let cause = Cause::Event(event.event_id().to_owned());
+        let outbox = std::mem::take(&mut reaction.outbox);
+        let refusal = match checked_outbox(self.domain, &cause, outbox, reacts) {
+            Ok((outbound, deadline)) => match outbound.map(|outbound| self.join(outbound)) {
+                Some(Err(refusal)) => refusal,
+                None | Some(Ok(())) => {
+                    if let Some(deadline) = deadline {
+                        self.deadline = Some(deadline);
+                    }
+                    return Reacted::Decided(decision);
+                }
+            },
+            Err(problem) => Refusal::Fault(problem),
+        };
+        if let Some(before) = before {
+            self.slot = before;
         }
-        if let Some(deadline) = deadline {
-            self.deadline = Some(deadline);
+        self.effects.truncate(projected);
+        match refusal {
+            Refusal::Cut => Reacted::Cut,
+            Refusal::Fault(problem) => Reacted::Fault(HandlerFault {
+                handler: event.handler(),
+                problem,
+            }),
         }
-        Reacted::Decided(decision)
     }
 
-    /// Joins a handler's appends to the step's.
-    fn join(
-        &mut self,
-        process: &crate::process::Process,
-        cause: &Cause,
-        appends: Vec<Outgoing>,
-    ) -> Result<(), Refusal> {
-        let outbound = gathered(process, cause, appends).map_err(Refusal::Fault)?;
+    /// Joins a handler's appends, gathered, to the step's.
+    fn join(&mut self, outbound: Outbound) -> Result<(), Refusal> {
         // With the step's other writes, one transaction: 100 items, 4 MB.
         let items = outbound.events.len() + if self.outgoing.is_none() { 2 } else { 0 };
         let size = bytes(&outbound);
@@ -88,10 +82,7 @@ impl Planner<'_> {
             return Err(if self.has_work() {
                 Refusal::Cut
             } else {
-                Refusal::Fault(format!(
-                    "appended {} events of {size} bytes: with the state's write they do not fit one transaction ({MAX_COMMIT_ITEMS} items, 4 MB)",
-                    outbound.events.len()
-                ))
+                Refusal::Fault(too_big(outbound.events.len(), size))
             });
         }
         let Some(step) = &mut self.outgoing else {
@@ -125,84 +116,7 @@ impl Planner<'_> {
     }
 }
 
-/// What a step's appends take of a transaction's 4 MB, at most: each
-/// event's data, its envelope, its item's other attributes and its
-/// request record's share.
-pub(super) fn bytes(outbound: &Outbound) -> usize {
-    outbound
-        .events
-        .iter()
-        .map(|event| event.data.to_string().len() + 1024)
-        .sum()
-}
-
 enum Refusal {
     Cut,
     Fault(String),
-}
-
-/// One handler's appends as one [`Outbound`]: to one stream, the first's
-/// expectation for all, each event's id derived from the cause, checked
-/// as the event store will check them.
-pub(crate) fn gathered(
-    process: &crate::process::Process,
-    cause: &Cause,
-    appends: Vec<Outgoing>,
-) -> Result<Outbound, String> {
-    let Some(first) = appends.first() else {
-        return Err("appended nothing".to_owned());
-    };
-    let (stream, expected) = (first.stream.clone(), first.expected);
-    if appends.len() > MAX_OUTGOING {
-        return Err(format!(
-            "appended {} events in one step: at most {MAX_OUTGOING} (a transaction holds 100 items, two an event)",
-            appends.len()
-        ));
-    }
-    if let Some(other) = appends.iter().find(|append| append.stream != stream) {
-        return Err(format!(
-            "appended to the streams `{stream}` and `{}` in one step: a step appends to one stream, in one transaction",
-            other.stream
-        ));
-    }
-    if appends
-        .iter()
-        .skip(1)
-        .any(|append| append.expected != ExpectedSequence::Any)
-    {
-        return Err(
-            "gave an expected sequence to an event that is not the step's first to its stream: the ones after it follow it"
-                .to_owned(),
-        );
-    }
-    let request_id = process.request_id(cause, 0);
-    let events = appends
-        .into_iter()
-        .enumerate()
-        .map(|(index, append)| {
-            let mut event = append.event;
-            event.event_id = Some(process.request_id(cause, index));
-            event
-        })
-        .collect();
-    let outbound = Outbound {
-        stream,
-        expected,
-        request_id,
-        events,
-    };
-    let append = Append {
-        stream_id: outbound.stream.clone(),
-        events: outbound.events.clone(),
-        expected: outbound.expected,
-        request_id: Some(outbound.request_id.clone()),
-        writes: Vec::new(),
-    };
-    check_append(process.store_domain(), &append).map_err(|err| match err {
-        AppendError::Invalid { index, reason } => {
-            format!("appended an event the event store refuses: event {index}: {reason}")
-        }
-        other => format!("appended what the event store refuses: {other}"),
-    })?;
-    Ok(outbound)
 }

@@ -120,6 +120,22 @@ pub async fn check_table(client: &Client, table: &str) -> Result<(), TableError>
     }
 }
 
+/// When `table` was created, epoch seconds (one `DescribeTable`; `None`
+/// when DynamoDB does not say): a process's start (docs/processes.md).
+pub async fn created_at(client: &Client, table: &str) -> Result<Option<u64>, TableError> {
+    let output = client
+        .describe_table()
+        .table_name(table)
+        .send()
+        .await
+        .map_err(|err| table_error("DescribeTable", table, &err))?;
+    let created = output
+        .table()
+        .and_then(|found| found.creation_date_time())
+        .map(|created| created.secs());
+    Ok(created.and_then(|secs| u64::try_from(secs).ok()))
+}
+
 /// Creates `table` (as [`create_table`]) unless it exists, and waits until
 /// it is active. Safe to run again. `Ok(true)`: it was created now.
 pub async fn ensure_table(client: &Client, table: &str) -> Result<bool, TableError> {

@@ -11,7 +11,6 @@ use aws_sdk_dynamodb::types::{
 use serde_dynamo::aws_sdk_dynamodb_1::to_item;
 
 use super::effects::OnItem;
-use super::errors::{build_error, cancelled, service_error};
 use super::expression::{Expression, entity_update};
 use super::items::{
     PARKED_SINCE, ParkedItem, conflict_sk, entity_pk, item_key, key_item, pending_sk,
@@ -21,6 +20,7 @@ use super::{DynamoStore, parked_index};
 use crate::entity::EntityKey;
 use crate::producer::{Append, AppendError};
 use crate::store::{Commit, Committed, Outbound, ParkedEvent, StoreError, Stored};
+use crate::table::{build_error, cancelled, service_error};
 
 impl DynamoStore {
     /// A commit that writes only the entity's item: one conditional UpdateItem.
@@ -140,12 +140,17 @@ impl DynamoStore {
     /// A process's step: the commit's writes and its appends, one
     /// transaction across this table and the event store's (the event
     /// store's append, with the commit's writes as the caller's own).
+    /// `None` when the events were appended before under the step's request
+    /// id: by another table's step (a rebuild into a table of its own,
+    /// reacting as the live process did), whose state is to be written
+    /// alone; or by an earlier try of this one, whose state moved with them
+    /// (written alone, its condition fails: a lost race, decided again).
     pub(super) async fn commit_with_outbox(
         &self,
         commit: &Commit,
         outbound: &Outbound,
         merged: &[OnItem<'_>],
-    ) -> Result<Committed, StoreError> {
+    ) -> Result<Option<Committed>, StoreError> {
         let Some(events) = &self.events else {
             return Err(StoreError::Rejected {
                 operation: "TransactWriteItems",
@@ -166,30 +171,39 @@ impl DynamoStore {
             request_id: Some(outbound.request_id.clone()),
             writes,
         };
-        match events.append(append).await {
-            Ok(appended) if !appended.duplicate_request => Ok(Committed::Written),
-            // Written by an earlier try, with its state: read it again.
-            Ok(_) | Err(AppendError::Condition { .. }) => Ok(Committed::LostRace {
+        let answer = match events.append(append).await {
+            Ok(appended) if !appended.duplicate_request => Committed::Written,
+            // Appended before: the state is written alone, on its condition
+            // (after an earlier try of this step, which wrote it, that is a
+            // lost race).
+            Ok(_) => return Ok(None),
+            // A caller's write refused: the state moved meanwhile.
+            Err(AppendError::Condition { .. }) => Committed::LostRace {
                 current: self.stored(&commit.key).await?,
-            }),
-            Err(AppendError::ExpectedSequence { expected, current }) => Ok(Committed::Moved {
+            },
+            Err(AppendError::ExpectedSequence { expected, current }) => Committed::Moved {
                 stream: outbound.stream.clone(),
                 expected,
                 current,
-            }),
-            Err(AppendError::Store(err)) => Err(err),
-            Err(AppendError::Contention { attempts }) => Err(StoreError::Request {
-                operation: "TransactWriteItems",
-                message: format!(
-                    "other writers kept appending to the stream {}: gave up after {attempts} tries",
-                    outbound.stream
-                ),
-            }),
-            Err(other) => Err(StoreError::Rejected {
-                operation: "TransactWriteItems",
-                message: format!("the event store refused the process's append: {other}"),
-            }),
-        }
+            },
+            Err(AppendError::Store(err)) => return Err(err),
+            Err(AppendError::Contention { attempts }) => {
+                return Err(StoreError::Request {
+                    operation: "TransactWriteItems",
+                    message: format!(
+                        "other writers kept appending to the stream {}: gave up after {attempts} tries",
+                        outbound.stream
+                    ),
+                });
+            }
+            Err(other) => {
+                return Err(StoreError::Rejected {
+                    operation: "TransactWriteItems",
+                    message: format!("the event store refused the process's append: {other}"),
+                });
+            }
+        };
+        Ok(Some(answer))
     }
 
     /// One entity's item, read again (after a transaction lost to a

@@ -8,7 +8,6 @@ use aws_sdk_dynamodb::types::{
 };
 use serde_dynamo::aws_sdk_dynamodb_1::to_item;
 
-use super::errors::{build_error, cancelled, request_error};
 use super::expression::Expression;
 use super::items::{
     DEDUP_PREFIX, DedupItem, HANDLER_PREFIX, conflict_sk, counter_key, counter_of, dedup_stream,
@@ -16,14 +15,15 @@ use super::items::{
 };
 use super::{DynamoStore, Item};
 use crate::handling::Counter;
-use crate::store::{Added, Addition, ConflictRecord, Existing, StoreError};
+use crate::store::{Added, ConflictRecord, DedupAddition, Existing, StoreError};
+use crate::table::{build_error, cancelled, request_error};
 
 /// The sum of the deltas of each counter, in the order first added to.
 pub(super) type Deltas<'a> = Vec<((&'static Counter, &'a str), i128)>;
 
 /// Sums the additions' deltas by counter (a transaction may touch an item
 /// only once).
-pub(super) fn deltas(additions: &[Addition]) -> Deltas<'_> {
+pub(super) fn deltas(additions: &[DedupAddition]) -> Deltas<'_> {
     let mut deltas: Deltas = Vec::new();
     for addition in additions {
         let target = (addition.counter, addition.id.as_str());
@@ -40,7 +40,7 @@ impl DynamoStore {
     /// record, in the additions' order, then one ADD per counter.
     pub(super) fn addition_items(
         &self,
-        additions: &[Addition],
+        additions: &[DedupAddition],
         deltas: &Deltas<'_>,
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
         let mut items = Vec::with_capacity(additions.len() + 1);
@@ -151,6 +151,42 @@ impl DynamoStore {
         counter: &'static Counter,
         id: &str,
     ) -> Result<Option<i64>, StoreError> {
+        let item = self.counter_item(counter, id).await?;
+        counter_of(counter, id, item.as_ref())
+    }
+
+    /// The values of `counters`, all kept on one item (the first's kind and
+    /// sort key, `id`), with one strongly consistent GetItem: read together,
+    /// as they were written. `None` for a counter nothing was added to.
+    pub(crate) async fn counters_on_item(
+        &self,
+        counters: &[&'static Counter],
+        id: &str,
+    ) -> Result<Vec<Option<i64>>, StoreError> {
+        let Some(first) = counters.first() else {
+            return Ok(Vec::new());
+        };
+        if let Some(other) = counters
+            .iter()
+            .find(|counter| (counter.kind, counter.sort_key) != (first.kind, first.sort_key))
+        {
+            return Err(build_error(
+                "GetItem",
+                format!(
+                    "the counters {} and {} are not kept on one item",
+                    first.attribute, other.attribute
+                ),
+            ));
+        }
+        let item = self.counter_item(first, id).await?;
+        counters
+            .iter()
+            .map(|counter| counter_of(counter, id, item.as_ref()))
+            .collect()
+    }
+
+    /// A counter's item, with a strongly consistent GetItem.
+    async fn counter_item(&self, counter: &Counter, id: &str) -> Result<Option<Item>, StoreError> {
         self.count("GetItem");
         let output = {
             let started = self.subsegment_start();
@@ -166,7 +202,7 @@ impl DynamoStore {
             result
         }
         .map_err(|err| request_error("GetItem", &err))?;
-        counter_of(counter, id, output.item.as_ref())
+        Ok(output.item)
     }
 }
 
@@ -174,7 +210,7 @@ impl DynamoStore {
 /// handled (their records exist), else the counter the sum would take out
 /// of range, else an error.
 pub(super) fn cancelled_additions(
-    additions: &[Addition],
+    additions: &[DedupAddition],
     deltas: &Deltas<'_>,
     reasons: &[CancellationReason],
 ) -> Result<Added, StoreError> {

@@ -9,12 +9,12 @@ use aws_sdk_dynamodb::types::{
 };
 
 use super::DynamoStore;
-use super::errors::build_error;
 use super::expression::Expression;
 use super::items::counter_key;
 use crate::handling::{Counter, Effect};
 use crate::store::StoreError;
 use crate::store::memory::effects::out_of_range;
+use crate::table::build_error;
 
 /// The effects on one item: each counter's summed delta, in the order
 /// first given.

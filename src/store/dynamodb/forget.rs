@@ -6,10 +6,10 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::DynamoStore;
-use super::errors::request_error;
 use super::items::{CONFLICT_PREFIX, entity_pk};
 use crate::entity::EntityKey;
 use crate::store::StoreError;
+use crate::table::request_error;
 
 /// The most deletes one transaction holds.
 const PER_TRANSACTION: usize = 100;

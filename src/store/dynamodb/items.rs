@@ -32,7 +32,7 @@ pub(super) const DUE_INDEX: &str = "due";
 
 /// The partition of the index of due deadlines of the item `pk`.
 pub(super) fn due_shard_key(pk: &str) -> String {
-    format!("DUE#{:x}", crate::process::due_shard(pk))
+    format!("DUE#{:x}", crate::store::due_shard(pk))
 }
 
 pub(super) fn pending_sk(sequence: u64) -> String {

@@ -49,7 +49,7 @@ mod commit;
 mod counters;
 mod due;
 mod effects;
-pub(crate) mod errors;
+
 mod expression;
 mod forget;
 mod items;
@@ -58,15 +58,16 @@ mod requests;
 mod sweep_mark;
 mod xray;
 
+use crate::table::*;
 pub use admin::{
-    TableError, check_table, connect, create_table, ensure_events_table, ensure_table, ready_table,
+    TableError, check_table, connect, create_table, created_at, ensure_events_table, ensure_table,
+    ready_table,
 };
-use errors::*;
 use items::*;
 
 use super::{
-    Added, Addition, Commit, Committed, ConflictRecord, DedupKey, Inspection, Loaded, ParkedEvent,
-    ParkedPage, Store, StoreError, SweepMark,
+    Added, Commit, Committed, ConflictRecord, DedupAddition, DedupKey, DueEntry, Inspection,
+    Loaded, ParkedEvent, ParkedPage, Store, StoreError, SweepMark,
 };
 use crate::entity::EntityKey;
 use crate::handling::{Counter, Effect};
@@ -113,8 +114,47 @@ pub struct DynamoStore {
     /// The operations called, a bit each of [`OPERATIONS`] (for the
     /// policy test; one atomic `or` a call, the same in every build).
     operations: Arc<AtomicU32>,
-    /// The event store a process's steps append to, in their transactions.
+    /// The event store: what a gap misses is read from it, and a process's
+    /// steps append to it in their transactions.
     events: Option<crate::producer::EventStore>,
+}
+
+impl DynamoStore {
+    /// A commit without appends: the entity's conditional update alone when
+    /// that is all it writes, else one transaction with its effects.
+    async fn commit_alone(
+        &self,
+        commit: &Commit,
+        merged: &[effects::OnItem<'_>],
+    ) -> Result<Committed, StoreError> {
+        if merged.is_empty() && commit.touches_entity() && commit.items() == 1 {
+            return self.update_entity(commit).await;
+        }
+        let mut items = self.commit_items(commit)?;
+        let written = items.len();
+        items.extend(self.effect_items(merged)?);
+        if items.is_empty() {
+            return Ok(Committed::Written);
+        }
+        if !commit.drain.is_empty() {
+            // Drained events' items, and the index entry once none is left.
+            self.note("TransactWriteItems/Delete");
+        }
+        match self.transact(items).await? {
+            Ok(()) => Ok(Committed::Written),
+            Err(reasons) => {
+                // The guard's condition first: a lost race is decided again.
+                let raced = commit.touches_entity()
+                    && reasons
+                        .first()
+                        .is_some_and(|first| first.code() == Some("ConditionalCheckFailed"));
+                match effects::refused_effect(merged, written, &reasons) {
+                    Some(refused) if !raced => Err(refused),
+                    _ => self.cancelled_commit(commit, &reasons).await,
+                }
+            }
+        }
+    }
 }
 
 impl DynamoStore {
@@ -131,16 +171,17 @@ impl DynamoStore {
         }
     }
 
-    /// The store of a process's state, whose steps append to `events` in
-    /// the same transaction as they write the state (the event store's
-    /// table, in the same account and region).
+    /// The store of a consumer of `events` (the event store's table, in the
+    /// same account and region): a gap's missing events are read from it
+    /// ([`Store::stored_events`]), and a process's steps append to it in
+    /// the same transaction as they write the state.
     #[must_use]
     pub fn with_event_store(mut self, events: crate::producer::EventStore) -> Self {
         self.events = Some(events);
         self
     }
 
-    /// The event store a process's steps append to, if any.
+    /// The event store it reads (and a process's steps append to), if any.
     pub fn event_store(&self) -> Option<&crate::producer::EventStore> {
         self.events.as_ref()
     }
@@ -259,35 +300,19 @@ impl Store for DynamoStore {
         }
         let merged = effects::merged(effects);
         if let Some(outbound) = &commit.outbox {
-            return self.commit_with_outbox(commit, outbound, &merged).await;
-        }
-        if merged.is_empty() && commit.touches_entity() && commit.items() == 1 {
-            return self.update_entity(commit).await;
-        }
-        let mut items = self.commit_items(commit)?;
-        let written = items.len();
-        items.extend(self.effect_items(&merged)?);
-        if items.is_empty() {
-            return Ok(Committed::Written);
-        }
-        if !commit.drain.is_empty() {
-            // Drained events' items, and the index entry once none is left.
-            self.note("TransactWriteItems/Delete");
-        }
-        match self.transact(items).await? {
-            Ok(()) => Ok(Committed::Written),
-            Err(reasons) => {
-                // The guard's condition first: a lost race is decided again.
-                let raced = commit.touches_entity()
-                    && reasons
-                        .first()
-                        .is_some_and(|first| first.code() == Some("ConditionalCheckFailed"));
-                match effects::refused_effect(&merged, written, &reasons) {
-                    Some(refused) if !raced => Err(refused),
-                    _ => self.cancelled_commit(commit, &reasons).await,
-                }
+            if let Some(answer) = self.commit_with_outbox(commit, outbound, &merged).await? {
+                return Ok(answer);
             }
+            // Its events were appended before under its request id, by
+            // this step on another table (a rebuild into a table of its
+            // own): the state is written alone.
+            let alone = Commit {
+                outbox: None,
+                ..commit.clone()
+            };
+            return self.commit_alone(&alone, &merged).await;
         }
+        self.commit_alone(commit, &merged).await
     }
 
     async fn parked(
@@ -355,7 +380,7 @@ impl Store for DynamoStore {
         Ok(inspection)
     }
 
-    async fn add(&self, additions: &[Addition]) -> Result<Added, StoreError> {
+    async fn add(&self, additions: &[DedupAddition]) -> Result<Added, StoreError> {
         if additions.is_empty() {
             return Ok(Added::Applied);
         }
@@ -386,13 +411,36 @@ impl Store for DynamoStore {
         self.write_counter_conflicts(counter, id, conflicts).await
     }
 
-    async fn due(&self, shard: u8, now: u64, limit: usize) -> Result<Vec<String>, StoreError> {
-        self.due_page(shard, now, limit).await
+    async fn due(
+        &self,
+        shard: u8,
+        now: u64,
+        after: Option<&DueEntry>,
+        limit: usize,
+    ) -> Result<Vec<DueEntry>, StoreError> {
+        self.due_page(shard, now, after, limit).await
     }
 
     /// DynamoDB requests sent so far (each SDK call counts once, whatever
     /// the SDK retried inside it), a process's appends to the event store
     /// included.
+    fn reads_event_store(&self) -> bool {
+        self.events.is_some()
+    }
+
+    async fn stored_events(
+        &self,
+        stream: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Option<Vec<crate::producer::StoredEvent>>, StoreError> {
+        let Some(events) = &self.events else {
+            return Ok(None);
+        };
+        let limit = i32::try_from(limit).unwrap_or(i32::MAX);
+        events.read(stream, after, limit).await.map(Some)
+    }
+
     fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
             + self.events.as_ref().map_or(0, |events| events.requests())

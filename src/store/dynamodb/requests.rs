@@ -10,11 +10,11 @@ use aws_sdk_dynamodb::types::{
     ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 
-use super::errors::{build_error, request_error, service_error};
 use super::expression::Expression;
 use super::items::key_text;
 use super::{DynamoStore, Item};
 use crate::store::StoreError;
+use crate::table::{build_error, request_error, service_error};
 
 /// BatchGetItem takes at most 100 keys a request.
 const BATCH_GET_LIMIT: usize = 100;

@@ -5,8 +5,8 @@
 
 use super::{MemoryStore, Tables};
 use crate::entity::EntityKey;
-use crate::producer::ExpectedSequence;
-use crate::store::{Committed, Outbound, Stored};
+use crate::producer::{Append, AppendError, ExpectedSequence, MemoryEvents};
+use crate::store::{Committed, Outbound, StoreError, Stored};
 
 /// An event in the embedded event store a process appends to.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +71,36 @@ impl Tables {
                 data: event.data.clone(),
             });
         }
+    }
+}
+
+/// A step's appends to an event store in memory that others read too:
+/// `Ok(Err(answer))` when it does not take them (nothing appended), an
+/// `Err` when it refuses them for good (as the DynamoDB store answers); an
+/// append written before under the step's request id is taken (the state
+/// is written alone, as the DynamoDB store writes it).
+pub(super) fn append_to(
+    events: &MemoryEvents,
+    outbound: &Outbound,
+) -> Result<Result<(), Committed>, StoreError> {
+    let append = Append {
+        stream_id: outbound.stream.clone(),
+        events: outbound.events.clone(),
+        expected: outbound.expected,
+        request_id: Some(outbound.request_id.clone()),
+        writes: Vec::new(),
+    };
+    match events.append_now(&append) {
+        Ok(_) => Ok(Ok(())),
+        Err(AppendError::ExpectedSequence { expected, current }) => Ok(Err(Committed::Moved {
+            stream: outbound.stream.clone(),
+            expected,
+            current,
+        })),
+        Err(other) => Err(StoreError::Rejected {
+            operation: "TransactWriteItems",
+            message: format!("the event store refused the process's append: {other}"),
+        }),
     }
 }
 

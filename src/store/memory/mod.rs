@@ -7,16 +7,17 @@
 //! | `log.rs` | the embedded event store a process appends to ([`LoggedEvent`]) |
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::{
-    Added, Addition, Commit, Committed, ConflictRecord, DedupKey, Existing, Inspection, Loaded,
-    MAX_COMMIT_ITEMS, ParkedEntity, ParkedEvent, ParkedPage, Parking, Store, StoreError, Stored,
-    SweepMark, added, checks,
+    Added, Commit, Committed, ConflictRecord, DedupAddition, DedupKey, DueEntry, Existing,
+    Inspection, Loaded, MAX_COMMIT_ITEMS, ParkedEntity, ParkedEvent, ParkedPage, Parking, Store,
+    StoreError, Stored, SweepMark, added, checks,
 };
 use crate::entity::{AnyEntity, EntityKey};
 use crate::handling::{Counter, Effect, effect_items};
-use crate::process::due_shard;
+use crate::producer::MemoryEvents;
+use crate::store::due_shard;
 
 pub(crate) mod effects;
 mod log;
@@ -114,12 +115,25 @@ impl Tables {
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     tables: Mutex<Tables>,
+    /// The event store a process's steps append to, when it is not the
+    /// table's own embedded one ([`MemoryStore::with_event_store`]).
+    events: Option<Arc<MemoryEvents>>,
 }
 
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The store of a consumer of `events` (an event store in memory that
+    /// others read too: a system run on one machine): a gap's missing
+    /// events are read from it, and a process's steps append to it, each
+    /// step's state and appends at once, or neither.
+    #[must_use]
+    pub fn with_event_store(mut self, events: Arc<MemoryEvents>) -> Self {
+        self.events = Some(events);
+        self
     }
 
     fn tables(&self) -> MutexGuard<'_, Tables> {
@@ -275,8 +289,20 @@ impl Store for MemoryStore {
                     current: tables.stored(key),
                 });
             }
+            // As DynamoDB's conditional ADD of each counter's sum.
+            let sums = effects::sums(&tables.counters, effects)?;
+            if let Some(entity) = &commit.entity {
+                // As DynamoDB would refuse it.
+                checks::entity_fits(entity, &key.pk(), commit.parked_after().len())?;
+            }
             if let Some(outbound) = &commit.outbox {
-                match tables.outbox_fits(outbound) {
+                let appended = match &self.events {
+                    Some(events) => log::append_to(events, outbound)?,
+                    None => tables
+                        .outbox_fits(outbound)
+                        .map(|()| tables.append(outbound)),
+                };
+                match appended {
                     Ok(()) => {}
                     Err(Committed::LostRace { .. }) => {
                         return Ok(Committed::LostRace {
@@ -286,11 +312,7 @@ impl Store for MemoryStore {
                     Err(answer) => return Ok(answer),
                 }
             }
-            // As DynamoDB's conditional ADD of each counter's sum.
-            let sums = effects::sums(&tables.counters, effects)?;
             if let Some(entity) = &commit.entity {
-                // As DynamoDB would refuse it.
-                checks::entity_fits(entity, &key.pk(), commit.parked_after().len())?;
                 tables.entities.insert(key.clone(), entity.clone());
             }
             if commit.changes_parking() {
@@ -304,9 +326,6 @@ impl Store for MemoryStore {
                     tables.due.remove(key);
                 }
                 None => {}
-            }
-            if let Some(outbound) = &commit.outbox {
-                tables.append(outbound);
             }
             tables.counters.extend(sums);
         }
@@ -383,18 +402,30 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    async fn due(&self, shard: u8, now: u64, limit: usize) -> Result<Vec<String>, StoreError> {
+    async fn due(
+        &self,
+        shard: u8,
+        now: u64,
+        after: Option<&DueEntry>,
+        limit: usize,
+    ) -> Result<Vec<DueEntry>, StoreError> {
         tokio::task::yield_now().await;
-        let mut due: Vec<(u64, String)> = self
+        let mut due: Vec<DueEntry> = self
             .tables()
             .due
             .iter()
-            .map(|(key, at)| (*at, key.pk()))
-            .filter(|(at, pk)| *at <= now && due_shard(pk) == shard)
+            .map(|(key, at)| DueEntry {
+                at: *at,
+                pk: key.pk(),
+                // An entity's item, as DynamoDB keys it.
+                sk: "STATE".to_owned(),
+            })
+            .filter(|entry| entry.at <= now && due_shard(&entry.pk) == shard)
+            .filter(|entry| after.is_none_or(|after| entry > after))
             .collect();
         due.sort();
         due.truncate(limit.max(1));
-        Ok(due.into_iter().map(|(_, pk)| pk).collect())
+        Ok(due)
     }
 
     async fn inspect(&self, key: &EntityKey) -> Result<Inspection, StoreError> {
@@ -410,7 +441,7 @@ impl Store for MemoryStore {
             .map_or(0, |conflicts| conflicts.len()))
     }
 
-    async fn add(&self, additions: &[Addition]) -> Result<Added, StoreError> {
+    async fn add(&self, additions: &[DedupAddition]) -> Result<Added, StoreError> {
         tokio::task::yield_now().await;
         let mut tables = self.tables();
         // As a transaction: if any record exists, nothing changes.
@@ -497,5 +528,22 @@ impl Store for MemoryStore {
                 .or_insert_with(|| conflict.clone());
         }
         Ok(())
+    }
+
+    fn reads_event_store(&self) -> bool {
+        self.events.is_some()
+    }
+
+    async fn stored_events(
+        &self,
+        stream: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Option<Vec<crate::producer::StoredEvent>>, StoreError> {
+        tokio::task::yield_now().await;
+        Ok(self
+            .events
+            .as_ref()
+            .map(|events| events.read(stream, after, limit)))
     }
 }

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::InvalidMessage;
-use crate::versions::{MAX_VERSION, Upcast, Versions, problems};
+use super::{MAX_VERSION, Upcast, Versions, problems};
+use crate::reason::InvalidMessage;
 
 /// The versions of a domain, resolved: for each type above version 1, its
 /// current version and its upcasts in order (`steps[v - 1]` takes version

@@ -1,9 +1,21 @@
 //! One append, in phases: where its events go ([`Try`]: after the stream's
 //! last event, read, or after the expected sequence, checked), one try
 //! planned ([`Plan`]: one conditional `PutItem`, or one transaction), sent
-//! ([`Answer`]), and its answer absorbed ([`Next`]: done, refused, or again
+//! (`Answer`), and its answer absorbed (`answer.rs`) ([`Next`]: done, refused, or again
 //! after a short random pause, at the next sequence when another writer took
 //! this one).
+//!
+//! Why no event sealed under an erased subject's key lands after the
+//! erasure: the stream's place is found before any key is read, and a key is
+//! good for the slot right after an event that existed when it was read (the
+//! stream's last event, read; or one this store knows). An erasure deletes
+//! the key before it appends to each of the subject's streams that holds an
+//! event, so an erasure after the read takes a later slot, or takes this one
+//! first: the put finds it taken, and every key is read again before the
+//! next try (an erased subject refused). Where no event is known before the
+//! slot (a new stream, which an erasure does not tell; an expected sequence
+//! not seen yet), the transaction checks that each subject's key item still
+//! holds its key ([`crate::personal::KeySource::key_check`]).
 //!
 //! Why no try can leave a gap or a duplicate: an event is put only on the
 //! condition that its slot is empty, right after an event seen (read, or
@@ -14,17 +26,18 @@
 //! first, and an event put found in its slot is this call's own when it
 //! bears its `eventId`.
 
+mod answer;
+
 use std::time::{Duration, Instant};
 
 use super::check::{Checked, append_kind, cannot_open, check};
-use super::items::{TokenOf, event_exists, event_item, put_new, request_item, stream_pk, token};
-use super::kind::{recorded, same_kind};
-use super::send::{Answer, CONDITION_FAILED, Plan, Refusal};
+use super::items::{TokenOf, event_exists, event_item, put_new, request_item, token};
+use super::kind::same_kind;
+use super::sealing::seal;
+use super::send::Plan;
 use super::store::{EventStore, ExactCheck};
 use super::{Append, AppendError, Appended, ExpectedSequence};
-use crate::entity::Item;
-use crate::personal::writing::seal;
-use crate::store::StoreError;
+use crate::table::StoreError;
 
 /// Where an append stands between its tries.
 struct Try<'a> {
@@ -50,7 +63,28 @@ struct Try<'a> {
     started: Instant,
 }
 
-impl Try<'_> {
+impl<'a> Try<'a> {
+    /// The first try of `append`'s `events`, right after `at`.
+    fn new(append: &'a Append, events: &'a [Checked], at: u64, proven: bool) -> Self {
+        Try {
+            append,
+            events,
+            request: append
+                .request_id
+                .clone()
+                .unwrap_or_else(super::new_event_id),
+            now: now(),
+            trace: crate::trace::current().filter(|trace| crate::sqs::valid_trace_header(trace)),
+            at,
+            proven,
+            uncertain: Vec::new(),
+            tries: 0,
+            lost: 0,
+            unknown: None,
+            started: Instant::now(),
+        }
+    }
+
     /// The kind the events project onto and the first such event's type.
     fn kind(&self) -> Option<(&str, &str)> {
         append_kind(self.events)
@@ -89,6 +123,8 @@ struct Layout {
     events: usize,
     request: bool,
     writes: usize,
+    /// Checks that the subjects' keys still exist, after the writes.
+    keys: usize,
 }
 
 impl Layout {
@@ -102,6 +138,10 @@ impl Layout {
 
     fn first_write(self) -> usize {
         self.first_event() + self.events + usize::from(self.request)
+    }
+
+    fn first_key(self) -> usize {
+        self.first_write() + self.writes
     }
 }
 
@@ -121,25 +161,32 @@ impl EventStore {
         let mut events = check(&self.domain, &append)?;
         let stream = &append.stream_id;
         let _turn = self.turns.take(stream).await;
-        let (mut ground, vouched) = self.vouched(&append);
+        // Where the events go, found before any key is read (the module's
+        // documentation says why).
+        let (at, proven) = self.start(&append, &events).await?;
+        let vouched = self.vouched(&append, at);
         let mut sealed = seal(&self.domain, stream, &mut events, &vouched).await?;
         super::check::sealed_sizes(&append, &events)?;
-        let mut attempt = self.start(&append, &events).await?;
+        let mut attempt = Try::new(&append, &events, at, proven);
+        // The slot the keys are good for is the one after `ground`.
+        let mut ground = attempt.at;
+        let subjects = sealed.subjects();
         loop {
-            if !sealed.vouched.is_empty() && ground != Some(attempt.at) {
+            if !subjects.is_empty() && ground != attempt.at {
                 // Another writer's event came first: it may be an erasure.
                 sealed.read_again(&self.domain, stream).await?;
-                ground = Some(attempt.at).filter(|&at| at > 0);
+                ground = attempt.at;
             }
             attempt.tries += 1;
-            let (plan, layout) = self.plan(&attempt)?;
+            let checks = self.key_checks(&attempt, &mut sealed, &subjects).await?;
+            let (plan, layout) = self.plan(&attempt, &checks)?;
             let answer = self.send(plan).await;
-            match self.absorb(&mut attempt, layout, answer).await? {
+            match self.absorb(&mut attempt, layout, answer, &subjects).await? {
                 Next::Done(appended) => {
                     if !appended.duplicate_request {
                         let kind = attempt.kind().map(|(kind, _)| kind);
                         let first = appended.first_sequence;
-                        let subjects = if ground == Some(first - 1) {
+                        let subjects = if ground + 1 == first {
                             sealed.subjects()
                         } else {
                             Vec::new()
@@ -154,38 +201,49 @@ impl EventStore {
         }
     }
 
-    /// Where the first try will go without reading (an event there is
-    /// known to exist), and the subjects whose keys are vouched for there.
-    fn vouched(&self, append: &Append) -> (Option<u64>, Vec<String>) {
-        let Some(seen) = self.known.get(&append.stream_id) else {
-            return (None, Vec::new());
+    /// The checks, in this try's transaction, that each subject's key still
+    /// exists: where no event is known before the slot (a new stream, an
+    /// expected sequence not seen). A key source no transaction can see has
+    /// its items read again instead.
+    async fn key_checks(
+        &self,
+        attempt: &Try<'_>,
+        sealed: &mut super::Sealed,
+        subjects: &[String],
+    ) -> Result<Vec<aws_sdk_dynamodb::types::TransactWriteItem>, AppendError> {
+        if subjects.is_empty() || (attempt.proven && attempt.at > 0) {
+            return Ok(Vec::new());
+        }
+        let Some(keys) = self.domain.keys() else {
+            return Ok(Vec::new());
         };
-        let at = match append.expected {
-            ExpectedSequence::Any => seen.sequence,
-            ExpectedSequence::Exact(expected)
-                if expected > 0
-                    && expected <= seen.sequence
-                    && self.exact != ExactCheck::ReadFirst =>
-            {
-                expected
+        let checks: Option<Vec<_>> = subjects
+            .iter()
+            .map(|subject| keys.source().key_check(subject))
+            .collect();
+        match checks {
+            Some(checks) => Ok(checks),
+            None => {
+                sealed
+                    .read_again(&self.domain, &attempt.append.stream_id)
+                    .await?;
+                Ok(Vec::new())
             }
-            ExpectedSequence::Exact(_) => return (None, Vec::new()),
-        };
-        let vouched = if at == seen.sequence {
-            seen.vouched
-        } else {
-            Vec::new()
-        };
-        (Some(at), vouched)
+        }
+    }
+
+    /// The subjects whose keys are vouched for right after `at` (see
+    /// `known.rs`).
+    fn vouched(&self, append: &Append, at: u64) -> Vec<String> {
+        match self.known.get(&append.stream_id) {
+            Some(seen) if seen.sequence == at => seen.vouched,
+            _ => Vec::new(),
+        }
     }
 
     /// Where the events go first: after the stream's last event (read), or
-    /// after the expected sequence.
-    async fn start<'a>(
-        &self,
-        append: &'a Append,
-        events: &'a [Checked],
-    ) -> Result<Try<'a>, AppendError> {
+    /// after the expected sequence; and whether an event is known there.
+    async fn start(&self, append: &Append, events: &[Checked]) -> Result<(u64, bool), AppendError> {
         // An update cannot be a stream's first event: known before anything
         // is written (a stream expected empty is read, in this case only).
         let closed = events.first().filter(|first| !first.opens);
@@ -225,33 +283,26 @@ impl EventStore {
                 }
             },
         };
-        let attempt = Try {
-            append,
-            events,
-            request: append
-                .request_id
-                .clone()
-                .unwrap_or_else(super::new_event_id),
-            now: now(),
-            trace: crate::trace::current().filter(|trace| crate::sqs::valid_trace_header(trace)),
-            at,
-            proven,
-            uncertain: Vec::new(),
-            tries: 0,
-            lost: 0,
-            unknown: None,
-            started: Instant::now(),
-        };
-        attempt.same_kind(found.as_deref())?;
+        let (kind, event_type) = append_kind(events).unzip();
+        same_kind(
+            &append.stream_id,
+            event_type.unwrap_or_default(),
+            kind,
+            found.as_deref(),
+        )?;
         if let Some(first) = closed.filter(|_| at == 0) {
             return Err(cannot_open(&append.stream_id, first));
         }
-        Ok(attempt)
+        Ok((at, proven))
     }
 
     /// The try with the stream at `attempt.at`: one event alone after one
     /// seen is one conditional put; anything more, one transaction.
-    fn plan(&self, attempt: &Try<'_>) -> Result<(Plan, Layout), AppendError> {
+    fn plan(
+        &self,
+        attempt: &Try<'_>,
+        checks: &[aws_sdk_dynamodb::types::TransactWriteItem],
+    ) -> Result<(Plan, Layout), AppendError> {
         let append = attempt.append;
         let stream = &append.stream_id;
         let trace = attempt.trace.as_deref();
@@ -270,12 +321,18 @@ impl EventStore {
             events: attempt.events.len(),
             request: append.request_id.is_some(),
             writes: append.writes.len(),
+            keys: checks.len(),
         };
-        if layout.events == 1 && !layout.check && !layout.request && layout.writes == 0 {
+        if layout.events == 1
+            && !layout.check
+            && !layout.request
+            && layout.writes == 0
+            && layout.keys == 0
+        {
             let item = event(0);
             return Ok((Plan::Put(item), layout));
         }
-        let mut items = Vec::with_capacity(layout.first_write() + layout.writes);
+        let mut items = Vec::with_capacity(layout.first_key() + layout.keys);
         if layout.check {
             let kind = attempt.kind().map(|(kind, _)| kind);
             items.push(event_exists(&self.table, stream, attempt.at, kind)?);
@@ -297,164 +354,17 @@ impl EventStore {
             items.push(put_new(&self.table, item)?);
         }
         items.extend(append.writes.iter().cloned());
+        items.extend(checks.iter().cloned());
         let token = token(&TokenOf {
             request: &attempt.request,
             at: attempt.at,
             checked: layout.check,
             events: attempt.events,
             writes: &append.writes,
+            keys: checks,
             now: attempt.now,
         });
         Ok((Plan::Transaction { items, token }, layout))
-    }
-
-    /// What a try's answer means for the append.
-    async fn absorb(
-        &self,
-        attempt: &mut Try<'_>,
-        layout: Layout,
-        answer: Answer,
-    ) -> Result<Next, AppendError> {
-        attempt.unknown = None;
-        match answer {
-            Answer::Written => Ok(Next::Done(attempt.written())),
-            Answer::Refused(reasons) => self.refused(attempt, layout, reasons).await,
-            // The same token used with other parameters: another call of
-            // this request, answered by its record.
-            Answer::Mismatch(_) if attempt.append.request_id.is_some() => {
-                Ok(Next::Done(self.answered(&attempt.request, None).await?))
-            }
-            Answer::Mismatch(err) | Answer::Permanent(err) => Err(err.into()),
-            // Sent again as it was: answered from the first if it took effect.
-            Answer::Unknown(err) => {
-                tracing::warn!(error = %err, tries = attempt.tries, "append: the outcome is unknown, trying again");
-                if !attempt.uncertain.contains(&attempt.at) {
-                    attempt.uncertain.push(attempt.at);
-                }
-                attempt.unknown = Some(err);
-                Ok(Next::Again { lost: false })
-            }
-        }
-    }
-
-    /// A try refused: by the request record, by the slot taken, by the
-    /// expected event missing, by a caller's write; or cancelled for
-    /// another reason (a conflicting transaction, throttling).
-    async fn refused(
-        &self,
-        attempt: &mut Try<'_>,
-        layout: Layout,
-        mut reasons: Vec<Refusal>,
-    ) -> Result<Next, AppendError> {
-        let failed = |index: usize| {
-            reasons.get(index).and_then(|reason| reason.code.as_deref()) == Some(CONDITION_FAILED)
-        };
-        if let Some(at) = layout.request_at().filter(|&at| failed(at)) {
-            let found = reasons.get_mut(at).and_then(|reason| reason.item.take());
-            return Ok(Next::Done(self.answered(&attempt.request, found).await?));
-        }
-        let first = layout.first_event();
-        if failed(first) {
-            let found = reasons.get_mut(first).and_then(|reason| reason.item.take());
-            return self.taken(attempt, found).await;
-        }
-        if layout.check && failed(0) {
-            // Event `at` is of another kind, or does not exist: the stream
-            // is behind.
-            let found = reasons.get_mut(0).and_then(|reason| reason.item.take());
-            if let Some(found) = found.filter(|item| !item.is_empty()) {
-                attempt.same_kind(recorded(&self.domain, &found).as_deref())?;
-            }
-            return Err(self.elsewhere(attempt).await);
-        }
-        if let Some(index) = (1..layout.events).find(|&index| failed(first + index)) {
-            return Err(StoreError::Corrupt {
-                key: stream_pk(&attempt.append.stream_id),
-                message: format!(
-                    "an event is stored at sequence {} and none at {}",
-                    attempt.at + 1 + index as u64,
-                    attempt.at + 1
-                ),
-            }
-            .into());
-        }
-        if let Some(index) = (0..layout.writes).find(|&index| failed(layout.first_write() + index))
-        {
-            return Err(AppendError::Condition { index });
-        }
-        let codes: Vec<&str> = reasons
-            .iter()
-            .filter_map(|reason| reason.code.as_deref())
-            .collect();
-        if codes.contains(&"ValidationError") {
-            return Err(StoreError::Rejected {
-                operation: "TransactWriteItems",
-                message: format!("transaction cancelled: {codes:?}"),
-            }
-            .into());
-        }
-        tracing::debug!(
-            ?codes,
-            tries = attempt.tries,
-            "append: cancelled, trying again"
-        );
-        Ok(Next::Again { lost: false })
-    }
-
-    /// The slot after `at` holds an event: this call's own (from a try whose
-    /// outcome was unknown, or resent by the SDK itself), or another
-    /// writer's.
-    async fn taken(&self, attempt: &mut Try<'_>, found: Option<Item>) -> Result<Next, AppendError> {
-        let kind = found.as_ref().map(|item| recorded(&self.domain, item));
-        if self.ours(attempt, found).await? {
-            return Ok(Next::Done(attempt.written()));
-        }
-        match attempt.append.expected {
-            ExpectedSequence::Exact(_) => Err(self.elsewhere(attempt).await),
-            ExpectedSequence::Any => {
-                // Event `at + 1` exists: the next try goes right after it,
-                // after an event of its kind (one not seen is checked in
-                // the next try's transaction).
-                attempt.at += 1;
-                attempt.proven = kind.is_some();
-                attempt.same_kind(kind.flatten().as_deref())?;
-                Ok(Next::Again { lost: true })
-            }
-        }
-    }
-
-    /// Whether the events after `at` are this call's: the item found there
-    /// bears the `eventId` of its first event (an id of this call's own, or
-    /// the caller's: written with the others, all or nothing); read when the
-    /// item did not come back and a try there had an unknown outcome.
-    async fn ours(&self, attempt: &Try<'_>, found: Option<Item>) -> Result<bool, StoreError> {
-        let first = attempt.events.first().map(|event| event.event_id.as_str());
-        if let Some(item) = &found {
-            return Ok(super::items::text(item, "eventId") == first);
-        }
-        if !attempt.uncertain.contains(&attempt.at) {
-            return Ok(false);
-        }
-        let limit = i32::try_from(attempt.events.len()).unwrap_or(i32::MAX);
-        let stored = self
-            .read(&attempt.append.stream_id, attempt.at, limit)
-            .await?;
-        Ok(stored.len() == attempt.events.len()
-            && stored
-                .iter()
-                .zip(attempt.events)
-                .all(|(stored, event)| stored.event_id == event.event_id))
-    }
-
-    /// The stream is not at the expected sequence: where it is.
-    async fn elsewhere(&self, attempt: &Try<'_>) -> AppendError {
-        match self.last_sequence(&attempt.append.stream_id).await {
-            Ok(current) => AppendError::ExpectedSequence {
-                expected: attempt.at,
-                current,
-            },
-            Err(err) => err.into(),
-        }
     }
 
     /// A short random pause before the next try, within the retry budget;
@@ -525,20 +435,23 @@ mod tests {
             events: 2,
             request: true,
             writes: 1,
+            keys: 2,
         };
         assert_eq!(
             (
                 layout.first_event(),
                 layout.request_at(),
-                layout.first_write()
+                layout.first_write(),
+                layout.first_key()
             ),
-            (1, Some(3), 4)
+            (1, Some(3), 4, 5)
         );
         let bare = Layout {
             check: false,
             events: 1,
             request: false,
             writes: 0,
+            keys: 0,
         };
         assert_eq!((bare.first_event(), bare.request_at()), (0, None));
     }

@@ -1,10 +1,9 @@
-//! DynamoDB's errors as the store's: a refusal for good told apart from
-//! what may heal, in a line, not the SDK's dump of the response.
+//! A DynamoDB call's failure, as every store tells it: [`StoreError`] (a
+//! refusal for good told apart from what may heal), and the SDK's errors
+//! read as one, in a line, not the SDK's dump of the response.
 
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::CancellationReason;
-
-use crate::store::StoreError;
 
 pub(crate) fn request_error<E, R>(operation: &'static str, err: &SdkError<E, R>) -> StoreError
 where
@@ -76,4 +75,50 @@ pub(crate) fn build_error(operation: &'static str, err: impl std::fmt::Display) 
         operation,
         message: err.to_string(),
     }
+}
+
+/// A store operation that did not complete. The table may or may not hold
+/// its effect (a timeout, a lost answer): the caller reports the messages
+/// failed, and the guard sorts it out on redelivery.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A request failed: an error from the service or the SDK (throttling, a
+    /// network error).
+    #[error("{operation} failed: {message}")]
+    Request {
+        /// The operation, as DynamoDB names it (`BatchGetItem`,
+        /// `TransactWriteItems`, ...).
+        operation: &'static str,
+        /// What went wrong, in one line.
+        message: String,
+    },
+    /// The call was cut off when the time left before the invocation's deadline
+    /// (less the margin) ran out.
+    #[error("{operation} did not answer within {millis} ms")]
+    Timeout {
+        /// The operation that was cut off.
+        operation: &'static str,
+        /// The time it was given, in milliseconds.
+        millis: u128,
+    },
+    /// An item exists but cannot be read (an attribute of the wrong type, an
+    /// entity its type cannot decode).
+    #[error("item {key} cannot be read: {message}")]
+    Corrupt {
+        /// Names the item: its key, or what it is (`a parked event`).
+        key: String,
+        /// Why it cannot be read.
+        message: String,
+    },
+    /// The table refused the request for good (DynamoDB's
+    /// `ValidationException`: an item over 400 KB, say): nothing was
+    /// written, and the same request will be refused again.
+    #[error("{operation} refused by the table: {message}")]
+    Rejected {
+        /// The operation refused.
+        operation: &'static str,
+        /// What the table answered, in one line.
+        message: String,
+    },
 }

@@ -1,7 +1,9 @@
 //! An append's personal values sealed before anything is written: for each
 //! event of a type the domain declares personal, its subject's key, and
-//! each personal field present sealed with the event's id and the field's
-//! name. The key item is read (that read is what refuses an erased subject)
+//! each personal field present sealed for the event, the field, the stream
+//! and the subject ([`Binding`]). A personal value that already looks sealed
+//! is refused: `append` stores as sealed only what it sealed itself. The
+//! key item is read (that read is what refuses an erased subject)
 //! unless the event store vouches for the key: it read the item since the
 //! stream's last event, and every event since is its own, so an erasure
 //! since would have broken the chain (see `producer/known.rs`).
@@ -10,12 +12,10 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::cipher::DataKey;
-use super::keys::{KeyError, Known};
-use super::{Subject, associated_data, is_sealed};
+use super::{AppendError, Checked};
 use crate::domain::Domain;
-use crate::envelope::InvalidMessage;
-use crate::producer::{AppendError, Checked};
+use crate::personal::{Binding, DataKey, KeyError, Known, SEALED_FAMILY, Subject, looks_sealed};
+use crate::reason::InvalidMessage;
 
 /// The subjects whose keys an append sealed with.
 #[derive(Debug, Default)]
@@ -72,6 +72,7 @@ pub(crate) async fn seal(
         let sealing = Sealing {
             domain,
             stream,
+            aggregate_id: if event.sequenced { stream } else { "" },
             index,
             event_id: &event.event_id,
             event_type: &event.event_type,
@@ -96,8 +97,10 @@ fn refusal(err: KeyError) -> AppendError {
 }
 
 /// Seals the personal values of one event's `data` as `append` does
-/// (the event `event_id` of type `event_type`, appended to `stream`): for
-/// a caller that stores events some other way, and for tests.
+/// (the event `event_id` of type `event_type`, appended to `stream`, whose
+/// body carries `stream` as its `aggregateId`): for a caller that stores
+/// events some other way, and for tests. A personal value that already
+/// looks sealed is refused, as `append` refuses it.
 pub async fn seal_data(
     domain: &Domain,
     stream: &str,
@@ -108,6 +111,7 @@ pub async fn seal_data(
     let sealing = Sealing {
         domain,
         stream,
+        aggregate_id: stream,
         index: 0,
         event_id,
         event_type,
@@ -125,6 +129,9 @@ pub async fn seal_data(
 struct Sealing<'a> {
     domain: &'a Domain,
     stream: &'a str,
+    /// The body's `aggregateId`: the stream, or empty for a type whose body
+    /// carries none.
+    aggregate_id: &'a str,
     index: usize,
     event_id: &'a str,
     event_type: &'a str,
@@ -138,10 +145,16 @@ impl Sealing<'_> {
         let Value::Object(data) = data else {
             return Ok(());
         };
-        let has_personal = fields.fields.iter().any(|field| {
-            data.get(*field)
-                .is_some_and(|value| !value.is_null() && !value.as_str().is_some_and(is_sealed))
-        });
+        let mut has_personal = false;
+        for field in &fields.fields {
+            match data.get(*field) {
+                None | Some(Value::Null) => {}
+                Some(Value::String(value)) if looks_sealed(value) => {
+                    return Err(self.looks_sealed(field));
+                }
+                Some(_) => has_personal = true,
+            }
+        }
         if !has_personal {
             return Ok(());
         }
@@ -163,16 +176,35 @@ impl Sealing<'_> {
             let Some(value) = data.get_mut(*field) else {
                 continue;
             };
-            if value.is_null() || value.as_str().is_some_and(is_sealed) {
+            if value.is_null() {
                 continue;
             }
             let plain = serde_json::to_vec(value).unwrap_or_default();
+            let binding = Binding {
+                event_id: self.event_id,
+                field,
+                stream: self.aggregate_id,
+                subject: &subject,
+            };
             let sealed = key
-                .seal(&plain, &associated_data(self.event_id, field))
+                .seal(&plain, &binding.associated_data())
                 .map_err(|err| AppendError::Keys(KeyError::Kms(err.to_string())))?;
             *value = Value::String(sealed);
         }
         Ok(())
+    }
+
+    /// A personal value that looks sealed: refused, naming the field.
+    fn looks_sealed(&self, field: &str) -> AppendError {
+        AppendError::Invalid {
+            index: self.index,
+            reason: InvalidMessage::Invalid {
+                field: format!("data{}", crate::reason::key_segment(field)),
+                problem: format!(
+                    "is personal and already looks sealed (it starts with `{SEALED_FAMILY}`): append seals personal values itself, so give the plain value (a sealed value copied from a stored event opens nowhere else)"
+                ),
+            },
+        }
     }
 
     /// The subject's key: read once per append, unless vouched for and

@@ -7,10 +7,9 @@
 
 use serde_json::json;
 
-use super::ERASURE_TYPE;
-use super::keys::KeyError;
+use super::{Append, AppendError, EventLog, ExpectedSequence, NewEvent};
 use crate::digest::digest;
-use crate::producer::{Append, AppendError, EventStore, ExpectedSequence, NewEvent};
+use crate::personal::{ERASURE_TYPE, Erasure, KeyError};
 
 /// What [`erase`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,7 +47,7 @@ pub enum EraseError {
 
 /// Forgets `subject` in the event store `store`: see the module's
 /// documentation.
-pub async fn erase(store: &EventStore, subject: &str) -> Result<Erased, EraseError> {
+pub async fn erase<L: EventLog>(store: &L, subject: &str) -> Result<Erased, EraseError> {
     let keys = store.domain().keys().cloned().ok_or_else(|| {
         EraseError::NotConfigured(
             "the event store has no key source: set PERSONAL_DATA_KEY (or give the domain a keyring)"
@@ -74,18 +73,21 @@ pub async fn erase(store: &EventStore, subject: &str) -> Result<Erased, EraseErr
     }
     let streams = before.map(|stored| stored.streams).unwrap_or_default();
     for stream in streams {
-        if store
-            .last_sequence(&stream)
+        // Its first event's type: by it each consumer finds the entity the
+        // stream projects onto (a stream with none is not told).
+        let first = store
+            .read(&stream, 0, 1)
             .await
             .map_err(|err| EraseError::Append {
                 stream: stream.clone(),
                 reason: AppendError::Store(err),
-            })?
-            == 0
-        {
+            })?;
+        let Some(first) = first.first() else {
             continue;
-        }
-        let mut event = NewEvent::new(ERASURE_TYPE, json!({ "subject": subject }));
+        };
+        let erasure = Erasure::new(subject, first.event_type.clone());
+        let data = serde_json::to_value(&erasure).unwrap_or_else(|_| json!({ "subject": subject }));
+        let mut event = NewEvent::new(ERASURE_TYPE, data);
         event.event_id = Some(format!("erasure-{}-{}", digest(subject), digest(&stream)));
         let append = Append {
             stream_id: stream.clone(),

@@ -1,5 +1,7 @@
 //! The Lambda side: an SQS batch becomes the partial batch response; the
-//! schedule's event becomes a [`sweep`](crate::sweep) of parked events.
+//! schedule's event becomes a [`sweep`](crate::sweep) of parked events; and
+//! the dispatcher's batch of change records is sent (`stream.rs`,
+//! [`respond_to_stream`]).
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -12,6 +14,10 @@ use crate::metrics::{self, Emf};
 use crate::runner::{BatchError, Invocation, Runner};
 use crate::store::{Store, StoreError};
 use crate::sweep::sweep;
+
+mod stream;
+
+pub use stream::respond_to_stream;
 
 /// An invocation that fails as a whole.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +36,13 @@ pub enum InvocationError {
     /// The sweep of parked events failed on a store error.
     #[error("the sweep of parked events failed: {0}")]
     Sweep(StoreError),
+    /// The dispatcher's event is not a batch of change records.
+    #[error("unsupported event: expected a DynamoDB stream batch (`Records`): {0}")]
+    NotAStreamBatch(String),
+    /// The dispatcher's stream is set up wrong (not new images): nothing
+    /// was sent.
+    #[error("{0}")]
+    Unusable(String),
 }
 
 /// Handles any invocation the function is wired to: an SQS batch from the
@@ -152,12 +165,7 @@ pub(crate) fn deadline(deadline_ms: u64) -> Instant {
     }
 }
 
-/// Now, in epoch seconds.
-pub fn epoch_seconds() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs())
-}
+pub use crate::clock::epoch_seconds;
 
 impl From<InvocationError> for lambda_runtime::Diagnostic {
     fn from(err: InvocationError) -> Self {
@@ -167,6 +175,8 @@ impl From<InvocationError> for lambda_runtime::Diagnostic {
             }
             InvocationError::Unsupported(_) => "SequenceGuard.UnsupportedEvent",
             InvocationError::Sweep(_) => "SequenceGuard.SweepFailed",
+            InvocationError::NotAStreamBatch(_) => "SequenceGuard.UnsupportedEvent",
+            InvocationError::Unusable(_) => "SequenceGuard.StreamViewType",
         };
         lambda_runtime::Diagnostic {
             error_type: error_type.to_owned(),

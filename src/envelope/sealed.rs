@@ -8,9 +8,8 @@
 
 use serde_json::{Map, Value};
 
-use super::keys::{Keyring, Known};
-use super::{Declared, ERASURE_TYPE, Subject, associated_data, is_sealed};
-use crate::envelope::InvalidMessage;
+use super::InvalidMessage;
+use crate::personal::{Binding, Declared, ERASURE_TYPE, Keyring, Known, Subject, is_sealed};
 
 /// How a reader opens sealed values.
 #[derive(Clone, Copy)]
@@ -56,16 +55,7 @@ pub(crate) fn open(
     {
         return Ok(());
     }
-    let subject = match fields.subject {
-        Subject::Aggregate => envelope.get("aggregateId").and_then(Value::as_str),
-        Subject::Field(field) => data.get(field).and_then(Value::as_str),
-    }
-    .filter(|subject| !subject.is_empty() && !is_sealed(subject))
-    .ok_or_else(|| match fields.subject {
-        Subject::Aggregate => InvalidMessage::Missing("aggregateId".to_owned()),
-        Subject::Field(field) => InvalidMessage::Missing(format!("data.{field}")),
-    })?
-    .to_owned();
+    let subject = subject_of(envelope, fields.subject.clone())?;
     let known = match opening {
         Opening::Placeholder => Known::Erased,
         Opening::NoKeys => return Err(InvalidMessage::KeyNeeded(subject)),
@@ -75,6 +65,11 @@ pub(crate) fn open(
     };
     let event_id = envelope
         .get("eventId")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let stream = envelope
+        .get("aggregateId")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
@@ -91,14 +86,62 @@ pub(crate) fn open(
         *value = match &known {
             Known::Erased => Value::String(declared.placeholder.to_owned()),
             Known::None => return Err(unopenable(field)),
-            Known::Key(key) => key
-                .open(sealed, &associated_data(&event_id, field))
-                .ok()
-                .and_then(|plain| serde_json::from_slice(&plain).ok())
-                .ok_or_else(|| unopenable(field))?,
+            Known::Key(key) => {
+                let binding = Binding {
+                    event_id: &event_id,
+                    field,
+                    stream: &stream,
+                    subject: &subject,
+                };
+                key.open(sealed, &binding.associated_data_of(sealed))
+                    .ok()
+                    .and_then(|plain| serde_json::from_slice(&plain).ok())
+                    .ok_or_else(|| unopenable(field))?
+            }
         };
     }
     Ok(())
+}
+
+/// Whose the sealed values of `envelope` are: its aggregate's, or a field
+/// of its `data` (which must be a plain, non-empty string).
+fn subject_of(envelope: &Map<String, Value>, subject: Subject) -> Result<String, InvalidMessage> {
+    let data = envelope.get("data");
+    match subject {
+        Subject::Aggregate => envelope.get("aggregateId").and_then(Value::as_str),
+        Subject::Field(field) => data
+            .and_then(|data| data.get(field))
+            .and_then(Value::as_str),
+    }
+    .filter(|subject| !subject.is_empty() && !is_sealed(subject))
+    .map(str::to_owned)
+    .ok_or_else(|| match subject {
+        Subject::Aggregate => InvalidMessage::Missing("aggregateId".to_owned()),
+        Subject::Field(field) => InvalidMessage::Missing(format!("data.{field}")),
+    })
+}
+
+/// The subject whose key reading `body` needs: a body of a type the
+/// domain declares personal, with a sealed value in its `data`. What a
+/// reader confirms before it trusts a key it keeps.
+pub(crate) fn sealed_subject(body: &str, declared: &Declared) -> Option<String> {
+    if !body.contains(crate::personal::SEALED_FAMILY) {
+        return None;
+    }
+    let Ok(Value::Object(envelope)) = serde_json::from_str::<Value>(body) else {
+        return None;
+    };
+    let event_type = envelope.get("type").and_then(Value::as_str)?;
+    let fields = declared.of(event_type)?;
+    let sealed = envelope
+        .get("data")
+        .and_then(Value::as_object)?
+        .values()
+        .any(|value| value.as_str().is_some_and(is_sealed));
+    if !sealed {
+        return None;
+    }
+    subject_of(&envelope, fields.subject.clone()).ok()
 }
 
 /// The subject an erasure event names.
@@ -109,21 +152,6 @@ fn erased_subject(envelope: &Map<String, Value>) -> Option<&str> {
 fn unopenable(field: &str) -> InvalidMessage {
     InvalidMessage::Invalid {
         field: format!("data{}", crate::reason::key_segment(field)),
-        problem: "is sealed, and cannot be opened with its subject's key (altered, moved from another event, or sealed by another store)".to_owned(),
-    }
-}
-
-/// The subjects whose keys reading `body` needs and the keyring does not
-/// hold: what a reader fetches before it reads bodies in bulk.
-pub(crate) fn needed(body: &str, declared: &Declared, keys: &Keyring) -> Option<String> {
-    if !body.contains(super::SEALED_PREFIX) {
-        return None;
-    }
-    let Ok(Value::Object(mut envelope)) = serde_json::from_str::<Value>(body) else {
-        return None;
-    };
-    match open(&mut envelope, declared, Opening::With(keys)) {
-        Err(InvalidMessage::KeyNeeded(subject)) => Some(subject),
-        _ => None,
+        problem: "is sealed, and cannot be opened with its subject's key (altered, moved from another event, field, stream or subject, or sealed by another store)".to_owned(),
     }
 }
