@@ -1,7 +1,8 @@
 //! Personal data in the engine, with a small domain of its own and keys in
 //! memory: declarations checked, values sealed and opened, the placeholder
 //! once a subject is erased, the erasure applied under the guard, and a
-//! consumer that declares nothing never reading a key.
+//! consumer that declares nothing never reading a key, and the line the
+//! tools print of an entity showing none of it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,9 +11,9 @@ use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use futures::future::BoxFuture;
 use sequence_guard::envelope::InvalidMessage;
 use sequence_guard::personal::{
-    DataKey, Erasure, KeyError, KeySource, Keyring, LocalKeys, Personal, Stored, is_sealed,
-    seal_data,
+    DataKey, Erasure, KeyError, KeyItem, KeySource, Keyring, LocalKeys, Personal, is_sealed,
 };
+use sequence_guard::producer::seal_data;
 use sequence_guard::runner::{Invocation, Outcome, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
 use sequence_guard::{Decision, Domain, Entity, EntityKey, Events, Handling, Sequenced};
@@ -457,7 +458,7 @@ impl KeySource for Refusing {
     fn read<'a>(
         &'a self,
         subjects: &'a [String],
-    ) -> BoxFuture<'a, Result<HashMap<String, Stored>, KeyError>> {
+    ) -> BoxFuture<'a, Result<HashMap<String, KeyItem>, KeyError>> {
         self.inner.read(subjects)
     }
 
@@ -476,7 +477,7 @@ impl KeySource for Refusing {
         &'a self,
         subject: &'a str,
         stream: &'a str,
-    ) -> BoxFuture<'a, Result<Result<(Vec<u8>, DataKey), Stored>, KeyError>> {
+    ) -> BoxFuture<'a, Result<Result<(Vec<u8>, DataKey), KeyItem>, KeyError>> {
         self.inner.create(subject, stream)
     }
 
@@ -488,7 +489,7 @@ impl KeySource for Refusing {
         self.inner.add_stream(subject, stream)
     }
 
-    fn erase<'a>(&'a self, subject: &'a str) -> BoxFuture<'a, Result<Option<Stored>, KeyError>> {
+    fn erase<'a>(&'a self, subject: &'a str) -> BoxFuture<'a, Result<Option<KeyItem>, KeyError>> {
         self.inner.erase(subject)
     }
 
@@ -537,4 +538,28 @@ async fn one_subjects_key_failing_holds_only_its_own_records() {
         let key = EntityKey::of::<Member>(member);
         assert_eq!(entity::<Member>(&store, &key).is_some(), stored, "{member}");
     }
+}
+
+/// The line `replay` and `inspect` print of an entity without a summary of
+/// its own names a personal attribute, never its value.
+#[test]
+fn the_default_summary_names_personal_attributes_without_their_values() {
+    let member = Member {
+        sequence: 3,
+        last_event_id: "m-3".to_owned(),
+        name: "Ada Lovelace".to_owned(),
+        email: "ada@example.com".to_owned(),
+        plan: "gold".to_owned(),
+    };
+    let line = sequence_guard::AnyEntity::new(member.clone()).summary();
+    assert_eq!(line, r#"email (personal) name (personal) plan "gold""#);
+    // Once erased: the placeholder, which is no one's, so that the line
+    // tells a forgotten member from one whose data is kept.
+    let erased = Member {
+        name: "(erased)".to_owned(),
+        email: "(erased)".to_owned(),
+        ..member
+    };
+    let line = sequence_guard::AnyEntity::new(erased).summary();
+    assert_eq!(line, r#"email (erased) name (erased) plan "gold""#);
 }

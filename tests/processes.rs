@@ -5,7 +5,7 @@
 //! fired once through the same checks, and the declarations refused.
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
-use sequence_guard::process::{Due, Outbox, Process};
+use sequence_guard::process::{Due, DueOutbox, Outbox, Process};
 use sequence_guard::runner::{BatchReport, Invocation, Outcome, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
 use sequence_guard::{Decision, Domain, Entity, Events, Handling, Sequenced};
@@ -216,23 +216,23 @@ impl Events for TicketEvent {
     }
 }
 
-/// Reminds: appends `Noted` to the ticket's own stream at the sequence seen.
-fn on_due(ticket: &mut Ticket, due: &Due, outbox: &mut Outbox) {
+/// Reminds: appends `Noted` to the ticket's own stream (at the sequence seen).
+fn on_due(ticket: &mut Ticket, _: &Due, outbox: &mut DueOutbox) {
     ticket.reminded += 1;
     let note = Note {
         to: "reminder".to_owned(),
         count: 0,
     };
-    outbox.append_at(&due.stream, due.sequence, "Noted", &note);
+    outbox.append("Noted", &note);
 }
 
 /// Breaks its rule: moves the sequence.
-fn on_due_moving(ticket: &mut Ticket, _: &Due, _: &mut Outbox) {
+fn on_due_moving(ticket: &mut Ticket, _: &Due, _: &mut DueOutbox) {
     ticket.sequence += 1;
 }
 
 /// Keeps a later deadline.
-fn on_due_later(ticket: &mut Ticket, due: &Due, outbox: &mut Outbox) {
+fn on_due_later(ticket: &mut Ticket, due: &Due, outbox: &mut DueOutbox) {
     ticket.reminded += 1;
     outbox.set_deadline(due.at + 3600);
 }
@@ -255,7 +255,7 @@ impl Entity for Desk {
     }
 }
 
-fn on_due_desk(_: &mut Desk, _: &Due, _: &mut Outbox) {}
+fn on_due_desk(_: &mut Desk, _: &Due, _: &mut DueOutbox) {}
 
 fn domain_with(process: Process) -> Domain {
     Domain::new::<TicketEvent>()

@@ -174,3 +174,39 @@ fn each_marked_region_is_read_whole_and_in_order() {
     assert_eq!(regions, expected);
     assert!(figure_regions("no markers").is_empty());
 }
+
+#[test]
+fn the_engines_attributes_are_all_listed_in_the_reference() {
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/domain-reference.md"),
+    )
+    .expect("docs/domain-reference.md");
+    let heading = "## Entities: the engine's attributes";
+    let start = doc.find(heading).expect("the section");
+    let rest = &doc[start + heading.len()..];
+    let section = &rest[..rest.find("\n## ").unwrap_or(rest.len())];
+    let rows: Vec<&str> = section
+        .lines()
+        .filter(|line| line.starts_with("| `"))
+        .collect();
+    for attribute in sequence_guard::entity::ENGINE_ATTRIBUTES {
+        assert!(
+            rows.iter()
+                .any(|row| row.contains(&format!("`{attribute}`"))),
+            "docs/domain-reference.md does not list `{attribute}` among the engine's attributes"
+        );
+    }
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guide.md"))
+            .expect("docs/guide.md");
+    let at = guide
+        .find("attribute names are the engine's")
+        .expect("the guide's list");
+    let list = &guide[at..at + 300];
+    for attribute in sequence_guard::entity::ENGINE_ATTRIBUTES {
+        assert!(
+            list.contains(&format!("`{attribute}`")),
+            "docs/guide.md's list lacks `{attribute}`"
+        );
+    }
+}

@@ -21,7 +21,7 @@ use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
 use sequence_guard::store::dynamodb::DynamoStore;
 use sequence_guard::store::memory::MemoryStore;
 use sequence_guard::store::{
-    Added, Addition, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, ParkedPage,
+    Added, Commit, Committed, DedupAddition, DedupKey, Inspection, Loaded, ParkedEvent, ParkedPage,
     Store, StoreError, SweepMark,
 };
 use support::*;
@@ -307,7 +307,7 @@ impl<S: Store> Store for Slow<S> {
         self.inner.inspect(key).await
     }
 
-    async fn add(&self, additions: &[Addition]) -> Result<Added, StoreError> {
+    async fn add(&self, additions: &[DedupAddition]) -> Result<Added, StoreError> {
         self.inner.add(additions).await
     }
 

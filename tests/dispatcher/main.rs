@@ -20,7 +20,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use sequence_guard::dispatcher::{
-    Outgoing, Queue, Read, Refused, SendError, Settings, SnsTopic, dispatch, read, sqs_body_char,
+    Message, Queue, Read, Refused, SendError, Settings, SnsTopic, dispatch, read, sqs_body_char,
     topic_blames_message, valid_sqs_id,
 };
 use sequence_guard::{Counter, Decision, Domain, Entity, Events, Handling, Sequenced};
@@ -144,15 +144,15 @@ fn sequence_number(seq: u64) -> String {
     format!("{seq:021}")
 }
 
-type Rule = Box<dyn Fn(&Outgoing, u32) -> Option<Refused> + Send + Sync>;
+type Rule = Box<dyn Fn(&Message, u32) -> Option<Refused> + Send + Sync>;
 
 /// A queue that records requests, takes entries unless `refuse` says
 /// otherwise (given the entry and how many times it was offered before),
 /// and fails whole requests while `fail_requests` > 0.
 #[derive(Default)]
 struct TestQueue {
-    requests: Mutex<Vec<Vec<Outgoing>>>,
-    taken: Mutex<Vec<Outgoing>>,
+    requests: Mutex<Vec<Vec<Message>>>,
+    taken: Mutex<Vec<Message>>,
     reports: Mutex<Vec<Value>>,
     offered: Mutex<HashMap<String, u32>>,
     refuse: Option<Rule>,
@@ -161,7 +161,7 @@ struct TestQueue {
 }
 
 impl Queue for TestQueue {
-    async fn send(&self, entries: &[Outgoing]) -> Result<Vec<Refused>, SendError> {
+    async fn send(&self, entries: &[Message]) -> Result<Vec<Refused>, SendError> {
         assert!(
             entries.len() <= 10,
             "{} entries in one request",

@@ -254,7 +254,7 @@ async fn a_refused_head_still_goes_alone_after_a_later_entry_is_reported() {
         vec![3, 4, 5, 6, 7, 8, 9, 10, 1, 11]
     );
     let requests = queue.requests.lock().unwrap();
-    let ids = |request: &Vec<Outgoing>| -> Vec<String> {
+    let ids = |request: &Vec<Message>| -> Vec<String> {
         request.iter().map(|o| o.deduplication_id.clone()).collect()
     };
     assert_eq!(

@@ -119,7 +119,7 @@ async fn sns_topic_publishes_each_entry_with_the_queues_ids_and_body_in_order() 
     let sns = fake_sns(200, PUBLISH_BATCH_ANSWER);
     let topic = topic_on(&sns.endpoint);
     let records: Vec<Value> = (1..=4).map(|n| insert(n, "a", n)).collect();
-    let entries: Vec<Outgoing> = records
+    let entries: Vec<Message> = records
         .iter()
         .map(|record| match read(record, &domain()) {
             Read::Send(outgoing) => outgoing,

@@ -7,7 +7,7 @@ use super::*;
 struct TestTopic(TestQueue);
 
 impl Queue for TestTopic {
-    async fn send(&self, entries: &[Outgoing]) -> Result<Vec<Refused>, SendError> {
+    async fn send(&self, entries: &[Message]) -> Result<Vec<Refused>, SendError> {
         self.0.send(entries).await
     }
 

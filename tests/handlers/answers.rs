@@ -164,3 +164,27 @@ fn a_pass_that_cannot_move_its_entity_is_a_handler_error() {
     );
     assert_eq!(stuck.entity().map(|renamed| renamed.sequence), Some(1));
 }
+
+#[tokio::test]
+async fn invalid_on_the_next_sequence_fails_the_message_as_invalid_and_writes_nothing() {
+    let store = MemoryStore::new();
+    let runner = Runner::new(domain(), &store, RunnerConfig::default());
+    run(&runner, &[("Started", 1), ("Counted", 2)]).await;
+    let report = run(&runner, &[("CountedInvalid", 3), ("Counted", 4)]).await;
+    assert_eq!(outcomes(&report), [Outcome::Invalid, Outcome::Skipped]);
+    let reason = report.messages[0].reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains("on_counted_invalid") && reason.contains("can never be applied"),
+        "{reason}"
+    );
+    assert_eq!(stored(&store), Some(tally(2, 1, "t-2-Counted")));
+    // Where applied would not be right (a duplicate, a gap), invalid is a
+    // handler's mistake: a duplicate is never refused.
+    let report = run(&runner, &[("CountedInvalid", 2)]).await;
+    assert_eq!(outcomes(&report), [Outcome::HandlerError]);
+    let reason = report.messages[0].reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains("answered invalid to event 2 on an entity at sequence 2"),
+        "{reason}"
+    );
+}

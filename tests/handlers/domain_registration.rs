@@ -18,7 +18,8 @@ fn the_domain_knows_its_types_and_kinds_from_the_declarations() {
             "CountedQuietly",
             "CountedPanicking",
             "CountedPanickingWhenNext",
-            "CountedPassing"
+            "CountedPassing",
+            "CountedInvalid"
         ]
     );
     assert_eq!(domain.kind("tally").map(|kind| kind.name), Some("TALLY"));

@@ -57,6 +57,8 @@ enum TallyEvent {
     CountedPanickingWhenNext(Nothing),
     /// Passes: only the sequence and the last event id move.
     CountedPassing(Nothing),
+    /// Refused as invalid, with or without the guard.
+    CountedInvalid(Nothing),
 }
 
 fn on_started(tally: &mut Option<Tally>, event: &Sequenced<Nothing>) -> Decision {
@@ -124,6 +126,10 @@ fn on_counted_quietly(tally: &mut Option<Tally>, event: &Sequenced<Nothing>) -> 
     Decision::Applied
 }
 
+fn on_counted_invalid(_: &mut Option<Tally>, _: &Sequenced<Nothing>) -> Decision {
+    Decision::Invalid
+}
+
 fn on_counted_panicking(_: &mut Option<Tally>, event: &Sequenced<Nothing>) -> Decision {
     panic!("a bug in the handler, at event {}", event.sequence)
 }
@@ -169,6 +175,7 @@ impl Events for TallyEvent {
                 Handling::sequenced(data, on_counted_panicking_when_next)
             }
             TallyEvent::CountedPassing(_) => Handling::pass::<Tally>(),
+            TallyEvent::CountedInvalid(data) => Handling::sequenced(data, on_counted_invalid),
         }
     }
 }

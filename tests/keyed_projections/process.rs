@@ -25,6 +25,8 @@ enum DeskEvent {
     BookAdded(Added),
     BookLent(Loan),
     BookOverdue(Loan),
+    /// Its own notices, of the event store it appends to: another stream's.
+    NoticeSent(serde::de::IgnoredAny),
 }
 
 impl Events for DeskEvent {
@@ -33,6 +35,7 @@ impl Events for DeskEvent {
             DeskEvent::BookAdded(data) => Handling::sequenced(data, library::added),
             DeskEvent::BookLent(data) => Handling::sequenced_with_effects(data, library::lent),
             DeskEvent::BookOverdue(data) => Handling::process(data, overdue),
+            DeskEvent::NoticeSent(_) => Handling::ignore(),
         }
     }
 }

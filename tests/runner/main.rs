@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use sequence_guard::EntityKey;
 use sequence_guard::runner::{BatchError, BatchReport, Invocation, Outcome, Runner, RunnerConfig};
-use sequence_guard::store::Addition;
+use sequence_guard::store::DedupAddition;
 use sequence_guard::store::memory::MemoryStore;
 use sequence_guard::store::{
     Added, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, Store, StoreError,
@@ -182,7 +182,7 @@ impl Store for FaultyStore {
         self.inner.parked_entities(after, limit).await
     }
 
-    async fn add(&self, adjustments: &[Addition]) -> Result<Added, StoreError> {
+    async fn add(&self, adjustments: &[DedupAddition]) -> Result<Added, StoreError> {
         self.adjusts.fetch_add(1, Ordering::SeqCst);
         if self.faults().adjust_fails {
             return Err(failure("TransactWriteItems"));

@@ -75,12 +75,35 @@ pub(super) fn run_case(
                 .collect::<Vec<_>>(),
         );
     }
+    // The event store: every sequenced stream's events, in order.
+    let events = scenario.reads_store.then(|| {
+        streams
+            .iter()
+            .map(|(name, sent)| {
+                let stored = sent
+                    .iter()
+                    .filter_map(|sent| {
+                        let body: serde_json::Value = serde_json::from_str(&sent.body).ok()?;
+                        Some(StoredEvent {
+                            sequence: body["sequence"].as_u64()?,
+                            event_id: body["eventId"].as_str()?.to_owned(),
+                            event_type: body["type"].as_str()?.to_owned(),
+                            body: sent.body.clone(),
+                            appended_at: 0,
+                        })
+                    })
+                    .collect();
+                (name.clone(), stored)
+            })
+            .collect()
+    });
     let store = SimStore {
         inner: MemoryStore::new(),
         plan: Mutex::new((Rng(scenario.seed ^ 0x5EED), scenario.fault_percent, 12)),
         expected: expected.clone(),
         violations: Mutex::new(Vec::new()),
         faults: AtomicU64::new(0),
+        events,
     };
     let runner = Runner::new(
         domain(),
@@ -92,7 +115,7 @@ pub(super) fn run_case(
     );
 
     let mut invocations = 0u64;
-    let (mut parked, mut drained) = (0u64, 0u64);
+    let (mut parked, mut drained, mut filled) = (0u64, 0u64, 0u64);
     while groups.iter().any(|group| !group.is_empty()) {
         invocations += 1;
         prop_assert!(invocations < 1000, "no convergence after 1000 invocations");
@@ -155,6 +178,7 @@ pub(super) fn run_case(
             let report = report.map_err(|err| TestCaseError::fail(err.to_string()))?;
             parked += report.count(Outcome::Parked) as u64;
             drained += report.drained() as u64;
+            filled += report.filled_events();
             prop_assert_eq!(
                 report.count(Outcome::Conflict),
                 0,
@@ -252,6 +276,7 @@ pub(super) fn run_case(
     totals.invocations.fetch_add(invocations, Ordering::Relaxed);
     totals.parked.fetch_add(parked, Ordering::Relaxed);
     totals.drained.fetch_add(drained, Ordering::Relaxed);
+    totals.filled.fetch_add(filled, Ordering::Relaxed);
     totals
         .faults
         .fetch_add(store.faults.load(Ordering::Relaxed), Ordering::Relaxed);

@@ -11,6 +11,8 @@ pub(super) struct SimStore {
     pub(super) expected: HashMap<EntityKey, Vec<AnyEntity>>,
     pub(super) violations: Mutex<Vec<String>>,
     pub(super) faults: AtomicU64,
+    /// The event store's streams, when the consumer reads it.
+    pub(super) events: Option<HashMap<String, Vec<StoredEvent>>>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -97,7 +99,7 @@ impl Store for SimStore {
         self.inner.parked_entities(after, limit).await
     }
 
-    async fn add(&self, adjustments: &[Addition]) -> Result<Added, StoreError> {
+    async fn add(&self, adjustments: &[DedupAddition]) -> Result<Added, StoreError> {
         let fault = self.fault();
         if fault == Fault::Before {
             return Err(Self::injected("TransactWriteItems"));
@@ -115,5 +117,36 @@ impl Store for SimStore {
         id: &str,
     ) -> Result<Option<i64>, StoreError> {
         self.inner.counter(counter, id).await
+    }
+
+    fn reads_event_store(&self) -> bool {
+        self.events.is_some()
+    }
+
+    async fn stored_events(
+        &self,
+        stream: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Option<Vec<StoredEvent>>, StoreError> {
+        let Some(events) = &self.events else {
+            return Ok(None);
+        };
+        if self.fault() != Fault::None {
+            return Err(Self::injected("Query"));
+        }
+        Ok(Some(
+            events
+                .get(stream)
+                .map(|events| {
+                    events
+                        .iter()
+                        .filter(|event| event.sequence > after)
+                        .take(limit)
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default(),
+        ))
     }
 }

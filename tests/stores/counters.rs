@@ -7,7 +7,8 @@ use Outcome::*;
 
 pub async fn an_addition_applies_once_per_event<S: Store>(store: S) {
     assert_eq!(store.counter(&LEVEL, "G-1").await.expect("read"), None);
-    let adjust = async |adjustments: &[Addition]| store.add(adjustments).await.expect("adjust");
+    let adjust =
+        async |adjustments: &[DedupAddition]| store.add(adjustments).await.expect("adjust");
     assert_eq!(adjust(&[adjustment("a", "G-1", 10)]).await, Added::Applied);
     assert_eq!(adjust(&[adjustment("b", "G-1", -3)]).await, Added::Applied);
     assert_eq!(
@@ -70,7 +71,8 @@ pub async fn additions_apply_together_or_not_at_all<S: Store>(store: S) {
 /// the value it found; DynamoDB's ADD alone would store a number no
 /// reader can take, the memory store used to clamp it.
 pub async fn a_counter_never_leaves_the_64_bit_range<S: Store>(store: S) {
-    let adjust = async |adjustments: &[Addition]| store.add(adjustments).await.expect("adjust");
+    let adjust =
+        async |adjustments: &[DedupAddition]| store.add(adjustments).await.expect("adjust");
     assert_eq!(
         adjust(&[adjustment("m1", "G-MAX", i64::MAX - 10)]).await,
         Added::Applied

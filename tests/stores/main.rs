@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use sequence_guard::EntityKey;
 use sequence_guard::runner::{Invocation, Outcome, Runner, RunnerConfig};
-use sequence_guard::store::Addition;
+use sequence_guard::store::DedupAddition;
 use sequence_guard::store::memory::MemoryStore;
 use sequence_guard::store::{Added, DedupKey, Existing, Loaded, Store};
 use sequence_guard::testing::Keyed;
@@ -46,8 +46,8 @@ fn tag(id: &str, sequence: u64) -> Keyed {
     Keyed::new(id, tag_at(sequence))
 }
 
-fn adjustment(event_id: &str, gauge: &str, delta: i64) -> Addition {
-    Addition {
+fn adjustment(event_id: &str, gauge: &str, delta: i64) -> DedupAddition {
+    DedupAddition {
         event_id: event_id.to_owned(),
         handler: LEVEL_HANDLER,
         counter: &LEVEL,

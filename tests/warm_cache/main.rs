@@ -12,7 +12,7 @@ use sequence_guard::handling::{Counter, Effect};
 use sequence_guard::runner::{Invocation, Outcome, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
 use sequence_guard::store::{
-    Added, Addition, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, ParkedPage,
+    Added, Commit, Committed, DedupAddition, DedupKey, Inspection, Loaded, ParkedEvent, ParkedPage,
     Store, StoreError,
 };
 use support::*;
@@ -82,7 +82,7 @@ impl<S: Store> Store for Calls<S> {
         self.store.inspect(key).await
     }
 
-    async fn add(&self, additions: &[Addition]) -> Result<Added, StoreError> {
+    async fn add(&self, additions: &[DedupAddition]) -> Result<Added, StoreError> {
         self.store.add(additions).await
     }
 
