@@ -10,7 +10,7 @@
 //! the order (the event's `aggregateId`). `append` seals them with the
 //! subject's key; `erase --subject <order>` forgets them, and tells every
 //! consumer with a `PersonalDataErased` event, which the order projection
-//! applies by replacing them with `(erased)` ([`Handling::erase`]).
+//! applies by replacing them with `(erased)` ([`Handling::erasure`]).
 
 use sequence_guard::limits::{integer, non_negative, text};
 use sequence_guard::personal::{Erasure, Personal};
@@ -132,7 +132,7 @@ impl Events for ShopEvent {
                 Handling::sequenced(data, product::on_product_price_changed)
             }
             ShopEvent::InventoryAdjusted(change) => stock::on_inventory_adjusted(change),
-            ShopEvent::PersonalDataErased(data) => Handling::erase::<order::Order>(data),
+            ShopEvent::PersonalDataErased(data) => Handling::erasure(data),
         }
     }
 

@@ -11,7 +11,7 @@
 //! | `ProductCreated`      | [`product::on_product_created`]        | sequenced (a creation) |
 //! | `ProductPriceChanged` | [`product::on_product_price_changed`]  | sequenced  |
 //! | `InventoryAdjusted`   | [`stock::on_inventory_adjusted`]       | a deduplicated effect: `ADD onHand` |
-//! | `PersonalDataErased`  | `Handling::erase::<Order>`             | sequenced: the order's `customerName` and `email` become `(erased)` |
+//! | `PersonalDataErased`  | `Handling::erasure`                    | sequenced: the order's `customerName` and `email` become `(erased)` |
 //!
 //! An order's `customerName` and `email` are personal data
 //! ([`ShopEvent`]'s `personal()`): sealed in the store with a key of the
@@ -19,13 +19,18 @@
 //! forgotten with `erase --subject <order>`.
 //! - `events.rs`: the events ([`ShopEvent`]) and the registration.
 //! - `order.rs`, `product.rs`: the entities and their handlers.
+//! - `money.rs`: an order's sums of payments and refunds, at most 2^63-1
+//!   cents, and the answer to an event that would pass it.
 //! - `stock.rs`: the stock counter.
 //! - `status.rs`: the second consumer's domain: each order's status, no
 //!   personal data (`status-projector`, `status-replay`, `status-rebuild`,
 //!   `status-verify`, `status-inspect`: every tool the first consumer has).
-//! - `src/bin/`: the Lambda function, `replay` and `inspect`, one line each.
+//! - `src/bin/`: the Lambda function, `replay` and `inspect`, one line each;
+//!   `local`, the whole [`system`] run on one machine from a script
+//!   (`shop/local/`).
 
 pub mod events;
+pub mod money;
 pub mod order;
 pub mod payments;
 pub mod product;
@@ -38,6 +43,7 @@ pub use product::Product;
 pub use stock::STOCK;
 
 use sequence_guard::Domain;
+use sequence_guard::domain::System;
 
 /// The shop, registered: its events, its entity kinds and its counter.
 pub fn domain() -> Domain {
@@ -46,6 +52,17 @@ pub fn domain() -> Domain {
         .entity::<Product>()
         .counter(&STOCK)
         .with_crate_version(env!("CARGO_PKG_VERSION"))
+}
+
+/// The shop's whole system, as the template deploys it: its event store of
+/// the shop's events, and its three consumers (`orders`, the projector;
+/// `status`; `payments`, the process). What `local` runs on one machine,
+/// and what its test checks before any message.
+pub fn system() -> System {
+    System::new(domain())
+        .consumer("orders", domain())
+        .consumer("status", status::domain())
+        .consumer("payments", payments::domain())
 }
 
 // The Rust blocks of the README and of docs/ are compiled and run as this
@@ -71,6 +88,9 @@ pub struct Performance;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/processes.md")]
 pub struct Processes;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/processes-compared.md")]
+pub struct ProcessesCompared;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/personal-data.md")]
 pub struct PersonalData;

@@ -4,6 +4,9 @@ use sequence_guard::{Decision, Entity, Sequenced};
 use serde::{Deserialize, Serialize};
 
 use crate::events::{OrderCancellation, OrderDetails, PaymentDetails, RefundRequest};
+#[cfg(doc)]
+use crate::money::MAX_CENTS;
+use crate::money::{self, past_the_largest_sum};
 
 /// As the table stores it: `OPEN` or `CANCELLED`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,11 +48,12 @@ pub struct Order {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_reason: Option<String>,
     /// The sum of the `PaymentReceived` amounts, also those received after a
-    /// cancellation. Not written while 0, and 0 when absent: the items of an
-    /// earlier release read, and stay, as they were.
+    /// cancellation, at most [`MAX_CENTS`]. Not written while 0, and 0 when
+    /// absent: the items of an earlier release read, and stay, as they were.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub paid_cents: u64,
-    /// The sum of the `RefundRequested` amounts; as `paid_cents`.
+    /// The sum of the `RefundRequested` amounts; as `paid_cents`, at most
+    /// [`MAX_CENTS`].
     #[serde(default, skip_serializing_if = "is_zero")]
     pub refund_cents: u64,
 }
@@ -109,20 +113,30 @@ impl Order {
 
     /// Applies `PaymentReceived`, on an open or a cancelled order (a payment
     /// that arrives after the cancellation is recorded: the payments process
-    /// asks for it back); sets `sequence` to the event's. The sum stops at
-    /// 2^64-1 cents rather than wrap.
-    pub fn receive_payment(&mut self, event: &Sequenced<PaymentDetails>) {
-        self.paid_cents = self.paid_cents.saturating_add(event.data.amount_cents);
+    /// asks for it back); sets `sequence` to the event's. `false`, and
+    /// nothing changed, when `paidCents` would pass [`MAX_CENTS`].
+    #[must_use = "a payment past the largest sum is not applied"]
+    pub fn receive_payment(&mut self, event: &Sequenced<PaymentDetails>) -> bool {
+        let Some(paid_cents) = money::add(self.paid_cents, event.data.amount_cents) else {
+            return false;
+        };
+        self.paid_cents = paid_cents;
         self.last_event_id.clone_from(&event.event_id);
         self.sequence = event.sequence;
+        true
     }
 
-    /// Applies `RefundRequested`; sets `sequence` to the event's. The sum
-    /// stops at 2^64-1 cents rather than wrap.
-    pub fn request_refund(&mut self, event: &Sequenced<RefundRequest>) {
-        self.refund_cents = self.refund_cents.saturating_add(event.data.amount_cents);
+    /// Applies `RefundRequested`; sets `sequence` to the event's. `false`,
+    /// and nothing changed, when `refundCents` would pass [`MAX_CENTS`].
+    #[must_use = "a refund past the largest sum is not applied"]
+    pub fn request_refund(&mut self, event: &Sequenced<RefundRequest>) -> bool {
+        let Some(refund_cents) = money::add(self.refund_cents, event.data.amount_cents) else {
+            return false;
+        };
+        self.refund_cents = refund_cents;
         self.last_event_id.clone_from(&event.event_id);
         self.sequence = event.sequence;
+        true
     }
 }
 
@@ -170,7 +184,9 @@ pub fn on_order_cancelled(
     Decision::Applied
 }
 
-/// `PaymentReceived`: the guard, whatever the order's status.
+/// `PaymentReceived`: the guard, whatever the order's status; a payment
+/// that would take `paidCents` past [`MAX_CENTS`] is refused (nothing
+/// changed, the message failed: [`crate::money`]).
 pub fn on_payment_received(
     order: &mut Option<Order>,
     event: &Sequenced<PaymentDetails>,
@@ -185,11 +201,21 @@ pub fn on_payment_received(
             Decision::Gap
         };
     }
-    order.receive_payment(event);
+    if !order.receive_payment(event) {
+        let amount = event.data.amount_cents;
+        return past_the_largest_sum(
+            event,
+            "PaymentReceived",
+            "paidCents",
+            order.paid_cents,
+            amount,
+        );
+    }
     Decision::Applied
 }
 
-/// `RefundRequested`: the guard, whatever the order's status.
+/// `RefundRequested`: the guard, whatever the order's status; refused as a
+/// payment is, past [`MAX_CENTS`].
 pub fn on_refund_requested(
     order: &mut Option<Order>,
     event: &Sequenced<RefundRequest>,
@@ -204,13 +230,23 @@ pub fn on_refund_requested(
             Decision::Gap
         };
     }
-    order.request_refund(event);
+    if !order.request_refund(event) {
+        let amount = event.data.amount_cents;
+        return past_the_largest_sum(
+            event,
+            "RefundRequested",
+            "refundCents",
+            order.refund_cents,
+            amount,
+        );
+    }
     Decision::Applied
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::money::MAX_CENTS;
 
     fn details(event_id: &str, sequence: u64, total_cents: u64) -> Sequenced<OrderDetails> {
         Sequenced {
@@ -441,22 +477,32 @@ mod tests {
     }
 
     #[test]
-    fn the_sums_stop_at_the_largest_amount_rather_than_wrap_or_panic() {
-        let mut order = order_at(1);
-        order.paid_cents = u64::MAX - 1;
-        order.refund_cents = u64::MAX;
-        let mut order = Some(order);
-        assert_eq!(
-            on_payment_received(&mut order, &payment(2, i64::MAX as u64)),
-            Decision::Applied
-        );
-        assert_eq!(
-            on_refund_requested(&mut order, &refund(3, 1)),
-            Decision::Applied
-        );
-        let order = order.expect("kept");
-        assert_eq!((order.paid_cents, order.refund_cents), (u64::MAX, u64::MAX));
-        assert_eq!(order.sequence, 3);
+    fn a_sum_past_the_largest_amount_is_refused_and_changes_nothing() {
+        use crate::ShopEvent;
+        use sequence_guard::testkit::given;
+
+        let mut near = order_at(1);
+        near.paid_cents = MAX_CENTS - 5;
+        near.refund_cents = MAX_CENTS;
+        let paid = |amount_cents| ShopEvent::PaymentReceived(PaymentDetails { amount_cents });
+        given(Some(near.clone()))
+            .when("p2", "order-42", 2, paid(6))
+            .then(Decision::Invalid, Some(near.clone()));
+        let refund = ShopEvent::RefundRequested(RefundRequest {
+            amount_cents: 1,
+            reason: "order cancelled".into(),
+        });
+        given(Some(near.clone()))
+            .when("r2", "order-42", 2, refund)
+            .then(Decision::Invalid, Some(near.clone()));
+        // Up to the largest sum, a payment is applied.
+        let mut full = near.clone();
+        full.paid_cents = MAX_CENTS;
+        full.sequence = 2;
+        full.last_event_id = "p2".into();
+        given(Some(near))
+            .when("p2", "order-42", 2, paid(5))
+            .then(Decision::Applied, Some(full));
     }
 
     #[test]
@@ -472,8 +518,8 @@ mod tests {
         assert!(written.get("refundCents").is_none(), "{written}");
 
         let mut paid = earlier;
-        paid.receive_payment(&payment(4, 100));
-        paid.request_refund(&refund(5, 30));
+        assert!(paid.receive_payment(&payment(4, 100)));
+        assert!(paid.request_refund(&refund(5, 30)));
         let written = serde_json::to_value(&paid).expect("json");
         assert_eq!(written["paidCents"], 100);
         assert_eq!(written["refundCents"], 30);

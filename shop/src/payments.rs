@@ -6,13 +6,17 @@
 //!
 //! | on | when | state becomes | appends to the order's stream |
 //! | --- | --- | --- | --- |
-//! | `OrderCreated` | | `AWAITING_PAYMENT`, deadline now + window | |
-//! | `OrderUpdated` | | `totalCents` follows | |
+//! | `OrderCreated` | a total above 0 | `AWAITING_PAYMENT`, deadline now + window | |
+//! | `OrderCreated` | a total of 0 | `PAID`, no deadline (nothing to pay is paid) | |
+//! | `OrderUpdated` | awaiting, what was paid covers the new total | `PAID`, no deadline | |
+//! | `OrderUpdated` | otherwise | `totalCents` follows | |
 //! | `PaymentReceived` | awaiting, paid in full | `PAID`, no deadline | |
+//! | `PaymentReceived` | `paidCents` would pass 2^63-1 | unchanged: never applied ([`crate::money`]) | |
 //! | `PaymentReceived` | cancelled | `CANCELLED` | `RefundRequested` (the amount) |
 //! | `OrderCancelled` | awaiting | `CANCELLED`, no deadline | `RefundRequested` (`paidCents`) if part was paid |
 //! | `OrderCancelled` | paid | `CANCELLED` | `RefundRequested` (`paidCents`) |
-//! | the deadline | still awaiting | `CANCELLING` | `OrderCancelled` ("payment not received"), at the sequence seen |
+//! | the deadline | still awaiting, not paid in full | `CANCELLING` | `OrderCancelled` ("payment not received"), at the sequence seen |
+//! | the deadline | awaiting, what was paid covers the total (an earlier release's state) | `PAID` | |
 //! | `RefundRequested` | | unchanged | |
 //! | `PersonalDataErased` | | unchanged (a pass: it holds nothing personal) | |
 //!
@@ -31,7 +35,7 @@
 //!
 //! `PAYMENT_WINDOW_SECONDS` (default 900, 1 to 604800) sets the window.
 
-use sequence_guard::process::{Due, Outbox, Process};
+use sequence_guard::process::{Due, DueOutbox, Outbox, Process};
 use sequence_guard::{Decision, Domain, Entity, Events, Handling, Sequenced};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
@@ -39,6 +43,7 @@ use serde::{Deserialize, Serialize};
 use sequence_guard::limits::non_negative;
 
 use crate::events::{OrderCancellation, PaymentDetails, RefundRequest};
+use crate::money;
 
 /// The window's default, in seconds: 15 minutes.
 pub const DEFAULT_WINDOW_SECONDS: u64 = 900;
@@ -205,7 +210,20 @@ fn refund(outbox: &mut Outbox, order: &str, amount_cents: u64) {
     }
 }
 
-/// `OrderCreated`: awaiting payment, until the deadline.
+/// Ends it paid if it awaits payment and what was paid covers the total
+/// (nothing to pay is paid): `true` when it did. The caller clears the
+/// deadline (a deadline that fires is cleared by the engine).
+fn paid_in_full(state: &mut Payment) -> bool {
+    let covered =
+        state.state == PaymentState::AwaitingPayment && state.paid_cents >= state.total_cents;
+    if covered {
+        state.state = PaymentState::Paid;
+    }
+    covered
+}
+
+/// `OrderCreated`: awaiting payment, until the deadline; paid at once when
+/// there is nothing to pay (a total of 0).
 pub fn on_order_created(
     state: &mut Option<Payment>,
     event: &Sequenced<OrderTotal>,
@@ -214,29 +232,35 @@ pub fn on_order_created(
     if state.is_some() {
         return Decision::Duplicate;
     }
-    *state = Some(Payment {
+    let created = state.insert(Payment {
         sequence: event.sequence,
         last_event_id: event.event_id.clone(),
         state: PaymentState::AwaitingPayment,
         total_cents: event.data.total_cents,
         paid_cents: 0,
     });
-    let window = window().unwrap_or(DEFAULT_WINDOW_SECONDS);
-    outbox.set_deadline(outbox.now().saturating_add(window));
+    if !paid_in_full(created) {
+        let window = window().unwrap_or(DEFAULT_WINDOW_SECONDS);
+        outbox.set_deadline(outbox.now().saturating_add(window));
+    }
     Decision::Applied
 }
 
-/// `OrderUpdated`: the total follows.
+/// `OrderUpdated`: the total follows; a total lowered to what was paid, or
+/// below, ends it paid.
 pub fn on_order_updated(
     state: &mut Option<Payment>,
     event: &Sequenced<OrderTotal>,
-    _: &mut Outbox,
+    outbox: &mut Outbox,
 ) -> Decision {
     let state = match next(state, event) {
         Ok(state) => state,
         Err(decision) => return decision,
     };
     state.total_cents = event.data.total_cents;
+    if paid_in_full(state) {
+        outbox.clear_deadline();
+    }
     state.applied(event);
     Decision::Applied
 }
@@ -253,13 +277,23 @@ pub fn on_payment_received(
         Err(decision) => return decision,
     };
     let amount = event.data.amount_cents;
-    state.paid_cents = state.paid_cents.saturating_add(amount);
+    let Some(paid_cents) = money::add(state.paid_cents, amount) else {
+        return money::past_the_largest_sum(
+            event,
+            "PaymentReceived",
+            "paidCents",
+            state.paid_cents,
+            amount,
+        );
+    };
+    state.paid_cents = paid_cents;
     match state.state {
-        PaymentState::AwaitingPayment if state.paid_cents >= state.total_cents => {
-            state.state = PaymentState::Paid;
-            outbox.clear_deadline();
+        PaymentState::AwaitingPayment => {
+            if paid_in_full(state) {
+                outbox.clear_deadline();
+            }
         }
-        PaymentState::AwaitingPayment | PaymentState::Paid => {}
+        PaymentState::Paid => {}
         PaymentState::Cancelling | PaymentState::Cancelled => {
             refund(outbox, &event.aggregate_id, amount);
         }
@@ -304,16 +338,20 @@ pub fn on_refund_requested(
 }
 
 /// The deadline: an order still awaiting payment is cancelled, at the
-/// sequence the process has seen (if the stream moved, nothing happens:
-/// the event that moved it decides).
-pub fn on_deadline(state: &mut Payment, due: &Due, outbox: &mut Outbox) {
-    if state.state != PaymentState::AwaitingPayment {
+/// sequence the process has seen (a deadline's append to its own stream
+/// always is: if the stream moved, nothing happens, and the event that
+/// moved it decides). One paid in full is never cancelled: a state that
+/// awaits payment although what was paid covers its total (left so by an
+/// earlier release, before an update that lowered the total ended it paid)
+/// ends paid instead.
+pub fn on_deadline(state: &mut Payment, _: &Due, outbox: &mut DueOutbox) {
+    if state.state != PaymentState::AwaitingPayment || paid_in_full(state) {
         return;
     }
     let cancel = OrderCancellation {
         reason: NOT_PAID.to_owned(),
     };
-    outbox.append_at(&due.stream, due.sequence, "OrderCancelled", &cancel);
+    outbox.append("OrderCancelled", &cancel);
     state.state = PaymentState::Cancelling;
 }
 
@@ -322,6 +360,7 @@ mod tests {
     use sequence_guard::testkit::given;
 
     use super::*;
+    use crate::money::MAX_CENTS;
 
     const NOW: u64 = 1_800_000_000;
 
@@ -341,7 +380,7 @@ mod tests {
 
     #[test]
     fn an_order_created_awaits_payment_until_the_window_ends() {
-        let then = given(None::<Payment>).at(NOW).when(
+        let then = given(None::<Payment>).within(&domain()).at(NOW).when(
             "e1",
             "o-1",
             1,
@@ -360,6 +399,7 @@ mod tests {
     #[test]
     fn paid_in_full_while_awaiting_ends_paid_and_clears_the_deadline() {
         let then = given(Some(payment(1, PaymentState::AwaitingPayment, 300)))
+            .within(&domain())
             .at(NOW)
             .when("e2", "o-1", 2, paid(700));
         assert_eq!(then.outbox().deadline(), Some(None));
@@ -372,6 +412,7 @@ mod tests {
     #[test]
     fn a_payment_after_the_cancel_is_refunded() {
         given(Some(payment(2, PaymentState::Cancelled, 0)))
+            .within(&domain())
             .when("e3", "o-1", 3, paid(500))
             .appends(&[("o-1", "RefundRequested")])
             .then(
@@ -384,6 +425,7 @@ mod tests {
     fn a_cancel_refunds_what_was_paid_and_a_duplicate_appends_nothing() {
         let cancelled = || PaymentEvent::OrderCancelled(IgnoredAny);
         given(Some(payment(2, PaymentState::Paid, 1000)))
+            .within(&domain())
             .when("e3", "o-1", 3, cancelled())
             .appends(&[("o-1", "RefundRequested")])
             .then(
@@ -391,6 +433,7 @@ mod tests {
                 Some(payment(3, PaymentState::Cancelled, 1000)),
             );
         given(Some(payment(1, PaymentState::AwaitingPayment, 0)))
+            .within(&domain())
             .when("e2", "o-1", 2, cancelled())
             .appends(&[])
             .then(
@@ -398,6 +441,7 @@ mod tests {
                 Some(payment(2, PaymentState::Cancelled, 0)),
             );
         given(Some(payment(3, PaymentState::Cancelled, 1000)))
+            .within(&domain())
             .when("e3", "o-1", 3, cancelled())
             .appends(&[])
             .then(
@@ -408,28 +452,106 @@ mod tests {
 
     #[test]
     fn the_deadline_cancels_only_an_order_still_awaiting_at_the_sequence_seen() {
-        let due = Due {
-            stream: "o-1".into(),
-            at: NOW,
-            sequence: 4,
-        };
-        let mut awaiting = payment(4, PaymentState::AwaitingPayment, 300);
-        let mut outbox = Outbox::at(NOW);
-        on_deadline(&mut awaiting, &due, &mut outbox);
-        assert_eq!(awaiting.state, PaymentState::Cancelling);
-        let appended = &outbox.appends()[0];
+        let fired = given(Some(payment(4, PaymentState::AwaitingPayment, 300)))
+            .within(&domain())
+            .at(NOW)
+            .when_due("o-1", NOW)
+            .appends(&[("o-1", "OrderCancelled")]);
         assert_eq!(
-            (appended.event.event_type.as_str(), appended.expected),
-            (
-                "OrderCancelled",
-                sequence_guard::producer::ExpectedSequence::Exact(4)
-            )
+            fired.outbox().appends()[0].expected,
+            sequence_guard::producer::ExpectedSequence::Exact(4)
         );
-        let mut paid = payment(4, PaymentState::Paid, 1000);
-        let mut outbox = Outbox::at(NOW);
-        on_deadline(&mut paid, &due, &mut outbox);
-        assert!(outbox.is_empty());
-        assert_eq!(paid.state, PaymentState::Paid);
+        fired.then(payment(4, PaymentState::Cancelling, 300));
+        given(Some(payment(4, PaymentState::Paid, 1000)))
+            .within(&domain())
+            .at(NOW)
+            .when_due("o-1", NOW)
+            .appends(&[])
+            .then(payment(4, PaymentState::Paid, 1000));
+    }
+
+    fn updated(total_cents: u64) -> PaymentEvent {
+        PaymentEvent::OrderUpdated(OrderTotal { total_cents })
+    }
+
+    #[test]
+    fn an_update_down_to_what_was_paid_ends_it_paid_and_clears_the_deadline() {
+        for total_cents in [700, 500, 0] {
+            let then = given(Some(payment(2, PaymentState::AwaitingPayment, 700)))
+                .within(&domain())
+                .at(NOW)
+                .when("e3", "o-1", 3, updated(total_cents));
+            assert_eq!(then.outbox().deadline(), Some(None), "total {total_cents}");
+            let mut paid = payment(3, PaymentState::Paid, 700);
+            paid.total_cents = total_cents;
+            then.appends(&[]).then(Decision::Applied, Some(paid));
+        }
+    }
+
+    #[test]
+    fn an_update_above_what_was_paid_keeps_it_awaiting_and_its_deadline() {
+        let then = given(Some(payment(2, PaymentState::AwaitingPayment, 700)))
+            .within(&domain())
+            .at(NOW)
+            .when("e3", "o-1", 3, updated(701));
+        assert_eq!(then.outbox().deadline(), None, "the deadline untouched");
+        let mut awaiting = payment(3, PaymentState::AwaitingPayment, 700);
+        awaiting.total_cents = 701;
+        then.appends(&[]).then(Decision::Applied, Some(awaiting));
+    }
+
+    #[test]
+    fn an_order_with_nothing_to_pay_is_paid_at_once_with_no_deadline() {
+        let then = given(None::<Payment>).within(&domain()).at(NOW).when(
+            "e1",
+            "o-1",
+            1,
+            PaymentEvent::OrderCreated(OrderTotal { total_cents: 0 }),
+        );
+        assert_eq!(then.outbox().deadline(), None, "no deadline set");
+        let mut paid = payment(1, PaymentState::Paid, 0);
+        paid.total_cents = 0;
+        then.appends(&[]).then(Decision::Applied, Some(paid));
+    }
+
+    #[test]
+    fn the_deadline_of_a_state_already_paid_in_full_cancels_nothing() {
+        // A state an earlier release left awaiting although what was paid
+        // covers the total (an update lowered it): paid, not cancelled.
+        given(Some(payment(3, PaymentState::AwaitingPayment, 1000)))
+            .within(&domain())
+            .at(NOW)
+            .when_due("o-1", NOW)
+            .appends(&[])
+            .then(payment(3, PaymentState::Paid, 1000));
+    }
+
+    #[test]
+    fn a_payment_past_the_largest_sum_is_refused_and_changes_nothing() {
+        let near = payment(2, PaymentState::Paid, MAX_CENTS - 5);
+        let then =
+            given(Some(near.clone()))
+                .within(&domain())
+                .at(NOW)
+                .when("e3", "o-1", 3, paid(6));
+        assert!(then.outbox().is_empty(), "nothing appended");
+        then.then(Decision::Invalid, Some(near.clone()));
+        // Up to the largest sum, a payment is applied; a refund of all
+        // that was paid is then an event the store accepts.
+        given(Some(near.clone()))
+            .within(&domain())
+            .when("e3", "o-1", 3, paid(5))
+            .appends(&[])
+            .then(
+                Decision::Applied,
+                Some(payment(3, PaymentState::Paid, MAX_CENTS)),
+            );
+        let then = given(Some(payment(3, PaymentState::Paid, MAX_CENTS)))
+            .within(&domain())
+            .when("e4", "o-1", 4, PaymentEvent::OrderCancelled(IgnoredAny));
+        let refund = &then.outbox().appends()[0];
+        assert_eq!(refund.event.data["amountCents"], MAX_CENTS);
+        assert_eq!(then.decision(), Ok(Decision::Applied));
     }
 
     #[test]

@@ -380,3 +380,84 @@ async fn the_order_item_holds_the_amounts_and_verify_agrees_with_the_fold() {
     assert_eq!(lines[0]["pk"], "ORDER#refunded", "{lines:?}");
     assert_eq!(lines[0]["attributes"], json!(["refundCents"]), "{lines:?}");
 }
+
+/// Runs the replay binary `exe` on `file`, with the logs at error level.
+fn replay(exe: &str, file: &std::path::Path) -> (i32, String, String) {
+    let output = std::process::Command::new(exe)
+        .arg(file)
+        .env("RUST_LOG", "error")
+        .env_remove("GAP_POLICY")
+        .env_remove("PARK_AFTER_RECEIVES")
+        .output()
+        .expect("run replay");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_payment_past_the_largest_sum_fails_with_its_reason_at_every_consumer_that_adds_it_up() {
+    // GIVEN an order paid 2^63-1 cents, then one cent more, then cancelled.
+    let max = i64::MAX as u64;
+    let events = [
+        ("OrderCreated", created(1000)),
+        ("PaymentReceived", json!({"amountCents": max})),
+        ("PaymentReceived", json!({"amountCents": 1})),
+        ("OrderCancelled", json!({"reason": "changed mind"})),
+    ];
+    let messages = events
+        .iter()
+        .enumerate()
+        .map(|(index, (event_type, data))| {
+            let sequence = index as u64 + 1;
+            let body = json!({"eventId": format!("e-{sequence}"), "type": event_type,
+                "aggregateId": "order-max", "sequence": sequence, "data": data});
+            message(&format!("m-{sequence}"), "order-max", &body.to_string())
+        })
+        .collect();
+    let dir = std::env::temp_dir().join(format!("past-the-largest-sum-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("events.json");
+    std::fs::write(
+        &file,
+        serde_json::to_string(&batch(messages)).expect("json"),
+    )
+    .expect("write");
+
+    // WHEN the order projection, the payments process and the status
+    // consumer replay it.
+    let [orders, payments, statuses] = [
+        env!("CARGO_BIN_EXE_replay"),
+        env!("CARGO_BIN_EXE_payments-replay"),
+        env!("CARGO_BIN_EXE_status-replay"),
+    ]
+    .map(|exe| replay(exe, &file));
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // THEN at the two that add it up, the payment that would pass the
+    // largest sum is the message that fails, nothing of it written, and
+    // the log says why, naming the field; the cancel behind it waits.
+    for (_, stdout, stderr) in [orders, payments] {
+        let outcomes: Vec<&str> = stdout
+            .lines()
+            .filter(|line| line.contains("order-max  seq"))
+            .collect();
+        assert_eq!(outcomes.len(), 4, "{stdout}");
+        assert!(outcomes[1].ends_with("applied"), "{stdout}");
+        assert!(outcomes[2].contains("invalid"), "{stdout}");
+        assert!(outcomes[3].contains("skipped"), "{stdout}");
+        assert!(stdout.contains("paidCents 9223372036854775807"), "{stdout}");
+        assert!(
+            stderr.contains(
+                "PaymentReceived not applied: its amountCents 1 would take the order's paidCents of 9223372036854775807 past 2^63-1 cents; retrying will not help"
+            ),
+            "{stderr}"
+        );
+    }
+    // AND the status consumer, which adds nothing up, passes it.
+    let (code, stdout, stderr) = statuses;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains(r#"status "CANCELLED""#), "{stdout}");
+}

@@ -63,8 +63,14 @@ impl World {
             next_id: 0,
             messages: 0,
         };
-        for order in &orders {
-            world.produce(order, "OrderCreated", serde_json::json!({"customerName": "A", "email": "a@example.com", "totalCents": 1000}));
+        // The last order has nothing to pay: it is paid at once.
+        for (n, order) in orders.iter().enumerate() {
+            let total = if n + 1 == orders.len() && n > 0 {
+                0
+            } else {
+                1000
+            };
+            world.produce(order, "OrderCreated", serde_json::json!({"customerName": "A", "email": "a@example.com", "totalCents": total}));
         }
         world
     }
@@ -143,8 +149,10 @@ impl World {
 }
 
 /// What the order's stream says: its payments, refunds, and whether and
-/// when it was cancelled.
+/// when it was cancelled; and each cancel for non-payment that found the
+/// order paid in full (what was paid before it covered the total then).
 struct Fold {
+    cancelled_paid_in_full: Vec<u64>,
     paid: u64,
     payments_after_cancel: Vec<u64>,
     paid_before_cancel: u64,
@@ -155,6 +163,7 @@ struct Fold {
 
 fn fold(events: &[LoggedEvent]) -> Fold {
     let mut fold = Fold {
+        cancelled_paid_in_full: Vec::new(),
         paid: 0,
         payments_after_cancel: Vec::new(),
         paid_before_cancel: 0,
@@ -177,7 +186,15 @@ fn fold(events: &[LoggedEvent]) -> Fold {
                 }
             }
             "RefundRequested" => fold.refunds.push(amount),
-            "OrderCancelled" => fold.cancelled = true,
+            "OrderCancelled" => {
+                if event.data["reason"] == shop::payments::NOT_PAID
+                    && !fold.cancelled
+                    && fold.paid >= fold.total
+                {
+                    fold.cancelled_paid_in_full.push(event.sequence);
+                }
+                fold.cancelled = true;
+            }
             _ => {}
         }
     }
@@ -193,10 +210,22 @@ async fn scenario(seed: u64) {
         match rng.below(10) {
             0..=2 => {
                 let amount = [300, 700, 1000][rng.below(3) as usize];
-                world.produce(&order, "PaymentReceived", serde_json::json!({"amountCents": amount}));
+                world.produce(
+                    &order,
+                    "PaymentReceived",
+                    serde_json::json!({"amountCents": amount}),
+                );
             }
-            3 => world.produce(&order, "OrderCancelled", serde_json::json!({"reason": "changed mind"})),
-            4 => world.produce(&order, "OrderUpdated", serde_json::json!({"customerName": "A", "email": "a@example.com", "totalCents": 1000 + 100 * rng.below(5)})),
+            3 => world.produce(
+                &order,
+                "OrderCancelled",
+                serde_json::json!({"reason": "changed mind"}),
+            ),
+            4 => {
+                // Up, or down to what was paid or below it.
+                let total = [0, 300, 700, 1000, 1200, 1400][rng.below(6) as usize];
+                world.produce(&order, "OrderUpdated", serde_json::json!({"customerName": "A", "email": "a@example.com", "totalCents": total}));
+            }
             5 => {
                 // Time passes: deadlines come due, and the sweep fires them.
                 now += 400;
@@ -243,6 +272,13 @@ async fn scenario(seed: u64) {
             "seed {seed}: {order} followed its stream"
         );
         assert_eq!(state.paid_cents, fold.paid, "seed {seed}: {order} paid");
+        assert_eq!(state.total_cents, fold.total, "seed {seed}: {order} total");
+        // Paid is paid: no order paid in full is cancelled for non-payment.
+        assert_eq!(
+            fold.cancelled_paid_in_full,
+            Vec::<u64>::new(),
+            "seed {seed}: {order} cancelled for non-payment (at these sequences) while paid in full"
+        );
         if fold.cancelled {
             assert_eq!(state.state, PaymentState::Cancelled, "seed {seed}: {order}");
             // Each payment that needs it refunded exactly once.
@@ -388,4 +424,166 @@ async fn a_duplicate_delivery_appends_nothing_more() {
     assert_eq!(events.len(), 4, "still one refund");
     assert_eq!(events[3].event_type, "RefundRequested");
     assert_eq!(events[3].data["amountCents"], 1000);
+}
+
+#[tokio::test]
+async fn an_update_down_to_what_was_paid_ends_it_paid_and_its_deadline_cancels_nothing() {
+    let mut world = World::new(1);
+    world.produce(
+        "order-0",
+        "PaymentReceived",
+        serde_json::json!({"amountCents": 700}),
+    );
+    world.produce(
+        "order-0",
+        "OrderUpdated",
+        serde_json::json!({"customerName": "A", "email": "a@example.com", "totalCents": 700}),
+    );
+    world.drain(BASE).await;
+    assert_eq!(
+        world.state("order-0").expect("state").state,
+        PaymentState::Paid
+    );
+    assert!(
+        world.runner.store().deadlines().is_empty(),
+        "the deadline cleared with the update"
+    );
+    assert_eq!(
+        world.runner.fire_due(&at(BASE + 5000)).await,
+        Default::default()
+    );
+    let types: Vec<String> = world
+        .runner
+        .store()
+        .stream_events("order-0")
+        .into_iter()
+        .map(|event| event.event_type)
+        .collect();
+    assert_eq!(types, ["OrderCreated", "PaymentReceived", "OrderUpdated"]);
+}
+
+#[tokio::test]
+async fn an_order_with_nothing_to_pay_is_paid_at_once_and_never_cancelled() {
+    let mut world = World::new(2);
+    // World::new(2) creates order-1 with a total of 0.
+    world.drain(BASE).await;
+    let state = world.state("order-1").expect("state");
+    assert_eq!((state.state, state.total_cents), (PaymentState::Paid, 0));
+    let due: Vec<String> = world
+        .runner
+        .store()
+        .deadlines()
+        .into_iter()
+        .map(|(key, _)| key.id().to_owned())
+        .collect();
+    assert_eq!(
+        due,
+        ["order-0"],
+        "a deadline for the order with a total only"
+    );
+    world.runner.fire_due(&at(BASE + 5000)).await;
+    world.drain(BASE + 5000).await;
+    assert_eq!(
+        world.runner.store().stream_events("order-1").len(),
+        1,
+        "nothing appended to the order with nothing to pay"
+    );
+    assert_eq!(
+        world.state("order-1").expect("state").state,
+        PaymentState::Paid
+    );
+}
+
+#[tokio::test]
+async fn a_payment_past_the_largest_sum_fails_alone_and_a_refund_of_the_largest_is_appended() {
+    let max = i64::MAX as u64;
+    let runner = Runner::new(
+        shop::payments::domain(),
+        MemoryStore::new(),
+        RunnerConfig::default(),
+    );
+    let store = runner.store();
+    let created =
+        serde_json::json!({"customerName": "A", "email": "a@example.com", "totalCents": 1000});
+    let cancel = serde_json::json!({"reason": "changed mind"});
+    // order-a: paid the largest sum, then cancelled: all of it asked back.
+    store.append_event("order-a", "a1", "OrderCreated", created.clone());
+    store.append_event(
+        "order-a",
+        "a2",
+        "PaymentReceived",
+        serde_json::json!({"amountCents": max}),
+    );
+    store.append_event("order-a", "a3", "OrderCancelled", cancel.clone());
+    // order-b: one cent more than the largest sum, then cancelled.
+    store.append_event("order-b", "b1", "OrderCreated", created);
+    store.append_event(
+        "order-b",
+        "b2",
+        "PaymentReceived",
+        serde_json::json!({"amountCents": max}),
+    );
+    store.append_event(
+        "order-b",
+        "b3",
+        "PaymentReceived",
+        serde_json::json!({"amountCents": 1}),
+    );
+    store.append_event("order-b", "b4", "OrderCancelled", cancel);
+    let mut outcomes = BTreeMap::new();
+    for order in ["order-a", "order-b"] {
+        let records: Vec<_> = store
+            .stream_events(order)
+            .iter()
+            .map(|event| message(&format!("m-{}", event.event_id), order, &body_of(event)))
+            .collect();
+        let report = runner
+            .run(&batch(records), at(BASE))
+            .await
+            .expect("a batch");
+        for message in &report.messages {
+            outcomes.insert(
+                message.message_id.clone(),
+                (message.outcome, message.reason.clone()),
+            );
+        }
+    }
+    let outcome = |id: &str| outcomes[&format!("m-{id}")].0;
+    assert_eq!(
+        ["a1", "a2", "a3"].map(outcome),
+        [Outcome::Applied; 3],
+        "{outcomes:?}"
+    );
+    let events = store.stream_events("order-a");
+    assert_eq!(events.len(), 4);
+    assert_eq!(events[3].event_type, "RefundRequested");
+    assert_eq!(events[3].data["amountCents"], max);
+    // The payment that would pass the largest sum is the message that
+    // fails, with nothing written; the cancel behind it waits.
+    assert_eq!(
+        ["b1", "b2", "b3", "b4"].map(outcome),
+        [
+            Outcome::Applied,
+            Outcome::Applied,
+            Outcome::Invalid,
+            Outcome::Skipped
+        ],
+        "{outcomes:?}"
+    );
+    let (_, reason) = &outcomes["m-b3"];
+    assert!(
+        reason
+            .as_deref()
+            .is_some_and(|reason| reason.contains("shop::payments::on_payment_received")),
+        "{reason:?}"
+    );
+    let state = runner
+        .store()
+        .entities()
+        .into_iter()
+        .find(|(key, _)| key.id() == "order-b")
+        .and_then(|(_, entity)| entity.get::<Payment>().cloned())
+        .expect("state");
+    assert_eq!((state.sequence, state.paid_cents), (2, max));
+    assert_eq!(store.stream_events("order-b").len(), 4, "nothing appended");
 }

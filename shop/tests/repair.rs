@@ -340,13 +340,15 @@ async fn a_range_lost_on_the_way_is_found_by_verify_and_mended_by_resend() {
     assert_no_data(&format!("{stdout}{stderr}"));
 
     // AND resend sends the ranges to the queue: the order from the event
-    // the consumer has already (the guard absorbs it), the sku's 2 to 3.
+    // the consumer has already (the guard absorbs it), the sku's 2 to 3
+    // (its consumers keep dedup records 60 days: past a copy's 35-day wait).
     let sqs = sqs().await;
     let queues = fifo_queues(&sqs, &format!("repair-{}", std::process::id()), 30, 5).await;
     let sqs_env = [
         ("EVENTS_TABLE", events_table.as_str()),
         ("QUEUE_URL", queues.url.as_str()),
         ("AWS_ENDPOINT_URL_SQS", localstack().endpoint.as_str()),
+        ("DEDUP_TTL_SECONDS", "5184000"),
     ];
     let (code, stdout, stderr) = resend(&["--stream", "order-7", "--from", "3"], &sqs_env);
     assert_eq!(code, 0, "{stderr}");

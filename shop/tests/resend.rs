@@ -14,7 +14,7 @@ mod dedup_proxy;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_sqs::types::MessageSystemAttributeName;
 use dedup_proxy::DedupProxy;
-use sequence_guard::dispatcher::{Outgoing, Queue, SnsTopic, SqsQueue, deduplication_id, group_id};
+use sequence_guard::dispatcher::{Message, Queue, SnsTopic, SqsQueue, deduplication_id, group_id};
 use sequence_guard::producer::{Append, EventStore, NewEvent, StoredEvent};
 use sequence_guard::store::dynamodb::{connect, ensure_events_table};
 use serde_json::json;
@@ -83,10 +83,10 @@ async fn order(store: &EventStore, id: &str) -> Vec<StoredEvent> {
 }
 
 /// The messages the dispatcher sends for these events.
-fn dispatched(stream: &str, events: &[StoredEvent]) -> Vec<Outgoing> {
+fn dispatched(stream: &str, events: &[StoredEvent]) -> Vec<Message> {
     events
         .iter()
-        .map(|event| Outgoing {
+        .map(|event| Message {
             sequence_number: event.sequence.to_string(),
             stream: stream.to_owned(),
             sequence: event.sequence,
@@ -265,8 +265,8 @@ async fn age(events_table: &str, stream: &str, sequence: u64, days: u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_counters_event_older_than_its_dedup_record_is_not_resent() {
     // GIVEN a sku's stream of three adjustments, the first two appended 40
-    // and 36 days ago (the dedup records are kept 35 days by default), and
-    // an order appended a year ago.
+    // and 36 days ago, and an order appended a year ago; consumers that keep
+    // dedup records 60 days, and a resent copy that may wait 35 days.
     let (store, events_table) = events_store("window").await;
     for delta in [5, -2, 7] {
         store
@@ -298,6 +298,7 @@ async fn a_counters_event_older_than_its_dedup_record_is_not_resent() {
         ("EVENTS_TABLE", events_table.as_str()),
         ("QUEUE_URL", queues.url.as_str()),
         ("AWS_ENDPOINT_URL_SQS", localstack().endpoint.as_str()),
+        ("DEDUP_TTL_SECONDS", "5184000"),
     ];
 
     // WHEN the whole stream is resent: refused, naming the stream, the
@@ -309,6 +310,7 @@ async fn a_counters_event_older_than_its_dedup_record_is_not_resent() {
         "stream SKU-OLD sequence 1",
         "its type, InventoryAdjusted, is deduplicated only by its dedup record",
         "appended 40 days ago",
+        "a resent copy may wait up to 35 days before it is handled",
         "its dedup record may have expired: resending it would add it again",
         "Nothing was sent",
         "2 such events, up to sequence 2",
@@ -341,7 +343,14 @@ async fn a_counters_event_older_than_its_dedup_record_is_not_resent() {
     assert_eq!(take_all(&sqs, &queues.url).await.len(), 4);
 
     // AND the window is the consumers' DEDUP_TTL_SECONDS: kept a year, the
-    // whole stream may go; a value out of the projector's range is refused.
+    // whole stream may go; kept the default 35 days, the wait itself, not
+    // even the event appended today (a copy of it redriven late would find
+    // its record gone); a value out of the projector's range is refused.
+    let default = &env[..env.len() - 1];
+    let (code, _, stderr) = resend(&["--stream", "SKU-OLD", "--from", "3"], default);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("stream SKU-OLD sequence 3"), "{stderr}");
+    assert_eq!(take_all(&sqs, &queues.url).await, vec![], "nothing sent");
     let mut year = env.to_vec();
     year.push(("DEDUP_TTL_SECONDS", "31536000"));
     let (code, stdout, stderr) = resend(&["--stream", "SKU-OLD"], &year);

@@ -248,3 +248,23 @@ async fn the_sample_events_tell_their_story<S: Store>(store: S) {
         Some(5)
     );
 }
+
+/// An erasure forgets every personal value the samples carry, in each
+/// consumer of the shop's events: no entity keeps a customer's name or
+/// email in clear once the customer is erased (an attribute that copies
+/// one must be declared personal).
+#[test]
+fn an_erasure_leaves_no_personal_value_in_clear() {
+    let samples = samples::ALL.map(|(_, sample)| sample);
+    let check = |domain: &sequence_guard::Domain| {
+        sequence_guard::testkit::check_erasures(domain, &samples)
+            .unwrap_or_else(|leak| panic!("{leak}"))
+    };
+    // Each order's name and email, in its creation and its updates.
+    assert!(
+        check(&shop::domain()) >= 10,
+        "the samples carry personal values"
+    );
+    check(&shop::status::domain());
+    check(&shop::payments::domain());
+}

@@ -1,7 +1,8 @@
 //! `verify` on DynamoDB Local, for counters: a counter's line names the
 //! values expected and found (its attribute only), so that the operator can
 //! choose what to mend; a counter the table holds and no stored event
-//! explains is ahead of the store.
+//! explains is ahead of the store. And for a consumer that projects
+//! personal data, run without `PERSONAL_DATA_KEY`: the cause said, exit 2.
 
 mod support;
 
@@ -9,6 +10,7 @@ use sequence_guard::producer::{Append, EventStore, NewEvent, StoredEvent};
 use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
 use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table, ensure_events_table};
 use serde_json::json;
+use support::personal_data::{keyed_domain, personal_data_key};
 use support::*;
 
 async fn append_stock(store: &EventStore, sku: &str, deltas: &[i64]) -> Vec<StoredEvent> {
@@ -103,4 +105,53 @@ async fn a_counters_line_names_the_values_expected_and_found() {
             json!({"checked": 1, "differ": 1}),
         ]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_personal_data_key_verify_names_it_and_exits_2() {
+    // GIVEN an order in the store, its name and e-mail sealed, projected by
+    // a projector that has the key: the table agrees with the store.
+    let client = connect(Some(&dynamodb_local().endpoint)).await;
+    let suffix = std::process::id();
+    let (events_table, table) = (
+        format!("verify-sealed-events-{suffix}"),
+        format!("verify-sealed-{suffix}"),
+    );
+    ensure_events_table(&client, &events_table)
+        .await
+        .expect("events");
+    create_table(&client, &table).await.expect("table");
+    let domain = keyed_domain(&client, &events_table);
+    let store = EventStore::new(client.clone(), events_table.clone(), domain.clone());
+    let details =
+        json!({"customerName": "Ada Lovelace", "email": "ada@example.com", "totalCents": 100});
+    store
+        .append(Append::one(
+            "order-1",
+            NewEvent::new("OrderCreated", details),
+        ))
+        .await
+        .expect("append");
+    let stored = store.read("order-1", 0, 10).await.expect("read");
+    let runner = Runner::new(
+        domain,
+        DynamoStore::new(client, table.clone()),
+        RunnerConfig::default(),
+    );
+    project(&runner, "order-1", &[&stored[0].body]).await;
+    let key = personal_data_key();
+    let (code, lines, stderr) = verify_lines_with_key(&events_table, &table, &[], Some(&key));
+    assert_eq!(code, 0, "{lines:?} {stderr}");
+
+    // WHEN verify runs without PERSONAL_DATA_KEY.
+    let (code, lines, stderr) = verify_lines_with_key(&events_table, &table, &[], None);
+
+    // THEN it says why it cannot compare (its fold cannot open the sealed
+    // values), naming the variable, and compares nothing: no line would be
+    // true, and the projection is not ahead of the store.
+    assert_eq!(code, 2, "{lines:?} {stderr}");
+    assert!(lines.is_empty(), "{lines:?}");
+    assert!(stderr.contains("PERSONAL_DATA_KEY"), "{stderr}");
+    assert!(stderr.contains("sealed"), "{stderr}");
+    assert!(!stderr.contains("ahead"), "{stderr}");
 }

@@ -22,7 +22,8 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
 use sequence_guard::Domain;
-use sequence_guard::personal::{Keyring, LocalKeys, seal_data};
+use sequence_guard::personal::{Keyring, LocalKeys};
+use sequence_guard::producer::seal_data;
 use sequence_guard::producer::{Append, EventStore, ExpectedSequence, NewEvent};
 use sequence_guard::runner::{Invocation, Outcome, Runner, RunnerConfig};
 use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table, ensure_events_table};

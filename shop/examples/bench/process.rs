@@ -28,8 +28,8 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
-use sequence_guard::process::DeadlineReport;
 use sequence_guard::producer::{Append, EventStore, ExpectedSequence, NewEvent};
+use sequence_guard::runner::DeadlineReport;
 use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
 use sequence_guard::store::Store;
 use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table, ensure_events_table};

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use sequence_guard::EntityKey;
 use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
-use sequence_guard::store::Addition;
+use sequence_guard::store::DedupAddition;
 use sequence_guard::store::dynamodb::{DynamoStore, connect, create_table};
 use sequence_guard::store::{
     Added, Commit, Committed, DedupKey, Inspection, Loaded, ParkedEvent, Store, StoreError,
@@ -93,7 +93,7 @@ impl<S: Store> Store for Traced<S> {
     ) -> Result<sequence_guard::store::ParkedPage, StoreError> {
         self.inner.parked_entities(after, limit).await
     }
-    async fn add(&self, adjustments: &[Addition]) -> Result<Added, StoreError> {
+    async fn add(&self, adjustments: &[DedupAddition]) -> Result<Added, StoreError> {
         let started = Instant::now();
         let result = self.inner.add(adjustments).await;
         self.record(started);

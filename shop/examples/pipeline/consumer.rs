@@ -1,5 +1,14 @@
 //! A consumer of a run: its queue, its table and runner, and the tasks that
 //! poll the queue and project each batch as the pipeline's projector does.
+//!
+//! An event is projected once, when it first reaches the consumer's table:
+//! by its own message (done, and not parked), drained when the gap it was
+//! parked on closed, or read from the event store to close the gap of a
+//! later message (the runner's fill; its own message is then a duplicate
+//! and counts no second time). Its latency runs from its append to the
+//! batch that projected it. A consumer runs until every event is projected
+//! and its queue is empty: a duplicate left in the queue is received and
+//! deleted within the run, not by the next one.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -9,15 +18,21 @@ use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, MessageSystemAttributeName};
 use sequence_guard::Domain;
 use sequence_guard::personal::Keyring;
-use sequence_guard::runner::{Invocation, Runner, RunnerConfig};
+use sequence_guard::producer::EventStore;
+use sequence_guard::runner::{BatchReport, Invocation, Outcome, Runner, RunnerConfig};
 use sequence_guard::store::dynamodb::{DynamoStore, create_table};
 use serde_json::Value;
 
 use crate::faults::{Dice, Failing, Faults};
-use crate::figures::{HOT_STREAM, Shared, Tally, add_time};
+use crate::figures::{Shared, Tally, add_time};
 use crate::keys::{Wrapping, keyed};
 use crate::naive::{idempotent_write, naive_write};
+use crate::queues::in_queue;
 use crate::{Pipeline, meter};
+
+/// A consumer that has received nothing for this long stops, whatever it
+/// has projected (it says so): a run never leaves a task polling behind it.
+const IDLE_LIMIT: Duration = Duration::from_secs(60);
 
 /// A new process of a consumer: its runner, with nothing warm and no key
 /// kept.
@@ -64,7 +79,21 @@ pub async fn consumer(
         ..
     } = lane;
     let mut runner = if faults.is_some() { process() } else { runner };
-    while tally.projected.load(Ordering::Relaxed) < total {
+    let mut last_received = Instant::now();
+    loop {
+        // Done once every event is projected and no message is left.
+        if tally.projected.load(Ordering::Relaxed) >= total && in_queue(&sqs, &queue_url).await == 0
+        {
+            break;
+        }
+        if last_received.elapsed() > IDLE_LIMIT {
+            eprintln!(
+                "{queue_url}: nothing received for {} s, {} of {total} events projected: the consumer stops",
+                IDLE_LIMIT.as_secs(),
+                tally.projected.load(Ordering::Relaxed)
+            );
+            break;
+        }
         let began = Instant::now();
         let received = sqs
             .receive_message()
@@ -82,6 +111,7 @@ pub async fn consumer(
         if messages.is_empty() {
             continue;
         }
+        last_received = Instant::now();
         tally.receives.fetch_add(1, Ordering::Relaxed);
         tally.invocations.fetch_add(1, Ordering::Relaxed);
         let began = Instant::now();
@@ -89,6 +119,8 @@ pub async fn consumer(
             .receipts
             .fetch_add(messages.len() as u64, Ordering::Relaxed);
         let mut done: Vec<&aws_sdk_sqs::types::Message> = Vec::new();
+        // The events this batch projected: (stream, sequence).
+        let mut projected: Vec<(String, u64)> = Vec::new();
         match mode {
             Pipeline::Ours | Pipeline::Fanout => {
                 let mut batch = SqsEvent::default();
@@ -129,6 +161,7 @@ pub async fn consumer(
                 done.extend(messages.iter().filter(|message| {
                     !failed.contains(message.message_id.as_ref().unwrap_or(&String::new()))
                 }));
+                projected = projected_by(&report);
             }
             Pipeline::Naive => {
                 for message in &messages {
@@ -154,6 +187,9 @@ pub async fn consumer(
             }
         }
         add_time(&tally.busy, began.elapsed());
+        if matches!(mode, Pipeline::Naive | Pipeline::Idempotency) {
+            projected = done.iter().map(|message| event_key(message)).collect();
+        }
         let now = Instant::now();
         let entries: Vec<DeleteMessageBatchRequestEntry> = done
             .iter()
@@ -177,55 +213,72 @@ pub async fn consumer(
             add_time(&tally.deleting, began.elapsed());
             tally.deletes.fetch_add(1, Ordering::Relaxed);
         }
-        let keys: Vec<(String, u64)> = done
-            .iter()
-            .map(|message| {
-                let body: Value = serde_json::from_str(message.body.as_deref().unwrap_or("{}"))
-                    .unwrap_or_default();
-                (
-                    body["aggregateId"].as_str().unwrap_or_default().to_owned(),
-                    body["sequence"].as_u64().unwrap_or(0),
-                )
-            })
-            .collect();
-        let latencies: Vec<(bool, Duration)> = match shared.appended.lock() {
-            Ok(appended) => keys
-                .iter()
-                .filter_map(|key| {
-                    let at = appended.get(key)?;
-                    Some((key.0 == HOT_STREAM, now.duration_since(*at)))
-                })
-                .collect(),
-            Err(_) => Vec::new(),
-        };
-        if let Ok(mut hot) = tally.hot.lock() {
-            hot.latencies
-                .extend(latencies.iter().filter(|(hot, _)| *hot).map(|(_, at)| *at));
-        }
-        if let Ok(mut all) = tally.latencies.lock() {
-            all.extend(latencies.into_iter().map(|(_, at)| at));
-        }
-        if !done.is_empty()
-            && let Ok(mut last) = tally.last_projected.lock()
-        {
-            *last = Some(now);
-        }
-        tally.projected.fetch_add(done.len(), Ordering::Relaxed);
+        tally.project(&shared, projected, now);
     }
+}
+
+/// The events a batch's report says it projected: each message done but
+/// parked (an event parked is projected when drained), each parked event
+/// drained, each event read from the event store. A duplicate's event is
+/// among them: projected before, it counts once ([`Tally::project`]), and
+/// if its batch was killed after its write, at its duplicate.
+fn projected_by(report: &BatchReport) -> Vec<(String, u64)> {
+    let done = report
+        .messages
+        .iter()
+        .filter(|message| !message.outcome.is_failure() && message.outcome != Outcome::Parked);
+    let mut projected: Vec<(String, u64)> = done
+        .filter_map(|message| Some((message.stream.clone(), message.sequence?)))
+        .collect();
+    for parking in &report.parking {
+        projected.extend(
+            parking
+                .drained
+                .iter()
+                .map(|drained| (parking.stream.clone(), drained.sequence)),
+        );
+    }
+    for filled in &report.filled {
+        projected
+            .extend((filled.from..=filled.to).map(|sequence| (filled.stream.clone(), sequence)));
+    }
+    projected
+}
+
+/// A message's event: its body's `aggregateId` and `sequence`.
+fn event_key(message: &aws_sdk_sqs::types::Message) -> (String, u64) {
+    let body: Value =
+        serde_json::from_str(message.body.as_deref().unwrap_or("{}")).unwrap_or_default();
+    (
+        body["aggregateId"].as_str().unwrap_or_default().to_owned(),
+        body["sequence"].as_u64().unwrap_or(0),
+    )
+}
+
+/// The event store a consumer reads: its table, which holds the subjects'
+/// keys too, how they are wrapped, and whether the consumer reads a gap's
+/// events from it (as the projector does when `EVENT_STORE_TABLE` is set)
+/// or waits for them as without it.
+pub struct Reads<'a> {
+    pub table: &'a str,
+    pub wrapping: &'a Wrapping,
+    pub fill: bool,
 }
 
 /// A consumer on its own table: `<name>-<consumer>`, projected by
 /// `domain`; a domain that declares personal data opens it with the key
-/// items in `events_table`, wrapped as `wrapping` says. Under `faults`,
-/// its DynamoDB and KMS requests fail as they say (the dice seeded with
-/// `seed`).
+/// items in the event store's table, wrapped as `reads` says; with
+/// `reads.fill`, a gap's events are read from the event store (one
+/// `Query`, on the consumer's metered client: counted in its requests and
+/// cost). Under `faults`, its DynamoDB and KMS requests fail as they say
+/// (the dice seeded with `seed`), the event store's reads too.
 pub async fn lane(
     dynamodb: &aws_sdk_dynamodb::Client,
     name: &'static str,
     table: String,
     queue_url: String,
     domain: Domain,
-    (events_table, wrapping): (&str, &Wrapping),
+    reads: Reads<'_>,
     faults: Option<(Faults, u64)>,
 ) -> Lane {
     if let Err(err) = create_table(dynamodb, &table).await {
@@ -234,7 +287,7 @@ pub async fn lane(
     }
     let meter = meter::Meter::default();
     let mut dynamodb = meter.wrap(dynamodb);
-    let mut wrapping = wrapping.clone();
+    let mut wrapping = reads.wrapping.clone();
     let faults = faults.map(|(faults, seed)| {
         let failing = Failing::new(faults.requests, seed);
         dynamodb = failing.dynamodb(&dynamodb);
@@ -243,23 +296,27 @@ pub async fn lane(
         }
         (faults, Arc::new(Dice::new(seed.rotate_left(17))))
     });
-    let keyed_domain = keyed(domain.clone(), &dynamodb, events_table, &wrapping);
+    let (events_table, fill) = (reads.table.to_owned(), reads.fill);
+    // A new process of the consumer: its runner on its table, which reads
+    // the event store or not.
+    let start = {
+        let (dynamodb, table) = (dynamodb.clone(), table.clone());
+        move |domain: Domain| {
+            let mut store = DynamoStore::new(dynamodb.clone(), table.clone());
+            if fill {
+                let events =
+                    EventStore::new(dynamodb.clone(), events_table.clone(), domain.clone());
+                store = store.with_event_store(events);
+            }
+            Arc::new(Runner::new(domain, store, RunnerConfig::default()))
+        }
+    };
+    let keyed_domain = keyed(domain.clone(), &dynamodb, reads.table, &wrapping);
     let keys = keyed_domain.keys().cloned();
-    let runner = Arc::new(Runner::new(
-        keyed_domain,
-        DynamoStore::new(dynamodb.clone(), table.clone()),
-        RunnerConfig::default(),
-    ));
+    let runner = start(keyed_domain);
     let process: Process = {
-        let (dynamodb, table, events_table) =
-            (dynamodb.clone(), table.clone(), events_table.to_owned());
-        Arc::new(move || {
-            Arc::new(Runner::new(
-                keyed(domain.clone(), &dynamodb, &events_table, &wrapping),
-                DynamoStore::new(dynamodb.clone(), table.clone()),
-                RunnerConfig::default(),
-            ))
-        })
+        let (dynamodb, events_table) = (dynamodb.clone(), reads.table.to_owned());
+        Arc::new(move || start(keyed(domain.clone(), &dynamodb, &events_table, &wrapping)))
     };
     Lane {
         name,

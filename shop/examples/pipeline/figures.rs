@@ -1,9 +1,9 @@
 //! What a run measures, and the counts its tasks share while it runs: the
 //! dispatcher's in [`Shared`], each consumer's in [`Tally`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use sequence_guard::runner::BatchReport;
@@ -103,6 +103,9 @@ pub fn time_of(total: &Mutex<Duration>) -> Duration {
 #[derive(Default)]
 pub struct Tally {
     pub latencies: Mutex<Vec<Duration>>,
+    /// The events projected (stream, sequence): each counts once.
+    pub seen: Mutex<HashSet<(String, u64)>>,
+    /// How many: `seen`'s size.
     pub projected: AtomicUsize,
     /// Messages received, each receipt counted.
     pub receipts: AtomicU64,
@@ -117,6 +120,43 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// Counts the events a batch projected at `now` (see `consumer.rs`):
+    /// each the first time only, its latency from its append (when known)
+    /// to `now`, and `now` the last projection.
+    pub fn project(&self, shared: &Shared, events: Vec<(String, u64)>, now: Instant) {
+        let fresh: Vec<(String, u64)> = match self.seen.lock() {
+            Ok(mut seen) => events
+                .into_iter()
+                .filter(|event| seen.insert(event.clone()))
+                .collect(),
+            Err(_) => return,
+        };
+        if fresh.is_empty() {
+            return;
+        }
+        let latencies: Vec<(bool, Duration)> = match shared.appended.lock() {
+            Ok(appended) => fresh
+                .iter()
+                .filter_map(|event| {
+                    let at = appended.get(event)?;
+                    Some((event.0 == HOT_STREAM, now.duration_since(*at)))
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        if let Ok(mut hot) = self.hot.lock() {
+            hot.latencies
+                .extend(latencies.iter().filter(|(hot, _)| *hot).map(|(_, at)| *at));
+        }
+        if let Ok(mut all) = self.latencies.lock() {
+            all.extend(latencies.into_iter().map(|(_, at)| at));
+        }
+        if let Ok(mut last) = self.last_projected.lock() {
+            *last = Some(last.map_or(now, |last| last.max(now)));
+        }
+        self.projected.fetch_add(fresh.len(), Ordering::Relaxed);
+    }
+
     /// Counts what became of the hot stream's messages in `report`, a
     /// batch `killed` or not.
     pub fn profile_hot(&self, report: &BatchReport, killed: bool) {

@@ -10,11 +10,15 @@
 //!
 //! Prints, never asserts, for one hot aggregate and for 100 aggregates (and
 //! a hot order's events filled first and drained with each batch of change
-//! records out of order, as two shards give them), for
-//! each consumer: events per second from the first append to its last event
-//! projected, the latency of each event from its append to its projection
-//! (median, 99th percentile), the messages its queue delivered per event
-//! appended (each receipt, redeliveries included), and the dispatcher's
+//! records out of order, as two shards give them: the consumers reading a
+//! gap's events from the event store, then, in the next run, without it),
+//! for each consumer: events per second from the first append to its last
+//! event projected, the latency of each event from its append to its
+//! projection (median, 99th percentile; an event is projected once, when
+//! it first reaches the table: by its message, drained from parking, or
+//! read from the event store before a later message, `consumer.rs`), the
+//! messages its queue delivered per event appended (each receipt,
+//! redeliveries and duplicates included), and the dispatcher's
 //! requests per event. Four pipelines: ours
 //! (the dispatcher's code sending to one SQS FIFO queue), a naive one (one
 //! `SendMessage` per event, one conditional write per message), the usual
@@ -185,7 +189,9 @@ enum Workload {
     /// batch of change records out of order, as two shards read in parallel
     /// give them: the batch's second half first, each half reversed (ours and
     /// the fan-out only: the naive consumers have no parking and would not
-    /// get past a gap).
+    /// get past a gap). Each pipeline runs twice in a row: its consumers
+    /// reading a gap's events from the event store, then without it (a gap
+    /// retried, then parked).
     Reordered,
 }
 
@@ -272,6 +278,7 @@ async fn main() {
                     reordered: false,
                     hot: 0,
                     faults: None,
+                    fill: true,
                 },
             ),
             Workload::Many => (
@@ -285,6 +292,7 @@ async fn main() {
                     reordered: false,
                     hot: 0,
                     faults: None,
+                    fill: true,
                 },
             ),
             Workload::Faults => (
@@ -304,6 +312,7 @@ async fn main() {
                         requests: args.fault_requests,
                         kills: args.fault_kills,
                     }),
+                    fill: true,
                 },
             ),
             Workload::Reordered => {
@@ -341,6 +350,14 @@ async fn main() {
                 )
             }
         };
+        // The out-of-order workload runs each pipeline twice in a row:
+        // its consumers reading a gap's events from the event store, then
+        // waiting for them as without it.
+        let variants: &[bool] = if case.reordered {
+            &[true, false]
+        } else {
+            &[true]
+        };
         for &mode in &args.pipelines {
             if case.reordered && !matches!(mode, Pipeline::Ours | Pipeline::Fanout) {
                 continue;
@@ -348,62 +365,73 @@ async fn main() {
             if case.faults.is_some() && mode != Pipeline::Fanout {
                 continue;
             }
-            let name = format!("pipeline-{workload:?}-{}{}", mode.tag(), args.tag).to_lowercase();
-            let figures = run(&args, mode, &name, &case).await;
-            for consumed in &figures.consumers {
-                println!(
-                    "{:<34} {:>11} {:>7} {:>7} {:>9.0} {:>8.1} {:>8.1} {:>9.3} {:>9.2}",
+            for &fill in variants {
+                let case = Case { fill, ..case };
+                let name = format!("pipeline-{workload:?}-{}{}", mode.tag(), args.tag);
+                let (label, name) = if fill {
+                    (label.clone(), name.to_lowercase())
+                } else {
+                    (
+                        format!("{label}, without the event store's fill"),
+                        format!("{name}-without-fill").to_lowercase(),
+                    )
+                };
+                let figures = run(&args, mode, &name, &case).await;
+                for consumed in &figures.consumers {
+                    println!(
+                        "{:<34} {:>11} {:>7} {:>7} {:>9.0} {:>8.1} {:>8.1} {:>9.3} {:>9.2}",
+                        label,
+                        mode.tag(),
+                        consumed.name,
+                        consumed.projected,
+                        consumed.projected as f64 / consumed.seconds,
+                        percentile(&consumed.latencies, 0.5),
+                        percentile(&consumed.latencies, 0.99),
+                        per_event(figures.requests, figures.appended),
+                        per_event(consumed.deliveries, figures.appended),
+                    );
+                    tables::record_live(&mut figures_out, &label, mode, &figures, consumed);
+                }
+                let consumer_kms: Vec<String> = figures
+                    .consumers
+                    .iter()
+                    .map(|consumed| {
+                        format!(
+                            "{} {:.3}",
+                            consumed.name,
+                            per_event(consumed.kms, figures.appended)
+                        )
+                    })
+                    .collect();
+                kms.push(format!(
+                    "{:<34} {:>11}  producer {:.3}, {}",
                     label,
                     mode.tag(),
-                    consumed.name,
-                    consumed.projected,
-                    consumed.projected as f64 / consumed.seconds,
-                    percentile(&consumed.latencies, 0.5),
-                    percentile(&consumed.latencies, 0.99),
-                    per_event(figures.requests, figures.appended),
-                    per_event(consumed.deliveries, figures.appended),
-                );
-                tables::record_live(&mut figures_out, &label, mode, &figures, consumed);
-            }
-            let consumer_kms: Vec<String> = figures
-                .consumers
-                .iter()
-                .map(|consumed| {
-                    format!(
-                        "{} {:.3}",
-                        consumed.name,
-                        per_event(consumed.kms, figures.appended)
-                    )
-                })
-                .collect();
-            kms.push(format!(
-                "{:<34} {:>11}  producer {:.3}, {}",
-                label,
-                mode.tag(),
-                per_event(figures.producer_kms, figures.appended),
-                consumer_kms.join(", ")
-            ));
-            if let Some(faults) = case.faults {
-                profiles.push((
-                    label.clone(),
-                    faults,
-                    figures
-                        .consumers
-                        .iter()
-                        .map(|c| (c.name, c.hot.clone()))
-                        .collect(),
+                    per_event(figures.producer_kms, figures.appended),
+                    consumer_kms.join(", ")
                 ));
-            }
-            // The cost table compares the designs on the same workloads.
-            if !case.reordered && case.faults.is_none() {
-                costs.push((
-                    label.clone(),
-                    mode,
-                    cost_of(mode, &figures, figures.appended),
-                ));
-            }
-            if workload == Workload::Drain {
-                drained.push((mode, figures));
+                if let Some(faults) = case.faults {
+                    profiles.push((
+                        label.clone(),
+                        faults,
+                        figures
+                            .consumers
+                            .iter()
+                            .map(|c| (c.name, c.hot.clone()))
+                            .collect(),
+                    ));
+                }
+                // The cost table compares the designs on the same workloads.
+                if !case.reordered && case.faults.is_none() {
+                    costs.push((
+                        label.clone(),
+                        mode,
+                        cost_of(mode, &figures, figures.appended),
+                    ));
+                }
+                if workload == Workload::Drain {
+                    drained.push((mode, figures));
+                }
             }
         }
     }

@@ -12,7 +12,7 @@ use sequence_guard::producer::{Append, EventStore, ExpectedSequence, NewEvent};
 use sequence_guard::store::dynamodb::{connect, ensure_events_table};
 use serde_json::json;
 
-use crate::consumer::{consumer, lane};
+use crate::consumer::{Reads, consumer, lane};
 use crate::dispatcher::{Wiring, dispatcher};
 use crate::drain::Filled;
 use crate::faults::Faults;
@@ -50,6 +50,10 @@ pub struct Case<'a> {
     pub hot: u64,
     /// What fails, the same for every consumer (`faults.rs`).
     pub faults: Option<Faults>,
+    /// The consumers read a gap's events from the event store (the
+    /// runner's fill, as the projector with `EVENT_STORE_TABLE`); without,
+    /// a gap waits for its events, retried and then parked, as before.
+    pub fill: bool,
 }
 
 impl<'a> Case<'a> {
@@ -64,6 +68,7 @@ impl<'a> Case<'a> {
             reordered: false,
             hot: 0,
             faults: None,
+            fill: true,
         }
     }
 }
@@ -94,7 +99,11 @@ pub async fn run(args: &Args, mode: Pipeline, name: &str, case: &Case<'_>) -> Fi
             format!("{name}-projection"),
             queue_url.clone(),
             shop::domain(),
-            (&events_table, &args.keys),
+            Reads {
+                table: &events_table,
+                wrapping: &args.keys,
+                fill: case.fill,
+            },
             case.faults.map(|faults| (faults, SEED)),
         )
         .await,
@@ -108,7 +117,11 @@ pub async fn run(args: &Args, mode: Pipeline, name: &str, case: &Case<'_>) -> Fi
                 format!("{name}-status"),
                 status_url,
                 shop::status::domain(),
-                (&events_table, &args.keys),
+                Reads {
+                    table: &events_table,
+                    wrapping: &args.keys,
+                    fill: case.fill,
+                },
                 case.faults.map(|faults| (faults, SEED)),
             )
             .await,

@@ -12,6 +12,7 @@ mod expected_sequences;
 mod faults;
 mod races;
 mod repeated_requests;
+mod twin;
 mod writes;
 
 use std::collections::{BTreeMap, HashSet};

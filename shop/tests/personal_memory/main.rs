@@ -19,9 +19,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::future::BoxFuture;
 use sequence_guard::envelope::InvalidMessage;
 use sequence_guard::personal::{
-    DataKey, Erasure, KeyError, KeySource, Keyring, LocalKeys, PLACEHOLDER, Personal, Stored,
-    is_sealed, seal_data,
+    DataKey, Erasure, KeyError, KeyItem, KeySource, Keyring, LocalKeys, PLACEHOLDER, Personal,
+    is_sealed,
 };
+use sequence_guard::producer::seal_data;
 use sequence_guard::runner::{Invocation, Outcome, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
 use sequence_guard::testkit::given;
@@ -91,18 +92,52 @@ async fn sealed(
 /// The same, sealed by hand as the engine documents it: the subject's key
 /// (`Keyring::for_append`), and `DataKey::seal` of each value's JSON text
 /// with `eventId \0 field` as associated data.
-async fn sealed_by_hand(producer: &Keyring, order: &str, sequence: u64, name: &str) -> String {
+/// How a value is sealed by hand.
+#[derive(Clone, Copy)]
+enum Format {
+    /// `sg:pd2:`: the associated data binds the event, the field, the
+    /// stream and the subject, each with its length (docs/personal-data.md).
+    Now,
+    /// `sg:pd1:`, an earlier release's: the event's id and the field only.
+    Earlier,
+}
+
+async fn by_hand(
+    producer: &Keyring,
+    order: &str,
+    sequence: u64,
+    name: &str,
+    format: Format,
+) -> String {
     let event_id = format!("{order}-{sequence}");
     let key = producer
         .for_append(order, order)
         .await
         .expect("the subject's key");
     let seal = |field: &str, value: &str| {
-        let mut aad = event_id.as_bytes().to_vec();
-        aad.push(0);
-        aad.extend_from_slice(field.as_bytes());
-        key.seal(&serde_json::to_vec(value).expect("json"), &aad)
-            .expect("sealed")
+        let aad = match format {
+            Format::Now => {
+                let mut aad = b"sg:pd2\0".to_vec();
+                for part in [event_id.as_str(), field, order, order] {
+                    aad.extend_from_slice(&(part.len() as u32).to_be_bytes());
+                    aad.extend_from_slice(part.as_bytes());
+                }
+                aad
+            }
+            Format::Earlier => {
+                let mut aad = event_id.as_bytes().to_vec();
+                aad.push(0);
+                aad.extend_from_slice(field.as_bytes());
+                aad
+            }
+        };
+        let sealed = key
+            .seal(&serde_json::to_vec(value).expect("json"), &aad)
+            .expect("sealed");
+        match format {
+            Format::Now => sealed,
+            Format::Earlier => sealed.replacen("sg:pd2:", "sg:pd1:", 1),
+        }
     };
     json!({
         "eventId": event_id,
@@ -157,7 +192,7 @@ impl KeySource for NoKeys {
     fn read<'a>(
         &'a self,
         _: &'a [String],
-    ) -> BoxFuture<'a, Result<std::collections::HashMap<String, Stored>, KeyError>> {
+    ) -> BoxFuture<'a, Result<std::collections::HashMap<String, KeyItem>, KeyError>> {
         self.refuse()
     }
 
@@ -173,7 +208,7 @@ impl KeySource for NoKeys {
         &'a self,
         _: &'a str,
         _: &'a str,
-    ) -> BoxFuture<'a, Result<Result<(Vec<u8>, DataKey), Stored>, KeyError>> {
+    ) -> BoxFuture<'a, Result<Result<(Vec<u8>, DataKey), KeyItem>, KeyError>> {
         self.refuse()
     }
 
@@ -181,7 +216,7 @@ impl KeySource for NoKeys {
         self.refuse()
     }
 
-    fn erase<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Option<Stored>, KeyError>> {
+    fn erase<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Option<KeyItem>, KeyError>> {
         self.refuse()
     }
 

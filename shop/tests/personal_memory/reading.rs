@@ -64,22 +64,25 @@ async fn a_sealed_body_reads_as_its_plain_values_once_its_key_is_fetched() {
         ("Ada King", 1500, 2)
     );
 
-    // Sealed by hand as the engine documents it: read the same.
-    let by_hand = sealed_by_hand(&producer, "order-3", 1, NAME).await;
-    domain
-        .fetch_keys([by_hand.as_str()])
-        .await
-        .expect("fetched");
-    let order = given(None::<Order>)
-        .when_body(&domain, &by_hand)
-        .expect("opened")
-        .entity()
-        .cloned()
-        .expect("created");
-    assert_eq!(
-        (order.customer_name.as_str(), order.email.as_str()),
-        (NAME, EMAIL)
-    );
+    // Sealed by hand as the engine documents it, and as an earlier release
+    // sealed it: read the same.
+    for (order, format) in [("order-3", Format::Now), ("order-4", Format::Earlier)] {
+        let by_hand = by_hand(&producer, order, 1, NAME, format).await;
+        domain
+            .fetch_keys([by_hand.as_str()])
+            .await
+            .expect("fetched");
+        let order = given(None::<Order>)
+            .when_body(&domain, &by_hand)
+            .expect("opened")
+            .entity()
+            .cloned()
+            .expect("created");
+        assert_eq!(
+            (order.customer_name.as_str(), order.email.as_str()),
+            (NAME, EMAIL)
+        );
+    }
 }
 
 /// The status consumer declares no personal data: it reads the sealed

@@ -118,14 +118,15 @@ async fn an_erased_subject_is_gone_from_every_table_and_the_others_are_intact() 
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert_eq!(
         json_line(&stdout),
-        json!({"subject": erased, "keyDeleted": true,
+        json!({"subject": erased, "subjectKnown": true, "keyDeleted": true,
                "streamsTold": [{"stream": erased, "sequence": 4}], "alreadyDone": false})
     );
     let (code, stdout, stderr) = pipeline.tool(ERASE, &["--subject", erased], &[]).await;
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert_eq!(
         json_line(&stdout),
-        json!({"subject": erased, "keyDeleted": false, "streamsTold": [], "alreadyDone": true})
+        json!({"subject": erased, "subjectKnown": true, "keyDeleted": false,
+               "streamsTold": [], "alreadyDone": true})
     );
     let key = item(&pipeline.events_table, &format!("SUBJECT#{erased}"), "KEY")
         .await

@@ -5,7 +5,8 @@
 //! ends with the subject's values nowhere, and the others' intact.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use sequence_guard::personal::{PLACEHOLDER, SEALED_PREFIX, erase};
+use sequence_guard::personal::{PLACEHOLDER, SEALED_PREFIX};
+use sequence_guard::producer::erase;
 
 use crate::pipeline::Pipeline;
 use crate::scan::{count, hits, item, number, text};

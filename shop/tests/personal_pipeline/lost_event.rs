@@ -1,21 +1,21 @@
-//! An erasure behind a lost event: the guard holds it, parked behind the
-//! gap, so the order keeps its values until the gap is mended, as the
-//! runbook says (docs/personal-data.md: watch for a stuck stream, then
-//! `verify`). `verify` names the item and its attributes, never a value;
-//! `resend` of the lost event closes the gap, and the erasure applies.
+//! An erasure behind a lost event (taken from the queue, never delivered):
+//! the consumer reads the lost event, and the one parked behind it, from
+//! the event store, and applies them and the erasure at its first delivery;
+//! the order's values are gone at once, and `verify` agrees without
+//! printing a value. (A hole the store cannot close is `verify`'s and
+//! `resend`'s: shop/tests/repair.rs.)
 
-use sequence_guard::personal::{PLACEHOLDER, erase};
+use sequence_guard::personal::PLACEHOLDER;
+use sequence_guard::producer::erase;
 
 use crate::pipeline::Pipeline;
 use crate::scan::{count, item, number, text};
-use crate::support::localstack::localstack;
-use crate::{MARKER, assert_in_clear_only_where_projected, details, json_line, marker, subject};
+use crate::{MARKER, assert_in_clear_only_where_projected, details, marker, subject};
 
-const RESEND: &str = env!("CARGO_BIN_EXE_resend");
 const VERIFY: &str = env!("CARGO_BIN_EXE_verify");
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn an_erasure_behind_a_lost_event_waits_for_it_and_verify_names_the_order() {
+async fn an_erasure_behind_a_lost_event_reads_it_from_the_store_and_applies() {
     let mut pipeline = Pipeline::start("lost").await;
     let order = subject("lost", "g");
     for n in 1..=3 {
@@ -47,62 +47,10 @@ async fn an_erasure_behind_a_lost_event_waits_for_it_and_verify_names_the_order(
     let erased = erase(&pipeline.events, &order).await.expect("erased");
     assert_eq!(erased.told, [(order.clone(), 4)]);
     pipeline.settle().await;
-    // The erasure parked behind the gap, with 3: the order keeps its values.
+    // The erasure arrived behind the lost event: the consumer read 2 (and
+    // 3, parked) from the event store and applied them before it, at its
+    // first delivery. The order is erased, nothing is left parked.
     let pk = format!("ORDER#{order}");
-    let state = item(&pipeline.orders.table, &pk, "STATE")
-        .await
-        .expect("the order");
-    assert_eq!(
-        (number(&state, "sequence"), text(&state, "customerName")),
-        (1, format!("{}name-1", marker(&order)).as_str())
-    );
-    assert_eq!(
-        state.get("parked"),
-        Some(&aws_sdk_dynamodb::types::AttributeValue::Ns(vec![
-            "3".to_owned(),
-            "4".to_owned()
-        ]))
-    );
-    // `verify` names it: expected 4, found 1, the attributes by name.
-    let (events_table, table) = (pipeline.events_table.clone(), pipeline.orders.table.clone());
-    let args = [
-        "--events-table",
-        &events_table,
-        "--table",
-        &table,
-        "--stream",
-        &order,
-    ];
-    let (code, stdout, stderr) = pipeline.tool(VERIFY, &args, &[]).await;
-    assert_eq!(code, 1, "{stdout}{stderr}");
-    let line = json_line(stdout.lines().next().unwrap_or_default());
-    assert_eq!(
-        (
-            line["pk"].as_str(),
-            line["expectedSequence"].as_u64(),
-            line["foundSequence"].as_u64()
-        ),
-        (Some(pk.as_str()), Some(4), Some(1)),
-        "{stdout}"
-    );
-    let attributes = line["attributes"].to_string();
-    assert!(attributes.contains("customerName"), "{attributes}");
-    assert!(!stdout.contains(MARKER) && !stderr.contains(MARKER));
-
-    // The lost event resent: the gap closes, 3 and the erasure drain.
-    let topic = pipeline.topic_arn.clone();
-    let (code, stdout, stderr) = pipeline
-        .tool(
-            RESEND,
-            &["--stream", &order, "--from", "2", "--to", "2"],
-            &[
-                ("TOPIC_ARN", &topic),
-                ("AWS_ENDPOINT_URL_SNS", &localstack().endpoint),
-            ],
-        )
-        .await;
-    assert_eq!(code, 0, "{stdout}{stderr}");
-    pipeline.settle().await;
     let state = item(&pipeline.orders.table, &pk, "STATE")
         .await
         .expect("the order");
@@ -124,6 +72,17 @@ async fn an_erasure_behind_a_lost_event_waits_for_it_and_verify_names_the_order(
         assert_eq!(count(table, &marker(&order)).await, 0, "{table}");
     }
     assert_in_clear_only_where_projected(&pipeline, &[]).await;
+    // `verify` agrees, and prints no value.
+    let (events_table, table) = (pipeline.events_table.clone(), pipeline.orders.table.clone());
+    let args = [
+        "--events-table",
+        &events_table,
+        "--table",
+        &table,
+        "--stream",
+        &order,
+    ];
     let (code, stdout, stderr) = pipeline.tool(VERIFY, &args, &[]).await;
     assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(!stdout.contains(MARKER) && !stderr.contains(MARKER));
 }

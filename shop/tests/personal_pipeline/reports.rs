@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use sequence_guard::personal::{PLACEHOLDER, SEALED_PREFIX, erase, seal_data};
+use sequence_guard::personal::{PLACEHOLDER, SEALED_PREFIX};
+use sequence_guard::producer::{erase, seal_data};
 use sequence_guard::store::dynamodb::connect;
 use serde_json::{Value, json};
 

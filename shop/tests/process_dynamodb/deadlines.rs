@@ -3,7 +3,7 @@
 //! no-op once the state moved on, and a payment racing a deadline.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use sequence_guard::process::due_shard;
+use sequence_guard::store::due_shard;
 
 use super::*;
 
@@ -216,4 +216,47 @@ async fn a_payment_racing_the_deadline_ends_paid_or_cancelled_and_refunded() {
         }
     }
     eprintln!("{paid_orders} paid, {cancelled_orders} cancelled and refunded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deadline_of_a_state_awaiting_although_paid_in_full_ends_it_paid() {
+    // GIVEN a state an earlier release left awaiting payment although what
+    // was paid covers its total (an update had lowered the total to it).
+    let tables = Tables::new().await;
+    let world = awaiting(&tables, 1).await;
+    tables
+        .client
+        .update_item()
+        .table_name(&tables.table)
+        .key("pk", AttributeValue::S("PAYMENT#order-0".into()))
+        .key("sk", AttributeValue::S("STATE".into()))
+        .update_expression("SET paidCents = :paid")
+        .expression_attribute_values(":paid", AttributeValue::N("1000".into()))
+        .send()
+        .await
+        .expect("UpdateItem");
+    let before = world.state("order-0").await.expect("a state");
+    assert_eq!(
+        (before.state, before.paid_cents, before.total_cents),
+        (PaymentState::AwaitingPayment, 1000, 1000)
+    );
+
+    // WHEN its deadline passes.
+    let fired = fire_until(&world.runner, BASE + WINDOW, 1).await;
+
+    // THEN it ends paid: nothing appended, the deadline gone.
+    assert_eq!(fired, 1);
+    let types: Vec<String> = world
+        .events("order-0")
+        .await
+        .into_iter()
+        .map(|event| event.event_type)
+        .collect();
+    assert_eq!(types, ["OrderCreated"], "no cancel appended");
+    let after = world.state("order-0").await.expect("a state");
+    assert_eq!(
+        (after.state, after.sequence),
+        (PaymentState::Paid, before.sequence)
+    );
+    assert_eq!(world.deadline("order-0").await, None);
 }

@@ -232,3 +232,62 @@ async fn a_parked_cancel_drained_when_its_gap_closes_appends_its_refund_once() {
     }
     assert_eq!(stream_events(&producer, "order-1").await.len(), 4);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_ahead_of_its_stream_reads_the_events_before_and_appends_its_refund_once() {
+    // GIVEN an order created, paid and cancelled in the store, and the
+    // cancel delivered first (a stream split over two shards).
+    let tables = Tables::new().await;
+    let (runner, producer) = (tables.runner(), tables.producer());
+    produce(&producer, "order-1", "p-1", "OrderCreated", created(1000)).await;
+    produce(&producer, "order-1", "p-2", "PaymentReceived", paid(1000)).await;
+    produce(&producer, "order-1", "p-3", "OrderCancelled", cancelled()).await;
+    let events = stream_events(&producer, "order-1").await;
+    let one = |event: &Logged, id: &str| batch(vec![message(id, &event.stream, &event.body)]);
+
+    // WHEN it arrives, at its first delivery.
+    let report = runner
+        .run(&one(&events[2], "m-3"), at(BASE))
+        .await
+        .expect("a batch");
+
+    // THEN the creation and the payment are read from the store and
+    // decided before it, in its step: applied, its refund appended once
+    // (caused by the cancel), nothing parked.
+    assert_eq!(outcomes(&report), [Outcome::Applied]);
+    assert_eq!(report.filled_events(), 2, "{:?}", report.filled);
+    assert!(report.parking.is_empty());
+    let after = stream_events(&producer, "order-1").await;
+    let types: Vec<&str> = after.iter().map(|e| e.event_type.as_str()).collect();
+    assert_eq!(
+        types,
+        [
+            "OrderCreated",
+            "PaymentReceived",
+            "OrderCancelled",
+            "RefundRequested"
+        ]
+    );
+    assert_eq!(after[3].event_id, "process-payments-p-3-0");
+    let payment = state(runner.store(), "order-1").await.expect("a state");
+    assert_eq!(
+        (payment.state, payment.sequence, payment.paid_cents),
+        (PaymentState::Cancelled, 3, 1000)
+    );
+
+    // AND the earlier messages, when they come, are duplicates; the
+    // refund is applied; nothing more is appended.
+    for (index, event) in events.iter().enumerate() {
+        let report = runner
+            .run(&one(event, &format!("late-{index}")), at(BASE))
+            .await
+            .expect("a batch");
+        assert_eq!(outcomes(&report), [Outcome::Duplicate], "{index}");
+    }
+    let report = runner
+        .run(&one(&after[3], "refund"), at(BASE))
+        .await
+        .expect("a batch");
+    assert_eq!(outcomes(&report), [Outcome::Applied]);
+    assert_eq!(stream_events(&producer, "order-1").await.len(), 4);
+}

@@ -4,6 +4,7 @@
 
 use sequence_guard::process::{MAX_OUTGOING, Outbox, Process};
 use sequence_guard::{Decision, Domain, Entity, Events, Handling, Sequenced};
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
 use super::*;
@@ -25,6 +26,14 @@ struct Greedy {
 enum GreedyEvent {
     OrderCreated(Value),
     OrderUpdated(Value),
+    // The store's other types: its queue receives them all.
+    OrderCancelled(IgnoredAny),
+    PaymentReceived(IgnoredAny),
+    RefundRequested(IgnoredAny),
+    PersonalDataErased(IgnoredAny),
+    ProductCreated(IgnoredAny),
+    ProductPriceChanged(IgnoredAny),
+    InventoryAdjusted(IgnoredAny),
 }
 
 impl Events for GreedyEvent {
@@ -32,6 +41,13 @@ impl Events for GreedyEvent {
         match self {
             GreedyEvent::OrderCreated(data) => Handling::process(data, on_created),
             GreedyEvent::OrderUpdated(data) => Handling::process(data, on_updated),
+            GreedyEvent::OrderCancelled(_)
+            | GreedyEvent::PaymentReceived(_)
+            | GreedyEvent::RefundRequested(_)
+            | GreedyEvent::PersonalDataErased(_) => Handling::pass::<Greedy>(),
+            GreedyEvent::ProductCreated(_)
+            | GreedyEvent::ProductPriceChanged(_)
+            | GreedyEvent::InventoryAdjusted(_) => Handling::ignore(),
         }
     }
 }

@@ -402,8 +402,11 @@ impl<S: Store, L: Log<S>> World<S, L> {
 }
 
 /// What an order's stream says: its payments, refunds, and whether it was
-/// cancelled.
+/// cancelled; and each cancel for non-payment that found the order paid in
+/// full (what was paid before it covered the total then).
 struct Fold {
+    total: u64,
+    cancelled_paid_in_full: Vec<u64>,
     paid: u64,
     payments_after_cancel: Vec<u64>,
     paid_before_cancel: u64,
@@ -413,6 +416,8 @@ struct Fold {
 
 fn fold(events: &[Logged]) -> Fold {
     let mut fold = Fold {
+        total: 0,
+        cancelled_paid_in_full: Vec::new(),
         paid: 0,
         payments_after_cancel: Vec::new(),
         paid_before_cancel: 0,
@@ -431,15 +436,27 @@ fn fold(events: &[Logged]) -> Fold {
                 }
             }
             "RefundRequested" => fold.refunds.push(amount),
-            "OrderCancelled" => fold.cancelled = true,
+            "OrderCreated" | "OrderUpdated" => {
+                fold.total = event.data["totalCents"].as_u64().unwrap_or(0);
+            }
+            "OrderCancelled" => {
+                if event.data["reason"] == shop::payments::NOT_PAID
+                    && !fold.cancelled
+                    && fold.paid >= fold.total
+                {
+                    fold.cancelled_paid_in_full.push(event.sequence);
+                }
+                fold.cancelled = true;
+            }
             _ => {}
         }
     }
     fold
 }
 
-/// Every order ended paid (and not cancelled) or cancelled, each payment
-/// that needs it requested back once, its stream gapless and with unique
+/// Every order ended paid (and not cancelled) or cancelled, none paid in
+/// full cancelled for non-payment, each payment that needs it requested
+/// back once, its stream gapless and with unique
 /// event ids, its state the fold of its stream; `ids` gathers the ids.
 fn assert_settled(
     what: &str,
@@ -464,6 +481,12 @@ fn assert_settled(
         "{what}: {order} followed its stream"
     );
     assert_eq!(state.paid_cents, fold.paid, "{what}: {order} paid");
+    assert_eq!(state.total_cents, fold.total, "{what}: {order} total");
+    assert_eq!(
+        fold.cancelled_paid_in_full,
+        Vec::<u64>::new(),
+        "{what}: {order} cancelled for non-payment (at these sequences) while paid in full"
+    );
     if fold.cancelled {
         assert_eq!(state.state, PaymentState::Cancelled, "{what}: {order}");
         let mut wanted = fold.payments_after_cancel.clone();

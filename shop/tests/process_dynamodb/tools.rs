@@ -87,3 +87,43 @@ async fn verify_agrees_with_states_that_hold_deadlines_and_rebuild_appends_nothi
         "verify agrees with the rebuilt table: {out}\n{err}"
     );
 }
+
+/// A rebuild into a table made before the events it folds reacts to them
+/// all (the process's start is the table's creation), with the request ids
+/// the live process used: the events it would append are in the store
+/// already, each is appended once, and the states are written alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebuild_reacting_as_the_live_process_did_appends_nothing_twice() {
+    let tables = Tables::new().await;
+    let early = format!("{}-early", tables.table);
+    sequence_guard::store::dynamodb::ensure_table(&tables.client, &early)
+        .await
+        .expect("a table made before the events");
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let mut world = tables.world(2).await;
+    world
+        .produce("order-1", "PaymentReceived", paid(1000))
+        .await;
+    world
+        .produce("order-1", "OrderCancelled", cancelled())
+        .await;
+    world.drain(BASE).await;
+    let producer = tables.producer();
+    let before = stream_events(&producer, "order-1").await.len();
+    assert_eq!(before, 4, "created, paid, cancelled, refunded");
+
+    let (code, out, err) = tool(env!("CARGO_BIN_EXE_payments-rebuild"), &tables, &early);
+    assert_eq!(code, 0, "rebuild: {out}\n{err}");
+    assert!(err.contains("reacted to, once"), "{err}");
+    assert_eq!(
+        stream_events(&producer, "order-1").await.len(),
+        before,
+        "the refund not appended again"
+    );
+    let store = DynamoStore::new(tables.client.clone(), early.clone());
+    assert_eq!(
+        state(&store, "order-1").await,
+        state(world.runner.store(), "order-1").await,
+        "order-1 rebuilt as it is live"
+    );
+}

@@ -1,6 +1,6 @@
 //! What the projector answers: the sample batches and the table after them,
-//! a record without a message id, `TABLE_NAME` missing, the schedule's event,
-//! and the binary run by hand.
+//! a record without a message id, `TABLE_NAME` missing, a local master key
+//! on Lambda, the schedule's event, and the binary run by hand.
 
 use super::*;
 
@@ -199,6 +199,55 @@ async fn without_table_name_the_projector_stops_at_start_naming_it() {
         function.output()
     );
     assert!(api.first_next().is_none(), "it never asked for work");
+}
+
+/// `PERSONAL_DATA_KEY=local:...` holds the master key itself: on Lambda
+/// (which sets `LAMBDA_TASK_ROOT` for every function) the projector refuses
+/// to start, naming the variable and not the key; under a local runtime,
+/// as here without it, the same configuration starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_lambda_a_local_master_key_stops_the_projector_at_start_naming_it() {
+    let store = fresh_table().await;
+    let key = support::personal_data::personal_data_key();
+    let events = format!("{}-events", store.table());
+    let variables = [
+        ("PERSONAL_DATA_KEY", key.as_str()),
+        ("EVENT_STORE_TABLE", events.as_str()),
+    ];
+    let api = RuntimeApi::start().await;
+    let on_lambda = [
+        variables[0],
+        variables[1],
+        ("LAMBDA_TASK_ROOT", "/var/task"),
+    ];
+    let mut function = start_with(&api, Some(store.table()), &on_lambda);
+    let status = tokio::time::timeout(Duration::from_secs(30), function.child.wait())
+        .await
+        .expect("the projector stopped")
+        .expect("exit status");
+    assert!(!status.success());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let output = function.output();
+    let secret = key.trim_start_matches("local:");
+    assert!(
+        output.contains("PERSONAL_DATA_KEY")
+            && output.contains("local:")
+            && !output.contains(secret),
+        "{output}"
+    );
+    assert!(api.first_next().is_none(), "it never asked for work");
+
+    // The same, under a local runtime: it starts and asks for work.
+    let api = RuntimeApi::start().await;
+    let _function = start_with(&api, Some(store.table()), &variables);
+    let started = std::time::Instant::now();
+    while api.first_next().is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "it asked for work"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// The schedule's event (as EventBridge sends it) makes the function look at

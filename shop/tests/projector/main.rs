@@ -12,6 +12,6 @@ use std::time::Duration;
 use sequence_guard::EntityKey;
 use sequence_guard::store::Store;
 use shop::{Order, OrderStatus};
-use support::function::{failures, start};
+use support::function::{failures, start, start_with};
 use support::runtime_api::{Answer, RuntimeApi};
 use support::*;

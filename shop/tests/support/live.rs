@@ -131,6 +131,43 @@ pub async fn consumer(name: &str, which: &str, topic_arn: &str, status: Option<u
     }
 }
 
+/// The payments process as a consumer added to the stack: its table (made
+/// first: the process starts when it is created), then its queue
+/// subscribed, its function (`payments-process`, a window of `window`
+/// seconds) parking from the `park_after`th delivery.
+pub async fn process(name: &str, topic_arn: &str, window: u64, park_after: u32) -> Consumer {
+    let client = connect(Some(&dynamodb_local().endpoint)).await;
+    let table = format!("{name}-payments");
+    create_table(&client, &table).await.expect("table");
+    let sqs = sqs().await;
+    let queues = fifo_queues(&sqs, &format!("{name}-payments"), 1, 50).await;
+    subscribe_raw(&sns().await, topic_arn, &queues.arn).await;
+    let api = RuntimeApi::start().await;
+    let function = start_binary(
+        env!("CARGO_BIN_EXE_payments-process"),
+        &api,
+        &[
+            ("TABLE_NAME", &table),
+            ("EVENT_STORE_TABLE", &format!("{name}-events")),
+            ("PAYMENT_WINDOW_SECONDS", &window.to_string()),
+            ("METRICS_SERVICE", "payments-test"),
+            ("PARK_AFTER_RECEIVES", &park_after.to_string()),
+        ],
+    );
+    let poller = Poller {
+        sqs,
+        queue_url: queues.url.clone(),
+        queue_arn: queues.arn.clone(),
+        api,
+    };
+    Consumer {
+        queues,
+        poller,
+        function,
+        table,
+    }
+}
+
 impl Consumer {
     /// Another mapping of the same queue to the same function, for a task.
     pub fn mapping(&self) -> Poller {

@@ -258,7 +258,19 @@ pub fn verify_lines(
     table: &str,
     args: &[&str],
 ) -> (i32, Vec<serde_json::Value>, String) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_verify"))
+    let key = personal_data::personal_data_key();
+    verify_lines_with_key(events_table, table, args, Some(&key))
+}
+
+/// [`verify_lines`] with `PERSONAL_DATA_KEY` set to `key`, or unset.
+pub fn verify_lines_with_key(
+    events_table: &str,
+    table: &str,
+    args: &[&str],
+    key: Option<&str>,
+) -> (i32, Vec<serde_json::Value>, String) {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_verify"));
+    command
         .args(["--endpoint-url", &dynamodb_local().endpoint])
         .args(args)
         .env("AWS_ACCESS_KEY_ID", "local")
@@ -266,9 +278,11 @@ pub fn verify_lines(
         .env("AWS_REGION", "us-east-1")
         .env("EVENTS_TABLE", events_table)
         .env("TABLE_NAME", table)
-        .env("PERSONAL_DATA_KEY", personal_data::personal_data_key())
-        .output()
-        .expect("verify");
+        .env_remove("PERSONAL_DATA_KEY");
+    if let Some(key) = key {
+        command.env("PERSONAL_DATA_KEY", key);
+    }
+    let output = command.output().expect("verify");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let lines = stdout
         .lines()

@@ -1,5 +1,5 @@
 //! The producer's condition, the topic's fan-out to every consumer's queue,
-//! the subscriptions' dead-letter queues, and queues kept like tables.
+//! the subscriptions' dead-letter queues, and queues and log groups kept like tables.
 
 use super::*;
 
@@ -163,7 +163,39 @@ fn the_events_topic_fans_out_to_each_consumers_queue_raw_and_unfiltered() {
             depends.iter().any(|dependency| dependency == policy_name),
             "{name} depends on {policy_name}"
         );
+        // And once the table its function writes exists: a process starts
+        // when its table is created, so the queue receives only events
+        // appended after (docs/processes.md, adding a process live).
+        let table = table_of_queue(&template, queue);
+        assert!(
+            depends.contains(&table),
+            "{name} depends on {table}: {depends:?}"
+        );
     }
+}
+
+/// The table (`TABLE_NAME`) of the function whose mapping reads `queue`.
+fn table_of_queue(template: &Value, queue: &str) -> String {
+    let resources = template["Resources"].as_mapping().expect("resources");
+    resources
+        .values()
+        .find(|item| {
+            item["Type"] == "AWS::Serverless::Function"
+                && item["Properties"]["Events"]
+                    .as_mapping()
+                    .is_some_and(|events| {
+                        events.values().any(|event| {
+                            intrinsic(&event["Properties"]["Queue"])
+                                == format!("GetAtt {queue}.Arn")
+                        })
+                    })
+        })
+        .map(|function| {
+            intrinsic(&function["Properties"]["Environment"]["Variables"]["TABLE_NAME"])
+                .trim_start_matches("Ref ")
+                .to_owned()
+        })
+        .unwrap_or_else(|| panic!("no function reads {queue}"))
 }
 
 /// What SNS could not deliver to a consumer's queue (a broken queue policy,
@@ -313,20 +345,25 @@ fn every_subscription_redrives_what_sns_cannot_deliver_to_a_watched_fifo_queue()
 }
 
 /// No deploy deletes a queue that holds messages: every queue, like every
-/// table, is kept when it leaves the template or is replaced.
+/// table and every log group, is kept when it leaves the template or is
+/// replaced.
 #[test]
-fn every_queue_and_table_is_retained() {
+fn every_queue_table_and_log_group_is_retained() {
     let template = template();
     let resources = template["Resources"].as_mapping().expect("resources");
     let mut kept = 0;
     for (name, item) in resources {
-        if ["AWS::SQS::Queue", "AWS::DynamoDB::Table"]
-            .contains(&item["Type"].as_str().unwrap_or(""))
+        if [
+            "AWS::SQS::Queue",
+            "AWS::DynamoDB::Table",
+            "AWS::Logs::LogGroup",
+        ]
+        .contains(&item["Type"].as_str().unwrap_or(""))
         {
             assert_eq!(item["DeletionPolicy"], "Retain", "{name:?}");
             assert_eq!(item["UpdateReplacePolicy"], "Retain", "{name:?}");
             kept += 1;
         }
     }
-    assert!(kept >= 10, "{kept}");
+    assert!(kept >= 14, "{kept}");
 }

@@ -8,10 +8,14 @@ mod support;
 
 mod compute;
 mod consumers;
+mod deadlines;
+mod events_table;
+mod iam;
 mod personal;
 mod process;
 mod producer;
 mod projector;
+mod requests;
 mod roles;
 mod status;
 

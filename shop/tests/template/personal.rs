@@ -81,6 +81,29 @@ fn on_the_event_store(name: &str, document: &Value) -> Vec<(BTreeSet<String>, BT
         .collect()
 }
 
+/// What a process's step may call on the event store, statement by
+/// statement: the append's grants, which the producer's and `erase`'s
+/// policies hold too.
+fn appends(template: &Value) -> Vec<(BTreeSet<String>, BTreeSet<String>)> {
+    let role = &resource(template, "PaymentsProjectorRole")["Properties"];
+    let appends = on_the_event_store(
+        "PaymentsProjectorRole",
+        &role["Policies"][0]["PolicyDocument"],
+    );
+    assert_eq!(
+        appends,
+        [
+            (set(&["dynamodb:PutItem"]), set(&["STREAM#*", "REQUEST#*"])),
+            (
+                set(&["dynamodb:ConditionCheckItem", "dynamodb:Query"]),
+                set(&["STREAM#*"])
+            ),
+            (set(&["dynamodb:GetItem"]), set(&["REQUEST#*"])),
+        ]
+    );
+    appends
+}
+
 fn set(items: &[&str]) -> BTreeSet<String> {
     items.iter().map(|item| (*item).to_owned()).collect()
 }
@@ -172,8 +195,11 @@ fn the_projector_opens_personal_data_with_the_key_and_its_items_only() {
     assert_under_the_subjects_context("ProjectorRole", kms[0]);
     assert_eq!(
         on_the_event_store("ProjectorRole", document),
-        [(set(&["dynamodb:BatchGetItem"]), set(&["SUBJECT#*"]))],
-        "the key items, read: no event, no other item of the store"
+        [
+            (set(&["dynamodb:Query"]), set(&["STREAM#*"])),
+            (set(&["dynamodb:BatchGetItem"]), set(&["SUBJECT#*"]))
+        ],
+        "a gap's events and the key items, read: no other item of the store"
     );
 }
 
@@ -209,22 +235,31 @@ fn the_status_consumer_and_the_dispatcher_never_read_a_key() {
         references_without(resource(&template, role), "", &mut named);
         assert!(!named.contains("PersonalDataKey"), "{role}: {named:?}");
     }
-    // The status consumer: no KMS right at all, nothing of the event store.
+    // The status consumer: no KMS right at all, and of the event store a
+    // gap's events only (a Query on STREAM# items: events_table.rs), never
+    // a key item.
     let grants = lambda_role_grants(&template, "StatusProjectorRole");
     assert_eq!(granted(&grants, "kms:"), BTreeSet::new());
     for (action, resources) in &grants {
         assert!(
-            !resources.contains(&"GetAtt EventsTable.Arn".to_owned()),
+            !resources.contains(&"GetAtt EventsTable.Arn".to_owned()) || action == "dynamodb:Query",
             "{action} on the event store: the key items are there"
         );
     }
+    let role = &resource(&template, "StatusProjectorRole")["Properties"];
+    assert_eq!(
+        on_the_event_store(
+            "StatusProjectorRole",
+            &role["Policies"][0]["PolicyDocument"]
+        ),
+        [(set(&["dynamodb:Query"]), set(&["STREAM#*"]))],
+        "the status consumer: a gap's events, no key item"
+    );
     let (_, names) = environment(&template, "StatusProjectorFunction");
-    for variable in ["PERSONAL_DATA_KEY", "EVENT_STORE_TABLE"] {
-        assert!(
-            !names.contains(&variable),
-            "the status consumer: {variable}"
-        );
-    }
+    assert!(
+        !names.contains(&"PERSONAL_DATA_KEY"),
+        "the status consumer: PERSONAL_DATA_KEY"
+    );
 
     // Only these name the key: its alias, the projector, the producer's
     // policy and the outputs.
@@ -253,7 +288,7 @@ fn the_erase_tool_policy_replaces_key_items_tells_streams_and_has_no_kms_right()
     let policy = resource(&template, "EraseToolPolicy");
     assert_eq!(policy["Type"], "AWS::IAM::ManagedPolicy");
     let document = &policy["Properties"]["PolicyDocument"];
-    assert_eq!(statements(document).len(), 2, "the two below, no more");
+    assert_eq!(statements(document).len(), 4, "the four below, no more");
     for statement in statements(document) {
         for action in actions(statement) {
             assert!(
@@ -264,20 +299,12 @@ fn the_erase_tool_policy_replaces_key_items_tells_streams_and_has_no_kms_right()
     }
     // The wrapped key removed from the key item, which answers its streams
     // (one UpdateItem, src/personal/dynamodb.rs), then marked told (another);
-    // an erasure event appended to each stream with a
-    // request id: the stream's last event (Query), the event and the
-    // request in one transaction (PutItem), a request answered before
-    // (GetItem). No ConditionCheckItem: it appends after the last event.
-    assert_eq!(
-        on_the_event_store("EraseToolPolicy", document),
-        [
-            (set(&["dynamodb:UpdateItem"]), set(&["SUBJECT#*"])),
-            (
-                set(&["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"]),
-                set(&["STREAM#*", "REQUEST#*"])
-            ),
-        ]
-    );
+    // an erasure event appended to each stream with a request id, as a
+    // process's step appends (what each may do, item by item:
+    // events_table.rs).
+    let mut expected = vec![(set(&["dynamodb:UpdateItem"]), set(&["SUBJECT#*"]))];
+    expected.extend(appends(&template));
+    assert_eq!(on_the_event_store("EraseToolPolicy", document), expected);
     assert_eq!(
         intrinsic(&template["Outputs"]["EraseToolPolicyArn"]["Value"]),
         "Ref EraseToolPolicy"
@@ -290,7 +317,7 @@ fn the_append_policy_seals_under_the_subjects_context_and_appends() {
     let policy = resource(&template, "AppendPersonalDataPolicy");
     assert_eq!(policy["Type"], "AWS::IAM::ManagedPolicy");
     let document = &policy["Properties"]["PolicyDocument"];
-    assert_eq!(statements(document).len(), 3, "the three below, no more");
+    assert_eq!(statements(document).len(), 5, "the five below, no more");
     let kms: Vec<&Value> = statements(document)
         .into_iter()
         .filter(|statement| actions(statement).iter().any(|a| a.starts_with("kms:")))
@@ -305,27 +332,23 @@ fn the_append_policy_seals_under_the_subjects_context_and_appends() {
 
     // The key item (src/personal/dynamodb.rs): read (BatchGetItem), created
     // (PutItem; GetItem when a racing writer's item is not returned), given
-    // the stream (UpdateItem). The append: what the payments process's
+    // the stream (UpdateItem), checked in an append that opens a stream
+    // (ConditionCheckItem). The append: what the payments process's
     // appends are granted, on the streams and requests only.
-    let process = lambda_role_grants(&template, "PaymentsProjectorRole");
-    let append: BTreeSet<String> = granted_to(&process, "GetAtt EventsTable.Arn")
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
+    let mut expected = vec![(
+        set(&[
+            "dynamodb:BatchGetItem",
+            "dynamodb:ConditionCheckItem",
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+        ]),
+        set(&["SUBJECT#*"]),
+    )];
+    expected.extend(appends(&template));
     assert_eq!(
         on_the_event_store("AppendPersonalDataPolicy", document),
-        [
-            (
-                set(&[
-                    "dynamodb:BatchGetItem",
-                    "dynamodb:GetItem",
-                    "dynamodb:PutItem",
-                    "dynamodb:UpdateItem"
-                ]),
-                set(&["SUBJECT#*"])
-            ),
-            (append, set(&["STREAM#*", "REQUEST#*"])),
-        ]
+        expected
     );
     assert_eq!(
         intrinsic(&template["Outputs"]["AppendPersonalDataPolicyArn"]["Value"]),

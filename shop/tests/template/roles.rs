@@ -211,7 +211,8 @@ fn the_projector_role_grants_only_what_it_uses() {
     );
 
     // DynamoDB: the table (the actions are compared with the code's calls
-    // above), and the event store's key items, read only.
+    // above), and of the event store a gap's events and the key items,
+    // read only (which items: events_table.rs).
     assert_eq!(
         granted_on(&grants, "dynamodb:"),
         BTreeSet::from([
@@ -221,7 +222,7 @@ fn the_projector_role_grants_only_what_it_uses() {
     );
     assert_eq!(
         granted_to(&grants, "GetAtt EventsTable.Arn"),
-        BTreeSet::from(["dynamodb:BatchGetItem"])
+        BTreeSet::from(["dynamodb:BatchGetItem", "dynamodb:Query"])
     );
 
     // KMS: the subjects' data keys unwrapped, nothing else (personal.rs).

@@ -212,13 +212,20 @@ fn the_status_consumer_is_the_projector_again_on_its_own_queue_table_and_role() 
         );
     }
     for (service, on) in [
-        ("sqs:", "GetAtt StatusQueue.Arn"),
-        ("dynamodb:", "GetAtt StatusTable.Arn"),
-        ("logs:", "GetAtt StatusProjectorLogGroup.Arn"),
+        ("sqs:", &["GetAtt StatusQueue.Arn"][..]),
+        // Its table, and a gap's events in the event store (a Query on
+        // STREAM# items: events_table.rs).
+        (
+            "dynamodb:",
+            &["GetAtt StatusTable.Arn", "GetAtt EventsTable.Arn"][..],
+        ),
+        ("logs:", &["GetAtt StatusProjectorLogGroup.Arn"][..]),
     ] {
         assert_eq!(
             granted_on(&grants, service),
-            BTreeSet::from([on.to_owned()]),
+            on.iter()
+                .map(|on| (*on).to_owned())
+                .collect::<BTreeSet<_>>(),
             "{service}"
         );
     }
