@@ -10,14 +10,23 @@
 //! update holding the guard, a deduplicated counter, their tests, and a
 //! process that archives an item by a deadline), its
 //! binaries (`parcels-projector`, `parcels-dispatcher`, `parcels-replay`,
-//! ...), samples in `events/`, `template.yaml` and `samconfig.toml` for
+//! ...), its whole system (`src/system.rs`) and `parcels-local`, which runs
+//! it on one machine from a script (`local/archiver.txt`, and its test),
+//! samples in `events/`, `template.yaml` and `samconfig.toml` for
 //! the stack `parcels`, `scripts/build-lambda`, and a `Cargo.lock` with
-//! the versions sequence-guard was tested with; it makes the crate a git
+//! the versions sequence-guard was tested with. Its dependency on
+//! sequence-guard is the checkout this command was built from (a path: the
+//! crate builds as it is made), unless `--sequence-guard-path` or
+//! `--sequence-guard-git` names another; crates.io, with a warning, once
+//! that checkout is gone. It makes the crate a git
 //! repository (as `cargo new` does: not inside another's work tree, and
 //! not without git on the PATH, which it says). `sync` writes the
 //! deployment files of an existing crate: sequence-guard's (the template,
-//! the scripts) again, the team's (`samconfig.toml`, the binaries) where
-//! missing; with `--check`, it writes nothing and exits 1 when any differs.
+//! the scripts, `src/system.rs`) again, the team's (`samconfig.toml`, the
+//! binaries) where missing; with `--check`, it writes nothing and exits 1
+//! when any differs. Either exits 1 while the library does not declare
+//! `pub mod system;` (a crate made before `src/system.rs`: the one line
+//! sync leaves to the team, which it names).
 //!
 //! `template.yaml` is sequence-guard's, made for the crate's consumers:
 //! the first, and each that `[package.metadata.sequence-guard]` declares
@@ -41,9 +50,9 @@ use scaffold::{ConsumerDeclaration, Dependency, File, Kept, Names, made_by_sync}
 const EXAMPLES: &str = "\
 Examples:
   sequence-guard new parcels
-      ./parcels, on sequence-guard from crates.io
+      ./parcels, on the checkout of sequence-guard this command was built from
   sequence-guard new parcels --path ../parcels --sequence-guard-path .
-      ../parcels, on this checkout of sequence-guard
+      ../parcels, on the checkout in the current directory
   sequence-guard sync --path examples/bank --check
       whether the bank's deployment files are this version's (exit 1 if not)";
 
@@ -69,15 +78,17 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         path: Option<PathBuf>,
         /// Depend on this checkout of sequence-guard (a path dependency,
-        /// relative to the crate) instead of crates.io.
+        /// relative to the crate). Without this or --sequence-guard-git: the
+        /// checkout this command was built from (crates.io once it is gone).
         #[arg(long, value_name = "CHECKOUT", conflicts_with = "sequence_guard_git")]
         sequence_guard_path: Option<PathBuf>,
-        /// Depend on sequence-guard from this git repository instead of crates.io.
+        /// Depend on sequence-guard from this git repository.
         #[arg(long, value_name = "URL")]
         sequence_guard_git: Option<String>,
     },
-    /// The deployment files of an existing crate: template.yaml and the
-    /// scripts rewritten; samconfig.toml and the binaries written where missing.
+    /// The deployment files of an existing crate: template.yaml, the
+    /// scripts and src/system.rs rewritten; samconfig.toml and the binaries
+    /// written where missing.
     Sync {
         /// The crate's directory.
         #[arg(long, value_name = "DIR", default_value = ".")]
@@ -134,7 +145,15 @@ fn new(
             Err(err) => return refuse(&err),
         },
         (None, Some(url)) => Dependency::Git(url),
-        (None, None) => Dependency::Version(env!("CARGO_PKG_VERSION").to_owned()),
+        (None, None) => {
+            let built_from = scaffold::built_from();
+            let (dependency, note) =
+                Dependency::from_source(&built_from, &root, env!("CARGO_PKG_VERSION"));
+            if let Some(note) = note {
+                eprintln!("sequence-guard: {note}");
+            }
+            dependency
+        }
     };
     let files = match scaffold::new_crate(&names, &dependency) {
         Ok(files) => files,
@@ -155,14 +174,19 @@ fn new(
         "created {shown}: the crate `{name}`, {} files{repository}",
         files.len()
     );
+    println!("on {}", dependency.describe());
     println!("  cd {shown}");
     println!("  cargo test");
     println!(
         "  cargo run --bin {} -- events/*.json",
         names.binary("replay")
     );
+    println!(
+        "  cargo run --bin {} -- local/archiver.txt",
+        names.binary("local")
+    );
     println!("  scripts/build-lambda");
-    println!("  PATH=\"$(scripts/python-tools.sh):$PATH\" sam deploy --guided");
+    println!("  PATH=\"$(scripts/python-tools.sh):$PATH\" sam deploy");
     ExitCode::SUCCESS
 }
 
@@ -223,7 +247,7 @@ fn git_init(root: &Path) -> bool {
 }
 
 fn sync(root: &Path, check: bool, force: bool) -> ExitCode {
-    let (names, further) = match crate_names(root) {
+    let (names, further, lib) = match crate_names(root) {
         Ok(found) => found,
         Err(message) => {
             eprintln!("sequence-guard: {message}");
@@ -279,6 +303,23 @@ fn sync(root: &Path, check: bool, force: bool) -> ExitCode {
         // A closed pipe only loses the listing.
         let _ = writeln!(out, "{}: {done}", file.path.display());
     }
+    // The one line sync leaves to the team, in a file of theirs: a crate
+    // made before `src/system.rs` was written does not compile it yet.
+    let module_missing = match std::fs::read_to_string(&lib) {
+        Ok(text) => !scaffold::declares_system(&text),
+        Err(err) => {
+            eprintln!("sequence-guard: {}: {err}", lib.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    if module_missing {
+        eprintln!(
+            "sequence-guard: {} does not declare the module of {} (the crate's whole system, which {} runs): add the line `pub mod system;` there",
+            lib.display(),
+            scaffold::SYSTEM_PATH,
+            names.binary("local")
+        );
+    }
     if check && !differing.is_empty() {
         eprintln!(
             "sequence-guard: {} of {}'s deployment files are missing or not this version's: run `sequence-guard sync --path {}`",
@@ -286,6 +327,9 @@ fn sync(root: &Path, check: bool, force: bool) -> ExitCode {
             names.package,
             root.display()
         );
+        return ExitCode::FAILURE;
+    }
+    if module_missing {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
@@ -373,8 +417,8 @@ fn declared_consumers(package: &serde_json::Value) -> Result<Vec<ConsumerDeclara
 }
 
 /// The package and library of the crate at `root`, as cargo reads them,
-/// and the further consumers it declares.
-fn crate_names(root: &Path) -> Result<(Names, Vec<ConsumerDeclaration>), String> {
+/// the further consumers it declares, and the library's source file.
+fn crate_names(root: &Path) -> Result<(Names, Vec<ConsumerDeclaration>, PathBuf), String> {
     let manifest = root.join("Cargo.toml");
     let manifest = manifest
         .canonicalize()
@@ -415,10 +459,14 @@ fn crate_names(root: &Path) -> Result<(Names, Vec<ConsumerDeclaration>), String>
                 .as_array()
                 .is_some_and(|kinds| kinds.iter().any(|kind| kind == "lib"))
         })
-        .and_then(|target| target["name"].as_str())
+        .and_then(|target| Some((target["name"].as_str()?, target["src_path"].as_str()?)))
         .ok_or_else(|| format!("{name}: no library (the binaries call its `domain()`)"))?;
-    let names = Names::of_crate(name, library).map_err(|err| err.to_string())?;
-    Ok((names, declared_consumers(package)?))
+    let names = Names::of_crate(name, library.0).map_err(|err| err.to_string())?;
+    Ok((
+        names,
+        declared_consumers(package)?,
+        PathBuf::from(library.1),
+    ))
 }
 
 fn write(root: &Path, file: &File) -> Result<(), scaffold::Error> {

@@ -19,9 +19,12 @@ pub struct ConsumerDeclaration {
     pub description: String,
     pub deployed: bool,
     /// A process: its handlers append events to the event store and set
-    /// deadlines. Its function is `<crate>-<name>-process`; it gets the
-    /// table's index of due deadlines, the event store's name and rights,
-    /// and a parameter for its sweep's period (the deadlines' precision).
+    /// deadlines. Its function's binary is `<crate>-<name>-process`; the
+    /// function keeps a consumer's names (`<stack>-<name>-projector`, its
+    /// log group's), so that turning a consumer into a process updates it
+    /// in place. It gets the table's index of due deadlines, the event
+    /// store's name and rights, and a parameter for its sweep's period
+    /// (the deadlines' precision).
     pub process: bool,
     /// Variables its function is given, each from a parameter of the stack.
     pub environment: Vec<Variable>,
@@ -69,16 +72,16 @@ const RESERVED: [&str; 5] = ["events", "projector", "dispatcher", "producer", "d
 /// as configuration: the runtime's, and a process's event store.
 const SET_BY_THE_STACK: [&str; 2] = ["GLIBC_TUNABLES", "EVENT_STORE_TABLE"];
 
-/// sequence-guard's `src/config.rs`, whose `VARIABLES` lists the variables
+/// sequence-guard's `src/config/mod.rs`, whose `VARIABLES` lists the variables
 /// the engine reads as configuration. This command does not link the
 /// library (it would bring the AWS SDK): it reads that one list from there.
-const CONFIG: &str = include_str!("../../../src/config.rs");
+const CONFIG: &str = include_str!("../../../src/config/mod.rs");
 
 /// The start of the list in [`CONFIG`], up to its length.
 const LIST: &str = "pub const VARIABLES: [&str; ";
 
 /// The variables the engine reads as configuration (`TABLE_NAME`, ...):
-/// the names in `src/config.rs`'s `VARIABLES`, as many as its type says.
+/// the names in `src/config/mod.rs`'s `VARIABLES`, as many as its type says.
 pub(super) fn read_by_the_engine() -> Result<Vec<&'static str>, Error> {
     listed(CONFIG)
 }
@@ -86,7 +89,7 @@ pub(super) fn read_by_the_engine() -> Result<Vec<&'static str>, Error> {
 /// The names of the list [`LIST`] starts in `config`.
 pub(super) fn listed(config: &str) -> Result<Vec<&str>, Error> {
     let drifted = |pattern, found, expected| Error::Drifted {
-        file: "src/config.rs",
+        file: "src/config/mod.rs",
         pattern,
         found,
         expected,
@@ -235,9 +238,10 @@ impl ConsumerDeclaration {
         self.name.replace('-', "_")
     }
 
-    /// What its function runs as: `process` for a process, else `projector`
-    /// (`<crate>-<name>-process`, `<stack>-<name>-process`).
-    pub fn function(&self) -> &'static str {
+    /// Its Lambda function's binary, after `<crate>-<name>-`: `process` for
+    /// a process, else `projector`. The function is `<stack>-<name>-projector`
+    /// either way.
+    pub fn lambda_binary(&self) -> &'static str {
         if self.process { "process" } else { "projector" }
     }
 }

@@ -5,6 +5,15 @@ use std::path::{Component, Path, PathBuf};
 
 use super::Error;
 
+/// The checkout of sequence-guard this command was built from: the parent
+/// of `scaffold/` when cargo compiled it. `cargo install --path scaffold`
+/// builds it in a checkout, `cargo install --git` in cargo's own checkout of
+/// the repository (under `~/.cargo/git/checkouts/`); both stay on disk.
+pub fn built_from() -> PathBuf {
+    let package = Path::new(env!("CARGO_MANIFEST_DIR"));
+    package.parent().unwrap_or(package).to_owned()
+}
+
 /// Where the crate takes sequence-guard from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Dependency {
@@ -17,6 +26,35 @@ pub enum Dependency {
 }
 
 impl Dependency {
+    /// What a crate takes when `new` is given no source: `source`, the
+    /// checkout this command was built from ([`built_from`]), while it is
+    /// one; else sequence-guard `version` from crates.io, and why, for the
+    /// team to read.
+    pub fn from_source(source: &Path, root: &Path, version: &str) -> (Self, Option<String>) {
+        match Dependency::checkout(source, root) {
+            Ok(dependency) => (dependency, None),
+            Err(err) => {
+                let why = match err {
+                    Error::Io { source: io, .. } => format!("{}: {io}", source.display()),
+                    err => err.to_string(),
+                };
+                let note = format!(
+                    "the sequence-guard this command was built from is not there ({why}): the crate depends on sequence-guard {version} from crates.io instead; if that release is not published, make the crate again with --sequence-guard-path <a checkout> or --sequence-guard-git <its URL>, or install the command again from a checkout"
+                );
+                (Dependency::Version(version.to_owned()), Some(note))
+            }
+        }
+    }
+
+    /// Where the crate takes sequence-guard from, in a few words.
+    pub fn describe(&self) -> String {
+        match self {
+            Dependency::Version(version) => format!("sequence-guard {version} from crates.io"),
+            Dependency::Path(path) => format!("the sequence-guard checkout at {}", path.display()),
+            Dependency::Git(url) => format!("sequence-guard from {url}"),
+        }
+    }
+
     /// A checkout at `checkout`, named from the crate at `root` (relative
     /// when both share a parent). Both must exist.
     pub fn checkout(checkout: &Path, root: &Path) -> Result<Self, Error> {

@@ -3,12 +3,17 @@
 //! Deployment files are derived from sequence-guard's own, included at
 //! compile time: `template.yaml` rendered from `templates/stack/` for the
 //! crate's binaries, stack and further consumers (one definition of a
-//! consumer, rendered for each: [`stack`]), `samconfig.toml` with the
-//! stack's name (each substitution must match exactly as often as
-//! expected, or generation fails: a change to our files that a
+//! consumer, rendered for each: [`stack`]), `samconfig.toml` from
+//! `templates/samconfig.toml` with the stack's name and every parameter of
+//! that template ([`samconfig`]) (each substitution must match exactly as
+//! often as expected, or generation fails: a change to our files that a
 //! substitution no longer fits is found by the tests, not by a team),
-//! `scripts/python-tools.sh` and its pinned requirements as they are. The domain to start from, its samples, its `Cargo.toml` and its
-//! build script are the files of `templates/crate/`.
+//! `scripts/python-tools.sh`, its pinned requirements and
+//! `scripts/check-bootstraps` as they are. The crate's whole system
+//! (`src/system.rs`: its event store and every consumer, from
+//! `templates/crate/system.rs.in`) is rendered for its declared consumers.
+//! The domain to start from, its samples, its local script, its
+//! `Cargo.toml` and its build script are the files of `templates/crate/`.
 
 use std::path::PathBuf;
 
@@ -18,16 +23,18 @@ mod dependency;
 mod names;
 #[cfg(test)]
 mod process_tests;
+pub mod samconfig;
 pub mod stack;
 mod template;
 #[cfg(test)]
 mod tests;
 
 pub use declaration::{ConsumerDeclaration, DeclaredVariable, MAX_CONSUMER_NAME};
-pub use dependency::Dependency;
+pub use dependency::{Dependency, built_from};
 pub use names::{MAX_NAME, Names};
+use samconfig::samconfig;
 pub use template::made_by_sync;
-use template::{samconfig, template};
+use template::template;
 
 /// Every binary of a domain, a one-line `main` each (`sequence_guard::cli`).
 pub const TOOLS: [&str; 9] = [
@@ -44,10 +51,12 @@ pub const TOOLS: [&str; 9] = [
 
 /// The binaries of each further consumer: `<crate>-<consumer>-<tool>`, on
 /// `<crate>::<consumer>::domain()`; a process's `projector` is named
-/// `<crate>-<consumer>-process`.
+/// `<crate>-<consumer>-process` (its Lambda function keeps a consumer's
+/// name, `<stack>-<consumer>-projector`).
 pub const CONSUMER_TOOLS: [&str; 5] = ["projector", "replay", "rebuild", "verify", "inspect"];
 
 const PYTHON_TOOLS: &str = include_str!("../../../scripts/python-tools.sh");
+const CHECK_BOOTSTRAPS: &str = include_str!("../../../scripts/check-bootstraps");
 const REQUIREMENTS: &str = include_str!("../../../scripts/requirements-tools.txt");
 
 const CARGO_TOML: &str = include_str!("../../../templates/crate/Cargo.toml.in");
@@ -58,6 +67,10 @@ const ARCHIVER: &str = include_str!("../../../templates/crate/src/archiver.rs");
 const BIN: &str = include_str!("../../../templates/crate/bin.rs.in");
 const REPLAY_TEST: &str = include_str!("../../../templates/crate/tests/replay.rs");
 const ARCHIVER_TEST: &str = include_str!("../../../templates/crate/tests/archiver.rs");
+const LOCAL_TEST: &str = include_str!("../../../templates/crate/tests/local.rs");
+const LOCAL_SCRIPT: &str = include_str!("../../../templates/crate/local/archiver.txt");
+const SYSTEM: &str = include_str!("../../../templates/crate/system.rs.in");
+const LOCAL_BIN: &str = include_str!("../../../templates/crate/local.rs.in");
 const BUILD_LAMBDA: &str = include_str!("../../../templates/crate/scripts/build-lambda");
 const CARGO_CONFIG: &str = include_str!("../../../templates/crate/cargo-config.toml");
 /// sequence-guard's own lock: a new crate's first build takes the versions
@@ -86,7 +99,7 @@ const SAMPLES: [(&str, &str); 4] = [
 
 /// The process a new crate shows (`src/archiver.rs`), as its `Cargo.toml`
 /// declares it; `sync` reads the same declaration from there.
-fn archiver() -> Result<ConsumerDeclaration, Error> {
+pub(crate) fn archiver() -> Result<ConsumerDeclaration, Error> {
     ConsumerDeclaration::new(
         "archiver",
         "Archives an item not renamed for 30 days.",
@@ -143,6 +156,10 @@ pub enum Error {
         "{0} is not a checkout of sequence-guard (no Cargo.toml naming the package `sequence-guard`)"
     )]
     NotSequenceGuard(PathBuf),
+    #[error(
+        "sequence-guard's template.yaml no longer fits the generator of samconfig.toml: its parameters, at `{0}`"
+    )]
+    Parameters(String),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -208,6 +225,8 @@ pub fn new_crate(names: &Names, dependency: &Dependency) -> Result<Vec<File>, Er
         File::new("src/archiver.rs", fill(ARCHIVER), Kept::Theirs),
         File::new("tests/replay.rs", fill(REPLAY_TEST), Kept::Theirs),
         File::new("tests/archiver.rs", fill(ARCHIVER_TEST), Kept::Theirs),
+        File::new("tests/local.rs", fill(LOCAL_TEST), Kept::Theirs),
+        File::new("local/archiver.txt", fill(LOCAL_SCRIPT), Kept::Theirs),
     ];
     for (path, sample) in SAMPLES {
         files.push(File::new(path, fill(sample), Kept::Theirs));
@@ -218,12 +237,15 @@ pub fn new_crate(names: &Names, dependency: &Dependency) -> Result<Vec<File>, Er
 
 /// What deploys a domain, for any crate: the SAM template and its
 /// `samconfig.toml`, the build script and the pinned tools, the build's
-/// `.cargo/config.toml`, a binary per tool, and a binary per tool of each
-/// further consumer.
+/// `.cargo/config.toml`, the whole system (`src/system.rs`) and its `local`
+/// binary, a binary per tool, and a binary per tool of each further
+/// consumer.
 pub fn deployment(names: &Names, further: &[ConsumerDeclaration]) -> Result<Vec<File>, Error> {
+    let template = template(names, further)?;
+    let samconfig = samconfig(&names.package, &template)?;
     let mut files = vec![
-        File::new("template.yaml", template(names, further)?, Kept::Ours),
-        File::new("samconfig.toml", samconfig(names)?, Kept::Theirs),
+        File::new("template.yaml", template, Kept::Ours),
+        File::new("samconfig.toml", samconfig, Kept::Theirs),
         File::new(
             "scripts/build-lambda",
             fill(BUILD_LAMBDA, names),
@@ -237,6 +259,12 @@ pub fn deployment(names: &Names, further: &[ConsumerDeclaration]) -> Result<Vec<
         )
         .executable(),
         File::new(
+            "scripts/check-bootstraps",
+            CHECK_BOOTSTRAPS.to_owned(),
+            Kept::Ours,
+        )
+        .executable(),
+        File::new(
             "scripts/requirements-tools.txt",
             REQUIREMENTS.to_owned(),
             Kept::Ours,
@@ -244,6 +272,14 @@ pub fn deployment(names: &Names, further: &[ConsumerDeclaration]) -> Result<Vec<
         // The build's settings for a fast cold start through TLS; a team may
         // add its own beside them.
         File::new(".cargo/config.toml", CARGO_CONFIG.to_owned(), Kept::Theirs),
+        // The whole system, from the declared consumers: rewritten, so that
+        // a consumer declared in Cargo.toml is in it after the next sync.
+        File::new(SYSTEM_PATH, system(names, further), Kept::Ours),
+        File::new(
+            format!("src/bin/{}.rs", names.binary("local")),
+            fill(LOCAL_BIN, names),
+            Kept::Theirs,
+        ),
     ];
     for tool in TOOLS {
         files.push(File::new(
@@ -256,7 +292,7 @@ pub fn deployment(names: &Names, further: &[ConsumerDeclaration]) -> Result<Vec<
         let domain = format!("{{{{crate}}}}::{}::domain()", consumer.module());
         for tool in CONSUMER_TOOLS {
             let named = if tool == "projector" {
-                consumer.function()
+                consumer.lambda_binary()
             } else {
                 tool
             };
@@ -273,6 +309,48 @@ pub fn deployment(names: &Names, further: &[ConsumerDeclaration]) -> Result<Vec<
         }
     }
     Ok(files)
+}
+
+/// Where `sync` writes the crate's whole system; the library declares the
+/// module (`pub mod system;`).
+pub const SYSTEM_PATH: &str = "src/system.rs";
+
+/// `src/system.rs`: the event store of `crate::domain()` and every
+/// consumer as the template names it, the first (`projector`) and each
+/// further one on `crate::<module>::domain()`, as its binaries run it.
+fn system(names: &Names, further: &[ConsumerDeclaration]) -> String {
+    let first = ".consumer(\"projector\", crate::domain())";
+    let chain = if further.is_empty() {
+        // One line, as rustfmt writes a chain this short.
+        format!("    System::new(crate::domain()){first}\n")
+    } else {
+        let mut chain = format!("    System::new(crate::domain())\n        {first}\n");
+        for consumer in further {
+            chain.push_str(&format!(
+                "        .consumer(\"{}\", crate::{}::domain())\n",
+                consumer.name,
+                consumer.module()
+            ));
+        }
+        chain
+    };
+    fill(SYSTEM, names).replace("{{system}}", &chain)
+}
+
+/// Whether the library's source (`lib`, its text) declares the module
+/// `system` (`pub mod system;`, or `mod system;`).
+pub fn declares_system(lib: &str) -> bool {
+    lib.lines().any(|line| {
+        let line = line.trim_start();
+        // Any visibility: `pub`, `pub(crate)`, ...
+        let line = match line.strip_prefix("pub") {
+            Some(rest) if rest.starts_with('(') => rest.split_once(')').map_or("", |(_, r)| r),
+            Some(rest) => rest,
+            None => line,
+        };
+        let line = line.trim_start();
+        line.starts_with("mod system;") || line.starts_with("mod system {")
+    })
 }
 
 /// A template of `templates/crate/` on the crate's names.

@@ -118,7 +118,8 @@ fn a_process_gets_its_index_of_deadlines_the_event_store_and_its_sweeps_period()
         );
     }
 
-    // Its function: `-process`, the event store's name, its variables.
+    // Its function: the binary `-process` under a consumer's names, the
+    // event store's name, its variables.
     let function = &resources["ReturnsProjectorFunction"];
     assert_eq!(
         function["Metadata"]["BuildProperties"]["Binary"],
@@ -127,11 +128,11 @@ fn a_process_gets_its_index_of_deadlines_the_event_store_and_its_sweeps_period()
     let properties = &function["Properties"];
     assert_eq!(
         tagged(&properties["FunctionName"]),
-        "Sub ${AWS::StackName}-returns-process"
+        "Sub ${AWS::StackName}-returns-projector"
     );
     assert_eq!(
         tagged(&resources["ReturnsProjectorLogGroup"]["Properties"]["LogGroupName"]),
-        "Sub /aws/lambda/${AWS::StackName}-returns-process"
+        "Sub /aws/lambda/${AWS::StackName}-returns-projector"
     );
     let variables = &properties["Environment"]["Variables"];
     assert_eq!(tagged(&variables["EVENT_STORE_TABLE"]), "Ref EventsTable");
@@ -140,9 +141,57 @@ fn a_process_gets_its_index_of_deadlines_the_event_store_and_its_sweeps_period()
         "Ref CollectWithinSeconds"
     );
     assert_eq!(tagged(&variables["RETURN_DEPOT"]), "Ref ReturnDepot");
+    // Every consumer reads a gap's events from the event store: its name,
+    // and a Query on its streams' items alone.
+    // (a further consumer is deployed with the producer only; the first,
+    // without it too, names it with it)
     for other in ["AuditProjectorFunction", "LateMailProjectorFunction"] {
         let variables = &resources[other]["Properties"]["Environment"]["Variables"];
-        assert!(variables["EVENT_STORE_TABLE"].is_null(), "{other}");
+        assert_eq!(
+            tagged(&variables["EVENT_STORE_TABLE"]),
+            "Ref EventsTable",
+            "{other}"
+        );
+    }
+    let first = format!(
+        "{:?}",
+        resources["ProjectorFunction"]["Properties"]["Environment"]["Variables"]["EVENT_STORE_TABLE"]
+    );
+    assert!(
+        first.contains("WithProducer") && first.contains("EventsTable"),
+        "{first}"
+    );
+    // (a process's append grants hold the same read: no second grant)
+    let process_policy = format!(
+        "{:?}",
+        resources["ReturnsProjectorRole"]["Properties"]["Policies"][0]["PolicyDocument"]
+    );
+    assert!(
+        !process_policy.contains("ReadGapEvents"),
+        "{process_policy}"
+    );
+    assert!(process_policy.contains("ReadStreams"), "{process_policy}");
+    // Its start, its table's creation, read as it starts.
+    assert!(
+        process_policy.contains("ReadItsStart")
+            && process_policy.contains("dynamodb:DescribeTable"),
+        "{process_policy}"
+    );
+    for role in ["AuditProjectorRole", "ProjectorRole"] {
+        let policy = format!(
+            "{:?}",
+            resources[role]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+        );
+        let at = policy
+            .find("ReadGapEvents")
+            .unwrap_or_else(|| panic!("{role}: {policy}"));
+        let grant = &policy[at..at + 600.min(policy.len() - at)];
+        assert!(
+            grant.contains("dynamodb:Query")
+                && grant.contains("STREAM#*")
+                && !grant.contains("SUBJECT#"),
+            "{role}: {grant}"
+        );
     }
 
     // Its variables' parameters: a Number within its bounds, a String.
@@ -206,25 +255,44 @@ fn a_process_gets_its_index_of_deadlines_the_event_store_and_its_sweeps_period()
             "Sub ${ReturnsTable.Arn}/index/due".to_owned()
         )
     );
-    assert_eq!(
-        on("AppendEvents"),
+    // What an append calls, each on its items of the event store (the
+    // shop's template tests evaluate them).
+    for (sid, actions, keys) in [
         (
-            vec![
-                "dynamodb:ConditionCheckItem",
-                "dynamodb:GetItem",
-                "dynamodb:PutItem",
-                "dynamodb:Query",
-            ],
-            "GetAtt EventsTable.Arn".to_owned()
-        )
-    );
+            "AppendEvents",
+            vec!["dynamodb:PutItem"],
+            vec!["STREAM#*", "REQUEST#*"],
+        ),
+        (
+            "ReadStreams",
+            vec!["dynamodb:ConditionCheckItem", "dynamodb:Query"],
+            vec!["STREAM#*"],
+        ),
+        ("ReadRequests", vec!["dynamodb:GetItem"], vec!["REQUEST#*"]),
+    ] {
+        assert_eq!(
+            on(sid),
+            (actions, "GetAtt EventsTable.Arn".to_owned()),
+            "{sid}"
+        );
+        let statement = statements.iter().find(|s| s["Sid"] == sid).expect(sid);
+        let condition = &statement["Condition"];
+        let leading: Vec<&str> = condition["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+            .as_sequence()
+            .expect("leading keys")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(leading, keys, "{sid}");
+        assert_eq!(condition["Null"]["dynamodb:LeadingKeys"], "false", "{sid}");
+    }
     let audit_role = &resources["AuditProjectorRole"]["Properties"]["Policies"][0];
     assert_eq!(
         audit_role["PolicyDocument"]["Statement"]
             .as_sequence()
             .map(Vec::len),
-        Some(statements.len() - 2),
-        "the others' roles are as before"
+        Some(statements.len() - 4),
+        "the others' roles: as before, with the read of a gap's events the process's append grants hold"
     );
 
     // Its dashboard row: the deadlines' line under the consumer's; the next
@@ -245,6 +313,107 @@ fn a_process_gets_its_index_of_deadlines_the_event_store_and_its_sweeps_period()
     assert_eq!(row("Returns process: outcomes per minute"), 60);
     assert_eq!(row("Returns process: deadlines\""), 84);
     assert_eq!(row("Late mail consumer: outcomes per minute"), 90);
+}
+
+/// Turning an existing consumer into a process (`process = true`, then
+/// `sync`) updates its function and log group in place: a new function
+/// name would have CloudFormation replace the function, and a new log
+/// group name delete the old group with its logs. Every log group is kept
+/// whatever a deploy does.
+#[test]
+fn a_consumer_turned_into_a_process_keeps_its_functions_names_and_logs() {
+    let names = Names::new("parcels").expect("a good name");
+    let consumer = ConsumerDeclaration::new("returns", "Returns a parcel not collected.", false)
+        .expect("a consumer");
+    let process = consumer
+        .clone()
+        .with(true, Vec::new())
+        .expect("the same, a process");
+    let yaml = |declared: ConsumerDeclaration| -> Value {
+        let text = template(&names, &[declared]).expect("the template");
+        serde_yaml::from_str(&text).expect("YAML")
+    };
+    let (before, after) = (yaml(consumer), yaml(process));
+    let ids = |yaml: &Value| -> Vec<String> {
+        let resources = yaml["Resources"].as_mapping().expect("resources");
+        resources
+            .keys()
+            .filter_map(|id| id.as_str().map(str::to_owned))
+            .collect()
+    };
+    let (was, is) = (ids(&before), ids(&after));
+    for id in &was {
+        assert!(
+            is.contains(id),
+            "{id} left the template: CloudFormation deletes it"
+        );
+    }
+    let property = |yaml: &Value, id: &str, path: &[&str]| {
+        let mut value = &yaml["Resources"][id];
+        for step in path {
+            value = &value[*step];
+        }
+        tagged(value)
+    };
+    for (id, path, expected) in [
+        (
+            "ReturnsProjectorFunction",
+            &["Properties", "FunctionName"][..],
+            "Sub ${AWS::StackName}-returns-projector",
+        ),
+        (
+            "ReturnsProjectorLogGroup",
+            &["Properties", "LogGroupName"],
+            "Sub /aws/lambda/${AWS::StackName}-returns-projector",
+        ),
+        (
+            "ReturnsProjectorFunction",
+            &["Properties", "LoggingConfig", "LogGroup"],
+            "Ref ReturnsProjectorLogGroup",
+        ),
+        // The twin on Managed Instances: named by CloudFormation, logging
+        // to the same group.
+        (
+            "ManagedReturnsProjectorFunction",
+            &["Properties", "FunctionName"],
+            "Null",
+        ),
+        (
+            "ManagedReturnsProjectorFunction",
+            &["Properties", "LoggingConfig", "LogGroup"],
+            "Ref ReturnsProjectorLogGroup",
+        ),
+    ] {
+        assert_eq!(property(&before, id, path), expected, "{id} {path:?}");
+        assert_eq!(
+            property(&after, id, path),
+            expected,
+            "{id} {path:?}, a process"
+        );
+    }
+    // What it runs changes: the process's binary.
+    let binary = &["Metadata", "BuildProperties", "Binary"][..];
+    let built = |yaml: &Value| property(yaml, "ReturnsProjectorFunction", binary);
+    assert_eq!(built(&before), "String(\"parcels-returns-projector\")");
+    assert_eq!(built(&after), "String(\"parcels-returns-process\")");
+
+    // Every log group of either is kept when it leaves the template or is
+    // replaced.
+    let mut groups = 0;
+    for yaml in [&before, &after] {
+        let resources = yaml["Resources"].as_mapping().expect("resources");
+        for (id, item) in resources {
+            if item["Type"] == "AWS::Logs::LogGroup" {
+                assert_eq!(item["DeletionPolicy"], "Retain", "{id:?}");
+                assert_eq!(item["UpdateReplacePolicy"], "Retain", "{id:?}");
+                groups += 1;
+            }
+        }
+    }
+    assert_eq!(
+        groups, 6,
+        "the dispatcher's, the first consumer's and returns', twice"
+    );
 }
 
 #[test]
@@ -287,8 +456,8 @@ fn a_process_has_its_binaries_and_no_projector() {
 
 #[test]
 fn a_variable_the_engine_reads_is_refused() {
-    // GIVEN the variables src/config.rs lists, read from there
-    let engine = super::declaration::read_by_the_engine().expect("src/config.rs's VARIABLES");
+    // GIVEN the variables src/config/mod.rs lists, read from there
+    let engine = super::declaration::read_by_the_engine().expect("src/config/mod.rs's VARIABLES");
     for name in ["TABLE_NAME", "DEDUP_TTL_SECONDS", "POWERTOOLS_SERVICE_NAME"] {
         assert!(engine.contains(&name), "{name}: {engine:?}");
     }
@@ -410,7 +579,7 @@ fn sync_reads_a_process_and_its_variables_from_the_metadata() {
     assert!(!consumers[0].process && consumers[0].environment.is_empty());
     let returns = &consumers[1];
     assert!(returns.process && !returns.deployed);
-    assert_eq!(returns.function(), "process");
+    assert_eq!(returns.lambda_binary(), "process");
     let names: Vec<(&str, &str)> = returns
         .environment
         .iter()

@@ -15,7 +15,10 @@
 //! sections (the key's use, the key items' read, their variables) are
 //! inserted likewise, and dropped for every further consumer. The stack's
 //! part of personal data (the key, the tools' policies) is
-//! `templates/stack/personal.yaml`'s.
+//! `templates/stack/personal.yaml`'s. What an append calls on the event
+//! store, each on its own items, is one section (`#@ append grants`),
+//! inserted in a process's grants and in the producer's and `erase`'s
+//! policies.
 
 use super::{ConsumerDeclaration, Error, Names};
 
@@ -36,12 +39,11 @@ const PROCESS_ROW_HEIGHT: usize = 6;
 
 /// The sections of a process's additions, each inserted at the line
 /// `{{<section>}}` of the consumer's definition.
-const PROCESS_SECTIONS: [&str; 7] = [
+const PROCESS_SECTIONS: [&str; 6] = [
     "process parameters",
     "process attributes",
     "process indexes",
     "process grants",
-    "process environment",
     "process resources",
     "process widgets",
 ];
@@ -49,6 +51,17 @@ const PROCESS_SECTIONS: [&str; 7] = [
 /// The sections of what opening personal data adds to a consumer (the
 /// first), each inserted at the line `{{<section>}}` of its definition.
 const PERSONAL_SECTIONS: [&str; 2] = ["personal grants", "personal environment"];
+
+/// The section of what a consumer that is not a process reads of the
+/// event store (a gap's events), inserted at the line `{{reader grants}}`;
+/// a process's append grants hold the same read.
+const READER_GRANTS: &str = "reader grants";
+
+/// The section of what an append calls on the event store, on its stream
+/// and request items only: inserted at the line `{{append grants}}` of a
+/// process's grants and of the producer's and `erase`'s policies, so that
+/// the three are granted one thing.
+const APPEND_GRANTS: &str = "append grants";
 
 /// The sweep of a consumer that is not a process: every five minutes.
 const PARKED_SWEEP: [(&str, &str); 2] = [
@@ -92,7 +105,6 @@ impl Consumer {
             ("{{Table}}", "ProjectionTable".to_owned()),
             ("{{-name}}", String::new()),
             ("{{queue}}", "events".to_owned()),
-            ("{{function}}", "projector".to_owned()),
             ("{{binary}}", binary("projector")),
             ("{{policy}}", "project".to_owned()),
             ("{{service}}", "!Ref AWS::StackName".to_owned()),
@@ -108,6 +120,10 @@ impl Consumer {
                 "Send events here (MessageGroupId = aggregateId, or a counter's id).".to_owned(),
             ),
             ("{{subscription condition}}", "WithProducer".to_owned()),
+            (
+                "{{event store}}",
+                "!If [WithProducer, !Ref EventsTable, !Ref AWS::NoValue]".to_owned(),
+            ),
             ("{{deployed}}", "true".to_owned()),
             ("{{y}}", "0".to_owned()),
             (
@@ -126,6 +142,12 @@ impl Consumer {
         for name in PERSONAL_SECTIONS {
             blocks.push((format!("{{{{{name}}}}}"), section(name)));
         }
+        // The first consumer runs without the producer too: its read of
+        // the event store is the producer's condition's.
+        blocks.push((
+            format!("{{{{{READER_GRANTS}}}}}"),
+            with_producer(&section(READER_GRANTS)),
+        ));
         Consumer {
             values,
             condition: None,
@@ -153,15 +175,14 @@ impl Consumer {
         let label = format!("the {} {kind}", name.replace('-', " "));
         let mut title = label.replacen("the ", "", 1);
         title[..1].make_ascii_uppercase();
-        let function = declared.function();
+        let lambda = declared.lambda_binary();
         let mut values = vec![
             ("{{Id}}", id.clone()),
             ("{{Queue}}", id.clone()),
             ("{{Table}}", format!("{id}Table")),
             ("{{-name}}", format!("-{name}")),
             ("{{queue}}", name.clone()),
-            ("{{function}}", function.to_owned()),
-            ("{{binary}}", binary(&format!("{name}-{function}"))),
+            ("{{binary}}", binary(&format!("{name}-{lambda}"))),
             ("{{policy}}", format!("project-{name}")),
             (
                 "{{service}}",
@@ -176,6 +197,8 @@ impl Consumer {
                 format!("{title}'s queue, subscribed to the events topic."),
             ),
             ("{{subscription condition}}", condition.clone()),
+            // Deployed with the producer only: its table is there.
+            ("{{event store}}", "!Ref EventsTable".to_owned()),
             ("{{deployed}}", declared.deployed.to_string()),
             ("{{y}}", y.to_string()),
             ("{{undelivered}}", undelivered(&id, 0)),
@@ -194,7 +217,8 @@ impl Consumer {
                 ),
             ]);
             for name in PROCESS_SECTIONS {
-                blocks.push((format!("{{{{{name}}}}}"), section(name)));
+                let text = insert(&section(name), APPEND_GRANTS, &section(APPEND_GRANTS));
+                blocks.push((format!("{{{{{name}}}}}"), text));
             }
         } else {
             values.extend(PARKED_SWEEP.map(|(key, value)| (key, value.to_owned())));
@@ -202,6 +226,7 @@ impl Consumer {
                 "{{sweep comment}}".to_owned(),
                 PARKED_SWEEP_COMMENT.to_owned(),
             ));
+            blocks.push((format!("{{{{{READER_GRANTS}}}}}"), section(READER_GRANTS)));
         }
         blocks.push((
             "{{environment parameters}}".to_owned(),
@@ -317,6 +342,7 @@ impl Consumer {
 /// Whether a line holding only `marker` is replaced by a block (or dropped).
 fn is_block(marker: &str) -> bool {
     marker == "{{sweep comment}}"
+        || marker == "{{reader grants}}"
         || ((marker.starts_with("{{process ")
             || marker.starts_with("{{personal ")
             || marker.starts_with("{{environment"))
@@ -359,7 +385,53 @@ fn undelivered(queue: &str, depth: usize) -> String {
     )
 }
 
+/// `text` with each line that holds only `{{<section>}}` replaced by
+/// `block`, at that line's indentation.
+fn insert(text: &str, section: &str, block: &str) -> String {
+    let marker = format!("{{{{{section}}}}}");
+    let mut out = String::with_capacity(text.len() + block.len());
+    for line in text.lines() {
+        if line.trim() == marker {
+            let depth = line.len() - line.trim_start().len();
+            out.push_str(&indented(block.trim_end(), depth));
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// Each line of `text` with `depth` more spaces, and a newline after it.
+/// A section of statements (`- Sid: ...`, with its comment), each granted
+/// with the producer only: `!If [WithProducer, <statement>, NoValue]`.
+fn with_producer(statements: &str) -> String {
+    let mut text = String::new();
+    let mut statement = String::new();
+    let flush = |statement: &mut String, text: &mut String| {
+        if !statement.is_empty() {
+            text.push_str("- !If\n  - WithProducer\n");
+            text.push_str(&indented(statement.trim_end(), 2));
+            text.push_str("  - !Ref AWS::NoValue\n");
+            statement.clear();
+        }
+    };
+    for line in statements.lines() {
+        if line.starts_with("- ") {
+            flush(&mut statement, &mut text);
+        }
+        if line.starts_with('#') && statement.is_empty() {
+            text.push_str(line);
+            text.push('\n');
+        } else {
+            statement.push_str(line);
+            statement.push('\n');
+        }
+    }
+    flush(&mut statement, &mut text);
+    text
+}
+
 fn indented(text: &str, depth: usize) -> String {
     let pad = " ".repeat(depth);
     text.lines()
@@ -408,7 +480,8 @@ fn sections() -> Result<Vec<(&'static str, String)>, Error> {
         .into_iter()
         .chain(watch)
         .chain(PROCESS_SECTIONS)
-        .chain(PERSONAL_SECTIONS);
+        .chain(PERSONAL_SECTIONS)
+        .chain([APPEND_GRANTS, READER_GRANTS]);
     for expected in expected {
         let found = sections
             .iter()
@@ -441,8 +514,9 @@ fn split(text: &str) -> Vec<(&str, String)> {
     sections
 }
 
-/// The stack's part of personal data: its `resources` and `outputs`.
-fn personal() -> Result<(String, String), Error> {
+/// The stack's part of personal data: its `resources` (with `append`, what
+/// an append calls, in the producer's and `erase`'s policies) and `outputs`.
+fn personal(append: &str) -> Result<(String, String), Error> {
     let sections = split(PERSONAL);
     let section = |name: &'static str| {
         sections
@@ -456,7 +530,23 @@ fn personal() -> Result<(String, String), Error> {
                 expected: 1,
             })
     };
-    Ok((section("resources")? + "\n", section("outputs")?))
+    let resources = section("resources")?;
+    let found = resources
+        .lines()
+        .filter(|line| line.trim() == "{{append grants}}")
+        .count();
+    if found != 2 {
+        return Err(Error::Drifted {
+            file: "templates/stack/personal.yaml",
+            pattern: "{{append grants}}",
+            found,
+            expected: 2,
+        });
+    }
+    Ok((
+        insert(&resources, APPEND_GRANTS, append) + "\n",
+        section("outputs")?,
+    ))
 }
 
 /// The stack for a crate's names and further consumers: the first
@@ -502,7 +592,7 @@ pub fn render_with(
         .iter()
         .map(|consumer| format!("${{{}}}", consumer.widgets))
         .collect();
-    let (personal_resources, personal_outputs) = personal()?;
+    let (personal_resources, personal_outputs) = personal(&section(APPEND_GRANTS))?;
     let mut text = BASE.to_owned();
     for (marker, value) in [
         (

@@ -1,15 +1,13 @@
-//! Our `template.yaml` and `samconfig.toml` on a crate's names: the stack
-//! rendered for its consumers ([`stack`](super::stack)), each substitution
-//! found exactly as often as expected, or generation fails; and the header
-//! that tells `sync` whether a team edited the file it made.
+//! Our `template.yaml` on a crate's names: the stack rendered for its
+//! consumers ([`stack`](super::stack)), each substitution found exactly as
+//! often as expected, or generation fails; and the header that tells
+//! `sync` whether a team edited the file it made.
 
 use sha2::{Digest, Sha256};
 
 use super::ConsumerDeclaration;
 use super::stack;
 use super::{Error, Names, TOOLS};
-
-const SAMCONFIG: &str = include_str!("../../../samconfig.toml");
 
 /// The first line of every template `sync` makes; the next names the hash
 /// of what follows them.
@@ -30,6 +28,17 @@ pub(super) struct Substitution {
 
 /// A substitution of text that may be found any number of times (once at least).
 const ANY: usize = usize::MAX;
+
+impl Substitution {
+    /// A substitution of text found exactly `times`.
+    pub(super) fn times(pattern: &'static str, replacement: String, times: usize) -> Self {
+        Substitution {
+            pattern,
+            replacement,
+            times,
+        }
+    }
+}
 
 /// A substitution of text found exactly once.
 pub(super) fn once(pattern: &'static str, replacement: String) -> Substitution {
@@ -108,25 +117,13 @@ pub(super) fn builds_only(
     for binary in built {
         let ours = TOOLS.iter().any(|tool| names.binary(tool) == binary);
         let theirs = further.iter().any(|consumer| {
-            names.binary(&format!("{}-{}", consumer.name, consumer.function())) == binary
+            names.binary(&format!("{}-{}", consumer.name, consumer.lambda_binary())) == binary
         });
         if !ours && !theirs {
             return Err(Error::UnknownBinary(binary.to_owned()));
         }
     }
     Ok(())
-}
-
-/// Our `samconfig.toml`, on the crate's stack.
-pub fn samconfig(names: &Names) -> Result<String, Error> {
-    substitute(
-        "samconfig.toml",
-        SAMCONFIG,
-        &[once(
-            "stack_name = \"sequence-guard\"\n",
-            format!("stack_name = \"{}\"\n", names.package),
-        )],
-    )
 }
 
 /// `text` (our `file`) with every substitution made, each found as often

@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 
 use super::declaration::DeclaredDefault;
 use super::dependency::relative;
+use super::samconfig::samconfig;
 use super::stack::render_with;
-use super::template::{builds_only, made_by_sync, once, samconfig, substitute, template};
+use super::template::{builds_only, made_by_sync, once, substitute, template};
 use super::{
-    ConsumerDeclaration, DeclaredVariable, Dependency, Error, MAX_NAME, Names, deployment,
-    new_crate,
+    ConsumerDeclaration, DeclaredVariable, Dependency, Error, Kept, MAX_NAME, Names,
+    declares_system, deployment, new_crate,
 };
 
 #[test]
@@ -53,7 +54,7 @@ fn our_files_fit_every_substitution() {
     assert!(template.contains("        Binary: parcels-projector\n"));
     assert!(template.contains("        Binary: parcels-dispatcher\n"));
     assert!(!template.contains("Status"), "without the second consumer");
-    let samconfig = samconfig(&names).expect("samconfig.toml");
+    let samconfig = samconfig(&names.package, &template).expect("samconfig.toml");
     assert!(samconfig.contains("stack_name = \"parcels\"\n"));
 }
 
@@ -114,6 +115,46 @@ fn the_dependency_lines() {
         git.line(&["test-support"]),
         r#"sequence-guard = { git = "https://example.com/a\"b", features = ["test-support"] }"#
     );
+}
+
+#[test]
+fn without_a_flag_the_crate_is_on_the_checkout_the_command_was_built_from() {
+    // GIVEN the checkout this command was built from
+    let checkout = super::built_from();
+    assert!(
+        checkout.join("scaffold/Cargo.toml").is_file(),
+        "{checkout:?}"
+    );
+    let crate_root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    // THEN a crate depends on it, by a path from the crate, and no note
+    let (dependency, note) = Dependency::from_source(&checkout, &crate_root, "0.2.0");
+    assert_eq!(dependency, Dependency::Path(PathBuf::from("../..")));
+    assert_eq!(note, None);
+}
+
+#[test]
+fn once_the_checkout_is_gone_the_crate_is_on_crates_io_and_says_why() {
+    let crate_root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // GIVEN a source that is gone, or that is not sequence-guard
+    let gone = crate_root.join("no-such-checkout");
+    let other = crate_root.join("src");
+    for (source, why) in [
+        (&gone, format!("({}: ", gone.display())),
+        (&other, "is not a checkout of sequence-guard".to_owned()),
+    ] {
+        // THEN crates.io, and a note naming the source and the way out
+        let (dependency, note) = Dependency::from_source(source, crate_root, "0.2.0");
+        assert_eq!(dependency, Dependency::Version("0.2.0".into()));
+        let note = note.expect("a note");
+        for said in [
+            why.as_str(),
+            "sequence-guard 0.2.0 from crates.io",
+            "--sequence-guard-path",
+            "--sequence-guard-git",
+        ] {
+            assert!(note.contains(said), "{said}: {note}");
+        }
+    }
 }
 
 #[test]
@@ -373,5 +414,116 @@ fn only_the_first_consumer_opens_personal_data() {
             assert!(!says(role, what), "{id}'s role: {what}");
             assert!(!says(function, what), "{id}'s function: {what}");
         }
+    }
+}
+
+#[test]
+fn the_system_holds_every_declared_consumer_and_sync_keeps_it() {
+    // GIVEN a crate with two further consumers, one a process
+    let names = Names::new("parcel-service").expect("a good name");
+    let further = [
+        ConsumerDeclaration::new("audit", "Each parcel's audit trail.", true).expect("audit"),
+        ConsumerDeclaration::new("late-mail", "Returns a parcel not collected.", false)
+            .and_then(|declared| declared.with(true, Vec::new()))
+            .expect("late-mail"),
+    ];
+    let files = deployment(&names, &further).expect("the files");
+    let file = |path: &str| {
+        files
+            .iter()
+            .find(|file| file.path == Path::new(path))
+            .unwrap_or_else(|| panic!("{path} missing"))
+    };
+    // THEN its system is the store and every consumer, by the template's
+    // names, each on its module's domain (as its binaries run it), and
+    // sync rewrites it: a consumer declared is in it after the next sync
+    let system = file("src/system.rs");
+    assert_eq!(system.kept, Kept::Ours);
+    assert!(
+        system.contents.contains(
+            "    System::new(crate::domain())\n        .consumer(\"projector\", crate::domain())\n        .consumer(\"audit\", crate::audit::domain())\n        .consumer(\"late-mail\", crate::late_mail::domain())\n}\n"
+        ),
+        "{}",
+        system.contents
+    );
+    assert!(system.contents.contains("fn the_system_is_whole()"));
+    // AND its local binary runs it; it is the team's once written
+    let local = file("src/bin/parcel-service-local.rs");
+    assert_eq!(local.kept, Kept::Theirs);
+    assert!(
+        local
+            .contents
+            .contains("sequence_guard::cli::local(parcel_service::system::system())"),
+        "{}",
+        local.contents
+    );
+    // AND without further consumers: the store and the projector
+    let alone = deployment(&names, &[]).expect("the files");
+    let alone = alone
+        .iter()
+        .find(|file| file.path == Path::new("src/system.rs"))
+        .expect("src/system.rs");
+    assert!(
+        alone.contents.contains(
+            "    System::new(crate::domain()).consumer(\"projector\", crate::domain())\n}\n"
+        ),
+        "{}",
+        alone.contents
+    );
+}
+
+#[test]
+fn a_new_crate_runs_its_system_locally_and_tests_it() {
+    let names = Names::new("parcels").expect("a good name");
+    let files = new_crate(&names, &Dependency::Version("0.2.0".into())).expect("the files");
+    let contents = |path: &str| {
+        files
+            .iter()
+            .find(|file| file.path == Path::new(path))
+            .map(|file| file.contents.as_str())
+            .unwrap_or_else(|| panic!("{path} missing"))
+    };
+    // Its library declares the module sync writes; its system has the archiver
+    assert!(declares_system(contents("src/lib.rs")));
+    assert!(
+        contents("src/system.rs").contains(".consumer(\"archiver\", crate::archiver::domain())")
+    );
+    // Its script runs the archiver end to end; its test runs the script
+    let script = contents("local/archiver.txt");
+    assert!(script.contains("cargo run --bin parcels-local -- local/archiver.txt"));
+    for command in [
+        "clock 1800000000",
+        "append item-1 ItemCreated",
+        "sweep",
+        "show",
+    ] {
+        assert!(script.contains(command), "{command}");
+    }
+    let test = contents("tests/local.rs");
+    assert!(test.contains("env!(\"CARGO_BIN_EXE_parcels-local\")"));
+    assert!(test.contains(".arg(\"local/archiver.txt\")"));
+    // Its README shows the one command
+    assert!(contents("README.md").contains("cargo run --bin parcels-local -- local/archiver.txt"));
+}
+
+#[test]
+fn sync_sees_whether_the_library_declares_the_system() {
+    for declared in [
+        "pub mod system;",
+        "mod system;",
+        "pub(crate) mod system;",
+        "  pub mod system {",
+    ] {
+        assert!(
+            declares_system(&format!("//! a crate\n{declared}\n")),
+            "{declared}"
+        );
+    }
+    for not in [
+        "pub mod systems;",
+        "// pub mod system is missing",
+        "pub mod archiver;",
+    ] {
+        assert!(!declares_system(not), "{not}");
     }
 }

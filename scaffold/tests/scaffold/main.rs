@@ -9,6 +9,7 @@
 //! Here: the helpers the topics share.
 
 mod bank;
+mod lambda;
 mod new;
 mod sync;
 
@@ -65,13 +66,20 @@ fn seen(output: &Output) -> String {
     )
 }
 
-/// `sequence-guard new NAME --path DIR --sequence-guard-path <this checkout>`.
+/// `sequence-guard new NAME --path DIR`, as a team types it: on the
+/// checkout the command was built from, this one.
 fn new_crate(name: &str, dir: &Path) -> Output {
-    run(Command::new(TOOL)
-        .args(["new", name, "--path"])
-        .arg(dir)
-        .arg("--sequence-guard-path")
-        .arg(root()))
+    run(Command::new(TOOL).args(["new", name, "--path"]).arg(dir))
+}
+
+/// The `path` of the crate's dependency on sequence-guard in `manifest`,
+/// or a panic showing the manifest.
+fn path_dependency(manifest: &str) -> &str {
+    manifest
+        .lines()
+        .find_map(|line| line.strip_prefix("sequence-guard = { path = \""))
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no path dependency:\n{manifest}"))
 }
 
 /// The pinned Python tools (cfn-lint, sam), installed once into the cache.

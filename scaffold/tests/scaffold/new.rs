@@ -7,7 +7,8 @@ use super::*;
 
 #[test]
 fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
-    // GIVEN a crate made from nothing, on this checkout, with our lock file.
+    // GIVEN a crate made from nothing, with no flag (so on the checkout the
+    // command was built from: this one), with our lock file.
     let dir = scratch("new").join("parcels");
     let made = new_crate("parcels", &dir);
     assert!(made.status.success(), "{}", seen(&made));
@@ -39,11 +40,7 @@ fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
     );
     // A path dependency on this checkout, relative to the crate.
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
-    let path = manifest
-        .lines()
-        .find_map(|line| line.strip_prefix("sequence-guard = { path = \""))
-        .and_then(|rest| rest.split('"').next())
-        .unwrap_or_else(|| panic!("no path dependency:\n{manifest}"));
+    let path = path_dependency(&manifest);
     assert!(Path::new(path).is_relative(), "{path}");
     assert_eq!(
         dir.join(path).canonicalize().expect("the dependency"),
@@ -69,7 +66,13 @@ fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
     let parcels = ("parcels".to_owned(), "0.1.0".to_owned(), String::new());
     assert_eq!(added, [&parcels], "versions not ours");
     assert!(lock.len() > 100, "{} packages", lock.len());
-    for unused in ["shop", "bank", "sequence-guard-scaffold", "proptest"] {
+    for unused in [
+        "shop",
+        "bank",
+        "library",
+        "sequence-guard-scaffold",
+        "proptest",
+    ] {
         assert!(lock.iter().all(|(name, ..)| name != unused), "{unused}");
     }
     mirror_features(&dir);
@@ -96,6 +99,8 @@ fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
         "test archiver::tests::the_deadline_archives_an_active_item_at_the_sequence_seen ... ok",
         "test replay_tells_the_samples_story ... ok",
         "test the_archiver_follows_each_item_and_keeps_a_deadline_while_active ... ok",
+        "test system::tests::the_system_is_whole ... ok",
+        "test the_archiver_archives_the_item_not_renamed_for_30_days_end_to_end ... ok",
     ] {
         assert!(stdout.contains(passed), "{passed} missing:\n{stdout}");
     }
@@ -123,6 +128,38 @@ fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
         assert!(story.contains(line), "{line} missing:\n{story}");
     }
 
+    // AND its whole system runs on one machine with the one command its
+    // README gives: the archiver archives the item not renamed
+    let local = run(Command::new(root().join("target/debug/parcels-local"))
+        .arg("local/archiver.txt")
+        .current_dir(&dir)
+        .env_remove("PERSONAL_DATA_KEY"));
+    assert!(local.status.success(), "local: {}", seen(&local));
+    let run_text = text(&local.stdout);
+    for line in [
+        "  archiver   appended item-1 seq 2 ItemArchived\n",
+        "  projector  item-1 seq 2 ItemArchived applied\n",
+        "    item     item-1       sequence 2   archived true name \"Lamp\"\n",
+    ] {
+        assert!(run_text.contains(line), "{line} missing:\n{run_text}");
+    }
+    let readme = std::fs::read_to_string(dir.join("README.md")).expect("README");
+    assert!(readme.contains("cargo run --bin parcels-local -- local/archiver.txt"));
+    // What its README and our guide show of the run is what it prints
+    let guide = std::fs::read_to_string(root().join("docs/guide.md")).expect("the guide");
+    for (doc, text_of, heading) in [
+        ("README.md", &readme, "## The whole system on one machine"),
+        ("docs/guide.md", &guide, "## Start your own domain"),
+    ] {
+        let mut printed = run_text.lines().map(str::trim);
+        for line in shown(text_of, heading) {
+            assert!(
+                printed.any(|printed| printed == line),
+                "{doc} shows `{line}`, which the run does not print (in this order):\n{run_text}"
+            );
+        }
+    }
+
     // AND it is as `sync` keeps it: its process, declared in Cargo.toml,
     // rendered whole in its template
     let checked = run(Command::new(TOOL)
@@ -146,6 +183,28 @@ fn a_new_crate_builds_passes_its_tests_replays_its_samples_and_lints() {
     lint(&dir);
 }
 
+/// The lines of the first `text` block after `heading` in `doc`, trimmed,
+/// but the command (`$ ...`) and those that stand for lines left out.
+fn shown(doc: &str, heading: &str) -> Vec<String> {
+    let section = doc
+        .split_once(heading)
+        .unwrap_or_else(|| panic!("no section {heading}"))
+        .1;
+    let block = section
+        .split_once("```text\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .unwrap_or_else(|| panic!("no text block under {heading}"))
+        .0;
+    let lines: Vec<String> = block
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && *line != "..." && !line.starts_with("$ "))
+        .map(str::to_owned)
+        .collect();
+    assert!(lines.len() >= 4, "{heading}: {lines:?}");
+    lines
+}
+
 /// The process's binaries, and the tool each runs.
 const ARCHIVER_BINARIES: [(&str, &str); 5] = [
     ("process", "projector"),
@@ -155,10 +214,16 @@ const ARCHIVER_BINARIES: [(&str, &str); 5] = [
     ("inspect", "inspect"),
 ];
 
-/// Removes the crate's process as its README says: its module, tests and
-/// binaries, its `mod` line and its entry in Cargo.toml; then `sync`.
+/// Removes the crate's process as its README says: its module, tests,
+/// binaries and script, its `mod` line and its entry in Cargo.toml; then
+/// `sync`, which takes it out of the system too.
 fn remove_the_archiver(dir: &Path) {
-    for file in ["src/archiver.rs", "tests/archiver.rs"] {
+    for file in [
+        "src/archiver.rs",
+        "tests/archiver.rs",
+        "local/archiver.txt",
+        "tests/local.rs",
+    ] {
         std::fs::remove_file(dir.join(file)).expect(file);
     }
     for (binary, _) in ARCHIVER_BINARIES {
@@ -176,7 +241,12 @@ fn remove_the_archiver(dir: &Path) {
     edit("Cargo.toml", "{ name = \"archiver\"");
     let synced = run(Command::new(TOOL).args(["sync", "--path"]).arg(dir));
     assert!(synced.status.success(), "sync: {}", seen(&synced));
-    assert_eq!(text(&synced.stdout), "template.yaml: rewritten\n");
+    assert_eq!(
+        text(&synced.stdout),
+        "template.yaml: rewritten\nsrc/system.rs: rewritten\n"
+    );
+    let system = std::fs::read_to_string(dir.join("src/system.rs")).expect("the system");
+    assert!(!system.contains("archiver"), "{system}");
 }
 
 #[test]
@@ -249,25 +319,96 @@ fn the_generated_template_is_ours_on_the_crates_binaries() {
     }
     assert!(!theirs.contains("Status"), "the second consumer is gone");
     assert!(!theirs.contains("Payment"), "the process is gone");
-    // The stack's name is samconfig.toml's, everything else as ours.
+    // samconfig.toml (as new wrote it: it is the team's) is ours on the
+    // stack's name, its parameters those of its template: ours, but the
+    // worked example's consumers', and its process's.
     let ours = std::fs::read_to_string(root().join("samconfig.toml")).expect("ours");
     let theirs = std::fs::read_to_string(dir.join("samconfig.toml")).expect("theirs");
-    assert_eq!(
-        theirs,
-        ours.replace(
-            "stack_name = \"sequence-guard\"",
-            "stack_name = \"parcels\""
-        )
-    );
+    let is_parameter = |line: &&str| line.starts_with("  \"");
+    let settings = |text: &str| -> Vec<String> {
+        let lines = text.lines().filter(|line| !is_parameter(line));
+        lines.map(str::to_owned).collect()
+    };
+    let named = ours.replace("\"sequence-guard\"", "\"parcels\"");
+    assert_eq!(settings(&theirs), settings(&named));
     assert_ne!(theirs, ours);
-    // The pinned tools are ours, byte for byte.
-    for script in ["scripts/python-tools.sh", "scripts/requirements-tools.txt"] {
+    let parameters = |text: &str, not: &[&str]| -> Vec<String> {
+        let lines = text.lines().filter(is_parameter);
+        let kept = lines.filter(|line| !not.iter().any(|word| line.contains(word)));
+        kept.map(str::to_owned).collect()
+    };
+    assert_eq!(
+        parameters(&theirs, &["Archiver"]),
+        parameters(&ours, &["Status", "Payment"])
+    );
+    assert!(
+        theirs.contains("  \"DeployArchiverConsumer=false\",\n"),
+        "{theirs}"
+    );
+    // The pinned tools and the check of the bootstraps are ours, byte for byte.
+    for script in [
+        "scripts/python-tools.sh",
+        "scripts/requirements-tools.txt",
+        "scripts/check-bootstraps",
+    ] {
         assert_eq!(
             std::fs::read(dir.join(script)).expect("theirs"),
             std::fs::read(root().join(script)).expect("ours"),
             "{script}"
         );
     }
+}
+
+#[test]
+fn new_depends_on_the_checkout_it_was_built_from_unless_told_another() {
+    let dir = scratch("dependency");
+    let manifest = |crate_dir: &Path| {
+        std::fs::read_to_string(crate_dir.join("Cargo.toml")).expect("Cargo.toml")
+    };
+    let checkout = root().canonicalize().expect("the checkout");
+    // WITHOUT a flag: this checkout, the one the command was built from,
+    // for the crate and for its tests
+    let made = new_crate("parcels", &dir.join("parcels"));
+    assert!(made.status.success(), "{}", seen(&made));
+    let text_of = manifest(&dir.join("parcels"));
+    let path = path_dependency(&text_of);
+    assert_eq!(
+        dir.join("parcels").join(path).canonicalize().ok(),
+        Some(checkout.clone()),
+        "{text_of}"
+    );
+    assert!(
+        text_of.contains(&format!(
+            "sequence-guard = {{ path = \"{path}\", features = [\"test-support\"] }}"
+        )),
+        "{text_of}"
+    );
+    assert!(
+        text(&made.stdout).contains(&format!("on the sequence-guard checkout at {path}\n")),
+        "{}",
+        seen(&made)
+    );
+    assert_eq!(text(&made.stderr), "", "no warning");
+    // WITH --sequence-guard-path: that checkout, relative to the crate
+    let told = run(Command::new(TOOL)
+        .args(["new", "parcels", "--path"])
+        .arg(dir.join("told"))
+        .arg("--sequence-guard-path")
+        .arg(root().join("scaffold/..")));
+    assert!(told.status.success(), "{}", seen(&told));
+    assert_eq!(path_dependency(&manifest(&dir.join("told"))), path);
+    // WITH --sequence-guard-git: that repository
+    let git = run(Command::new(TOOL)
+        .args(["new", "parcels", "--path"])
+        .arg(dir.join("git"))
+        .args(["--sequence-guard-git", "https://example.com/sequence-guard"]));
+    assert!(git.status.success(), "{}", seen(&git));
+    assert!(
+        manifest(&dir.join("git"))
+            .contains("sequence-guard = { git = \"https://example.com/sequence-guard\" }\n"),
+        "{}",
+        manifest(&dir.join("git"))
+    );
 }
 
 #[test]

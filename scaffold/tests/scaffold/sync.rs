@@ -148,6 +148,12 @@ fn sync_never_deletes_a_teams_consumer() {
             "sequence_guard::cli::{tool}(parcels::audit::domain())"
         )));
     }
+    // AND its whole system has it, with no edit: its local run too
+    let system = std::fs::read_to_string(dir.join("src/system.rs")).expect("the system");
+    assert!(
+        system.contains(".consumer(\"audit\", crate::audit::domain())\n        .consumer(\"archiver\", crate::archiver::domain())\n}"),
+        "{system}"
+    );
     let checked = run(Command::new(TOOL)
         .args(["sync", "--check", "--path"])
         .arg(&dir));
@@ -165,4 +171,43 @@ fn sync_never_deletes_a_teams_consumer() {
         "{}",
         seen(&bad)
     );
+}
+
+#[test]
+fn sync_names_the_line_a_crate_made_before_lacks() {
+    // GIVEN a crate made before `src/system.rs`: its lib declares no module
+    let dir = scratch("before-system").join("parcels");
+    let made = new_crate("parcels", &dir);
+    assert!(made.status.success(), "{}", seen(&made));
+    let lib = dir.join("src/lib.rs");
+    let text_of = std::fs::read_to_string(&lib).expect("lib.rs");
+    std::fs::write(&lib, text_of.replace("pub mod system;\n", "")).expect("write");
+    std::fs::remove_file(dir.join("src/system.rs")).expect("rm");
+    std::fs::remove_file(dir.join("src/bin/parcels-local.rs")).expect("rm");
+
+    // WHEN synced, THEN the system and its binary are written, and the one
+    // line left to the team is named: exit 1 until it is there
+    let synced = run(Command::new(TOOL).args(["sync", "--path"]).arg(&dir));
+    assert_eq!(synced.status.code(), Some(1), "{}", seen(&synced));
+    assert_eq!(
+        text(&synced.stdout),
+        "src/system.rs: written\nsrc/bin/parcels-local.rs: written\n"
+    );
+    assert!(
+        text(&synced.stderr).contains("src/lib.rs does not declare the module of src/system.rs")
+            && text(&synced.stderr).contains("add the line `pub mod system;` there"),
+        "{}",
+        seen(&synced)
+    );
+    let checked = run(Command::new(TOOL)
+        .args(["sync", "--check", "--path"])
+        .arg(&dir));
+    assert_eq!(checked.status.code(), Some(1), "{}", seen(&checked));
+
+    // WHEN the line is added, THEN both pass
+    std::fs::write(&lib, text_of).expect("write");
+    let checked = run(Command::new(TOOL)
+        .args(["sync", "--check", "--path"])
+        .arg(&dir));
+    assert!(checked.status.success(), "{}", seen(&checked));
 }

@@ -12,20 +12,22 @@
 //! | the deadline, still `ACTIVE` | `ARCHIVING` | | `ItemArchived`, at the sequence it has seen |
 //!
 //! Its state and what it appends are written in one transaction, or not at
-//! all. The append is at the sequence it has seen ([`Outbox::append_at`]):
-//! if the item was renamed meanwhile, nothing is written, and the rename,
-//! when it arrives, sets a new deadline.
+//! all. A deadline's append to the item's stream is at the sequence the
+//! archiver has seen ([`DueOutbox::append`]): if the item was renamed
+//! meanwhile, nothing is written, and the rename, when it arrives, sets a
+//! new deadline.
 //!
 //! Its item, in its own table: `ARCHIVAL#<aggregateId>` / `STATE`
 //! (`sequence`, `lastEventId`, `state`; and the engine's `dueAt` while a
 //! deadline is set). Its binaries are `{{name}}-archiver-process` (the
-//! Lambda function), `-replay`, `-rebuild`, `-verify` and `-inspect`; its
-//! entry in `Cargo.toml` gives it its part of the template.
+//! Lambda function's code; the function keeps a consumer's name,
+//! `<stack>-archiver-projector`), `-replay`, `-rebuild`, `-verify` and
+//! `-inspect`; its entry in `Cargo.toml` gives it its part of the template.
 
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
-use sequence_guard::process::{Due, Outbox, Process};
+use sequence_guard::process::{Due, DueOutbox, Outbox, Process};
 use sequence_guard::{Decision, Domain, Entity, Events, Handling, Sequenced};
 
 use crate::guard;
@@ -147,14 +149,14 @@ pub fn on_item_archived(
 
 /// The deadline: an item still active is archived, at the sequence the
 /// archiver has seen. (A deadline moves no sequence: no event was applied.)
-pub fn on_deadline(state: &mut Archival, due: &Due, outbox: &mut Outbox) {
+pub fn on_deadline(state: &mut Archival, _: &Due, outbox: &mut DueOutbox) {
     if state.state != ArchivalState::Active {
         return;
     }
     let archived = Archived {
         reason: NOT_RENAMED,
     };
-    outbox.append_at(&due.stream, due.sequence, "ItemArchived", &archived);
+    outbox.append("ItemArchived", &archived);
     state.state = ArchivalState::Archiving;
 }
 
@@ -183,7 +185,7 @@ mod tests {
 
     #[test]
     fn a_created_item_is_active_until_its_deadline_and_a_rename_moves_it() {
-        let created = given(None::<Archival>).at(NOW).when(
+        let created = given(None::<Archival>).within(&domain()).at(NOW).when(
             "e1",
             "item-1",
             1,
@@ -195,12 +197,10 @@ mod tests {
             .appends(&[])
             .then(Decision::Applied, Some(at(1, ArchivalState::Active)));
 
-        let renamed = given(Some(at(1, ArchivalState::Active))).at(NOW + 60).when(
-            "e2",
-            "item-1",
-            2,
-            ArchiverEvent::ItemRenamed(IgnoredAny),
-        );
+        let renamed = given(Some(at(1, ArchivalState::Active)))
+            .within(&domain())
+            .at(NOW + 60)
+            .when("e2", "item-1", 2, ArchiverEvent::ItemRenamed(IgnoredAny));
         assert_eq!(renamed.outbox().deadline(), Some(Some(deadline + 60)));
         renamed.then(Decision::Applied, Some(at(2, ArchivalState::Active)));
     }
@@ -208,34 +208,33 @@ mod tests {
     #[test]
     fn an_archive_ends_it_and_clears_the_deadline_once() {
         let archived = || ArchiverEvent::ItemArchived(IgnoredAny);
-        let then = given(Some(at(2, ArchivalState::Archiving))).when("e3", "item-1", 3, archived());
+        let then = given(Some(at(2, ArchivalState::Archiving)))
+            .within(&domain())
+            .when("e3", "item-1", 3, archived());
         assert_eq!(then.outbox().deadline(), Some(None));
         then.then(Decision::Applied, Some(at(3, ArchivalState::Archived)));
         // A redelivery is a duplicate: nothing set, nothing appended.
-        let again = given(Some(at(3, ArchivalState::Archived))).when("e3", "item-1", 3, archived());
+        let again = given(Some(at(3, ArchivalState::Archived)))
+            .within(&domain())
+            .when("e3", "item-1", 3, archived());
         assert!(again.outbox().is_empty());
         again.then(Decision::Duplicate, Some(at(3, ArchivalState::Archived)));
     }
 
     #[test]
     fn the_deadline_archives_an_active_item_at_the_sequence_seen() {
-        let due = Due {
-            stream: "item-1".into(),
-            at: NOW,
-            sequence: 4,
-        };
-        let mut active = at(4, ArchivalState::Active);
-        let mut outbox = Outbox::at(NOW);
-        on_deadline(&mut active, &due, &mut outbox);
-        assert_eq!(active, at(4, ArchivalState::Archiving));
-        let [appended] = outbox.appends() else {
-            panic!("one event appended: {:?}", outbox.appends());
-        };
-        assert_eq!(appended.stream, "item-1");
+        // Fired as the sweep fires it: its append checked as the sweep's.
+        let fired = given(Some(at(4, ArchivalState::Active)))
+            .within(&domain())
+            .at(NOW)
+            .when_due("item-1", NOW)
+            .appends(&[("item-1", "ItemArchived")]);
+        let appended = fired.outbox().appends()[0].clone();
         assert_eq!(
             appended.expected,
             sequence_guard::producer::ExpectedSequence::Exact(4)
         );
+        fired.then(at(4, ArchivalState::Archiving));
 
         // The event it appends is one the item projection applies.
         let body = serde_json::json!({
@@ -263,10 +262,11 @@ mod tests {
         }
 
         // An item archived already: nothing.
-        let mut archived = at(4, ArchivalState::Archived);
-        let mut outbox = Outbox::at(NOW);
-        on_deadline(&mut archived, &due, &mut outbox);
-        assert!(outbox.is_empty());
-        assert_eq!(archived, at(4, ArchivalState::Archived));
+        given(Some(at(4, ArchivalState::Archived)))
+            .within(&domain())
+            .at(NOW)
+            .when_due("item-1", NOW)
+            .appends(&[])
+            .then(at(4, ArchivalState::Archived));
     }
 }

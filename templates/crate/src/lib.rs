@@ -17,6 +17,11 @@
 //! reacts with events of its own: it archives an item not renamed for 30
 //! days (its own binaries, table and queue; see the README).
 //!
+//! [`system`] is the whole: the event store and every consumer, as
+//! `template.yaml` deploys them (`sequence-guard sync` writes it from
+//! `Cargo.toml`); `{{name}}-local` runs it on one machine from a script of
+//! `local/`.
+//!
 //! To add an event type: a variant (with its data struct), a handler, one
 //! arm in `handling`. A new entity kind: its struct, its `impl Entity`, and
 //! `.entity::<T>()` in [`domain`].
@@ -26,6 +31,7 @@ use sequence_guard::{Counter, Decision, Domain, Entity, Events, Handling, Sequen
 use serde::{Deserialize, Serialize};
 
 pub mod archiver;
+pub mod system;
 
 /// The item projection: the item `ITEM#<aggregateId>` / `STATE`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Entity)]
@@ -261,17 +267,20 @@ mod tests {
         assert!(refused.is_err(), "an empty name is refused");
     }
 
+    /// The samples of `events/`, by their number.
+    const SAMPLES: [(&str, &str); 4] = [
+        (
+            "01",
+            include_str!("../events/01-item-created-and-renamed.json"),
+        ),
+        ("02", include_str!("../events/02-gap-parked.json")),
+        ("03", include_str!("../events/03-gap-closed.json")),
+        ("04", include_str!("../events/04-item-archived.json")),
+    ];
+
     #[test]
     fn every_sample_body_is_read_by_the_domain() {
-        for (file, sample) in [
-            (
-                "01",
-                include_str!("../events/01-item-created-and-renamed.json"),
-            ),
-            ("02", include_str!("../events/02-gap-parked.json")),
-            ("03", include_str!("../events/03-gap-closed.json")),
-            ("04", include_str!("../events/04-item-archived.json")),
-        ] {
+        for (file, sample) in SAMPLES {
             let event: serde_json::Value = serde_json::from_str(sample)
                 .unwrap_or_else(|err| panic!("events/{file}: not JSON: {err}"));
             let records = event["Records"].as_array().cloned().unwrap_or_default();
@@ -281,6 +290,21 @@ mod tests {
                 if let Err(refused) = given(None::<Item>).when_body(&domain(), body) {
                     panic!("events/{file}: {body} refused: {refused}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn an_erasure_leaves_no_personal_value_in_clear() {
+        // Once events declare personal fields (`Events::personal`), each
+        // entity attribute that keeps one must be declared too
+        // (`#[entity(personal(..))]`): this folds the samples with every
+        // personal value marked, erases each subject, and names the entity
+        // and attribute that still holds one.
+        let samples = SAMPLES.map(|(_, sample)| sample);
+        for domain in [domain(), archiver::domain()] {
+            if let Err(leak) = sequence_guard::testkit::check_erasures(&domain, &samples) {
+                panic!("{leak}");
             }
         }
     }
