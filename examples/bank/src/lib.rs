@@ -29,6 +29,8 @@ use sequence_guard::{Counter, Decision, Domain, Entity, Events, Handling, Sequen
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+pub mod system;
+
 /// `AccountOpened` data, version 2 (version 1 had no `currency`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Opening {
@@ -251,12 +253,16 @@ pub fn withdrawal(account: &Account, id: &str, amount_cents: u64) -> Result<Appe
     })
 }
 
-// The walk-through (docs/guide.md) is this crate's doctests: each Rust
-// block compiles against the bank (tests/readme.rs checks that each is an
-// excerpt of the bank's code).
+// The walk-through (docs/guide.md) and its reference
+// (docs/domain-reference.md) are this crate's doctests: each Rust block
+// compiles against the bank (tests/readme.rs checks that each of the
+// walk-through's is an excerpt of the bank's code).
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/guide.md")]
 pub struct Guide;
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/domain-reference.md")]
+pub struct DomainReference;
 
 #[cfg(test)]
 mod tests {
@@ -538,5 +544,23 @@ mod tests {
             in_euros(serde_json::json!({"owner": "Ada", "balanceCents": 5})),
             Ok(serde_json::json!({"owner": "Ada", "currency": "EUR", "balanceCents": 5}))
         );
+    }
+
+    #[test]
+    fn an_erasure_leaves_no_personal_value_in_clear() {
+        // The bank declares no personal data yet (`Events::personal`); once
+        // it does, this folds its samples with every personal value marked,
+        // erases each subject, and names any entity attribute that still
+        // holds one (declare it: `#[entity(personal(..))]`).
+        let samples = [
+            include_str!("../events/01-accounts-opened-and-moved.json"),
+            include_str!("../events/02-gap-parked.json"),
+            include_str!("../events/03-gap-closed.json"),
+            include_str!("../events/04-snapshot-out-of-order.json"),
+            include_str!("../events/05-version-2.json"),
+        ];
+        if let Err(leak) = sequence_guard::testkit::check_erasures(&domain(), &samples) {
+            panic!("{leak}");
+        }
     }
 }

@@ -119,7 +119,7 @@ fn bank_erase_says_the_bank_declares_no_personal_data_and_refuses_bad_arguments(
     let (code, _, stderr) = run(erase, &["--table", "events", "--subject", ""]);
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains("--subject must be 1 to 256 characters"),
+        stderr.contains("is no id a stream can have: it must be 1 to 256 characters"),
         "{stderr}"
     );
     let (code, _, stderr) = run(erase, &["--table", "events"]);
