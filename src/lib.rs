@@ -107,8 +107,8 @@
 //!    one place), [`metrics`], [`logging`], [`lambda`] (an invocation to
 //!    its answer), `testing` (what tests need, the `test-support` feature).
 //! 7. **The binaries**: [`cli`] (`projector`, `dispatcher`, `replay`,
-//!    `inspect`, `append`, `rebuild`, `verify`, `resend`, `erase`, each a
-//!    one-line `main`).
+//!    `inspect`, `append`, `rebuild`, `verify`, `resend`, `erase`, `local`,
+//!    each a one-line `main`).
 //!
 //! Each module's own documentation says what its files hold.
 

@@ -4,7 +4,7 @@
 //!
 //! | metric | unit | what |
 //! | --- | --- | --- |
-//! | `Applied`, `Duplicate`, `Parked`, `Ignored`, `Conflict`, `Gap`, `NotCreated`, `Invalid`, `Skipped`, `StorageError`, `Rejected` | Count | messages by outcome |
+//! | `Applied`, `Duplicate`, `Parked`, `Ignored`, `Conflict`, `Gap`, `NotCreated`, `Invalid`, `Skipped`, `StorageError`, `Rejected`, `HandlerError` | Count | messages by outcome |
 //! | `ColdStart` | Count | 1 in the first invocation's document of each process, 0 after (Powertools' name) |
 //! | `Drained` | Count | parked events applied (their gap closed) |
 //! | `Filled` | Count | events read from the event store and applied before the message that waited for them (a gap closed at once) |

@@ -11,8 +11,8 @@ use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use sequence_guard::envelope::InvalidMessage;
 use sequence_guard::personal::{Erasure, Keyring, LocalKeys, Personal, is_sealed};
 use sequence_guard::process::{Outbox, Process};
-use sequence_guard::producer::AppendError;
 use sequence_guard::producer::seal_data;
+use sequence_guard::producer::{Append, AppendError, ExpectedSequence, MemoryEvents, NewEvent};
 use sequence_guard::runner::{Invocation, Outcome, Runner, RunnerConfig};
 use sequence_guard::store::memory::MemoryStore;
 use sequence_guard::{Decision, Domain, Entity, Events, Handling, Sequenced};
@@ -188,6 +188,68 @@ async fn a_personal_value_that_already_looks_sealed_is_refused_naming_its_field(
     seal_data(&domain, "visit-2", "visit-2-1", "VisitBooked", &mut data)
         .await
         .expect("sealed");
+}
+
+/// Through `append` itself, on the event store in memory: a sealed value
+/// copied from a stored event is refused naming its field, whether or not
+/// the appender holds the subject's key (an appender that does not would
+/// otherwise fail to open it while reading the body, naming nothing), and
+/// nothing is written; a subject `erase --subject` could not name is
+/// refused before a key is made for it.
+#[tokio::test]
+async fn append_refuses_a_copied_sealed_value_and_a_subject_erase_could_not_name() {
+    let keys = keys();
+    let domain = domain(&keys);
+    let copied = booked_body(&domain, "visit-1", "m-1").await["data"]["note"].clone();
+    for (appender, holds_the_key) in [
+        (MemoryEvents::new(domain.clone()), true),
+        (MemoryEvents::new(self::domain(&self::keys())), false),
+    ] {
+        let mut event = NewEvent::new("VisitBooked", json!({"memberId": "m-1", "note": copied}));
+        event.event_id = Some("visit-2-1".to_owned());
+        let refused = appender
+            .append(Append {
+                stream_id: "visit-2".to_owned(),
+                events: vec![event],
+                expected: ExpectedSequence::Exact(0),
+                request_id: None,
+                writes: Vec::new(),
+            })
+            .await
+            .expect_err("a copied sealed value");
+        match &refused {
+            AppendError::Invalid {
+                index: 0,
+                reason: InvalidMessage::Invalid { field, problem },
+            } => {
+                assert_eq!(field, "data.note", "holds the key: {holds_the_key}");
+                assert!(problem.contains("already looks sealed"), "{problem}");
+            }
+            other => panic!("holds the key: {holds_the_key}: {other:?}"),
+        }
+        assert_eq!(appender.last_sequence("visit-2"), 0, "nothing written");
+    }
+
+    let appender = MemoryEvents::new(domain.clone());
+    let member = "m".repeat(257);
+    let event = NewEvent::new("VisitBooked", json!({"memberId": member, "note": "Ada"}));
+    let refused = appender
+        .append(Append {
+            stream_id: "visit-3".to_owned(),
+            events: vec![event],
+            expected: ExpectedSequence::Exact(0),
+            request_id: None,
+            writes: Vec::new(),
+        })
+        .await
+        .expect_err("a subject no stream id could be");
+    assert!(
+        matches!(&refused, AppendError::Invalid {
+            reason: InvalidMessage::Invalid { field, problem }, ..
+        } if field == "data.memberId" && problem.contains("erase --subject")),
+        "{refused:?}"
+    );
+    assert_eq!(appender.last_sequence("visit-3"), 0, "nothing written");
 }
 
 /// A process over the visits' event store that copies a note it read into

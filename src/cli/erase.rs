@@ -29,7 +29,7 @@ use serde::Serialize;
 
 use super::{arguments, events_table};
 use crate::domain::Domain;
-use crate::personal::{KeySource, Keyring};
+use crate::personal::Keyring;
 use crate::producer::EraseError;
 use crate::producer::{EventStore, stream_id_problem};
 use crate::store::dynamodb::connect;
@@ -115,21 +115,13 @@ pub async fn erase(domain: Domain) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Whether it had a key item, read first to say so: what erase did
-    // tells it too, should a key be made meanwhile.
-    let had_item = match keys.read(&[subject.to_owned()]).await {
-        Ok(found) => found.contains_key(subject),
-        Err(err) => {
-            eprintln!("{name}: {err}; safe to run again");
-            return ExitCode::FAILURE;
-        }
-    };
     let domain = domain.with_keys(Arc::new(Keyring::new(keys)));
     let store = EventStore::new(client, table, domain);
     match crate::producer::erase(&store, subject).await {
         Ok(erased) => {
-            let subject_known =
-                had_item || erased.key_deleted || erased.already_done || !erased.told.is_empty();
+            // Told by the item the erasure replaced: no read of its own,
+            // which the erase policy does not grant.
+            let subject_known = erased.had_key_item || !erased.told.is_empty();
             if !subject_known {
                 eprintln!(
                     "{name}: the subject {subject:?} had no key in this event store: no personal data of theirs was sealed here, so no key was deleted and no stream told (the id is taken exactly as given: check it). It is marked erased all the same: an append of personal data for {subject:?} is refused from now on."

@@ -14,7 +14,7 @@
 //! | `PARK_AFTER_RECEIVES`| the delivery (`ApproximateReceiveCount`) from which a gap is parked; keep it below the queue's `maxReceiveCount` | 1 to 1000 | 3 |
 //! | `MAX_PARKED_PER_STREAM` | the most events parked on one entity | 1 to 10000 | 1000 |
 //! | `WARM_ENTITIES`      | the most entity items kept as this process last wrote them, so that a hot stream's next batch is not read first; `0`: none | 0 to 100000 | 1000 |
-//! | `EVENT_STORE_TABLE`  | a process's (required there): the event store's table, which its steps append to; a consumer's that opens personal data: the table its subjects' keys are in | as `TABLE_NAME` | |
+//! | `EVENT_STORE_TABLE`  | every consumer's of an event store: the event store's table, which a gap's events are read from (and applied at once), a process's steps append to (required there), and a consumer that opens personal data reads its subjects' keys in. Unset: gaps wait, then park | as `TABLE_NAME` | |
 //! | `PERSONAL_DATA_KEY`  | a consumer's whose domain declares personal data (unread elsewhere): the KMS key (id, ARN or `alias/...`) the subjects' data keys are wrapped under, or `local:<32 bytes in base64url>` for local runs and tests (refused on Lambda: the master key would sit in the function's configuration); their items are read from `EVENT_STORE_TABLE`. Unset: nothing is opened, and a sealed body fails | a KMS key id, ARN or alias | |
 //! | `METRICS_NAMESPACE`  | CloudWatch namespace of the metrics                  | 1 to 255 of `a-z A-Z 0-9 . - _ / # : space`, not starting with `AWS/` | `SequenceGuard` |
 //! | `METRICS_SERVICE`    | the `Service` dimension of the metrics               | 1 to 1024 characters | `sequence-guard` |

@@ -225,6 +225,11 @@ fn check_event(
             format!("`{event_id}` is given to two events of this append"),
         )));
     }
+    // A personal value that looks sealed, named before the body is read as
+    // a consumer reads it (which would try to open it).
+    if let Some(reason) = super::sealing::sealed_already(domain, &event.event_type, &event.data) {
+        return Err(refuse(reason));
+    }
     let mut candidate = Checked {
         event_id,
         event_type: event.event_type.clone(),

@@ -23,6 +23,10 @@ pub struct Erased {
     pub told: Vec<(String, u64)>,
     /// Whether there was nothing left to do.
     pub already_done: bool,
+    /// Whether the event store had a key item of the subject (`false`: no
+    /// personal data of theirs was ever sealed here), read from the item
+    /// the erasure replaced, so that `erase` needs no other read of it.
+    pub had_key_item: bool,
 }
 
 /// Why an erasure stopped; safe to run again.
@@ -67,6 +71,7 @@ pub async fn erase<L: EventLog>(store: &L, subject: &str) -> Result<Erased, Eras
         key_deleted,
         told: Vec::new(),
         already_done,
+        had_key_item: before.is_some(),
     };
     if already_done {
         return Ok(erased);

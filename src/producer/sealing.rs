@@ -12,6 +12,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::check::stream_id_problem;
 use super::{AppendError, Checked};
 use crate::domain::Domain;
 use crate::personal::{Binding, DataKey, KeyError, Known, SEALED_FAMILY, Subject, looks_sealed};
@@ -137,6 +138,37 @@ struct Sealing<'a> {
     event_type: &'a str,
 }
 
+/// Why `append` refuses the event of `event_type` whose `data` holds a
+/// personal value that already looks sealed (`None`: none does), naming
+/// the field: it seals personal values itself. Checked before the event is
+/// read as a consumer would, which would try to open the value.
+pub(crate) fn sealed_already(
+    domain: &Domain,
+    event_type: &str,
+    data: &Value,
+) -> Option<InvalidMessage> {
+    let fields = domain.personal().of(event_type)?;
+    fields
+        .fields
+        .iter()
+        .find(|field| {
+            data.get(**field)
+                .and_then(Value::as_str)
+                .is_some_and(looks_sealed)
+        })
+        .map(|field| already_sealed(field))
+}
+
+/// A personal value that looks sealed: refused, naming the field.
+fn already_sealed(field: &str) -> InvalidMessage {
+    InvalidMessage::Invalid {
+        field: format!("data{}", crate::reason::key_segment(field)),
+        problem: format!(
+            "is personal and already looks sealed (it starts with `{SEALED_FAMILY}`): append seals personal values itself, so give the plain value (a sealed value copied from a stored event opens nowhere else)"
+        ),
+    }
+}
+
 impl Sealing<'_> {
     async fn seal(&self, data: &mut Value, keys_of: &mut Keys<'_>) -> Result<(), AppendError> {
         let Some(fields) = self.domain.personal().of(self.event_type) else {
@@ -150,7 +182,10 @@ impl Sealing<'_> {
             match data.get(*field) {
                 None | Some(Value::Null) => {}
                 Some(Value::String(value)) if looks_sealed(value) => {
-                    return Err(self.looks_sealed(field));
+                    return Err(AppendError::Invalid {
+                        index: self.index,
+                        reason: already_sealed(field),
+                    });
                 }
                 Some(_) => has_personal = true,
             }
@@ -171,6 +206,21 @@ impl Sealing<'_> {
             },
         })?
         .to_owned();
+        if let (Subject::Field(field), Some(problem)) =
+            (&fields.subject, stream_id_problem(&subject))
+        {
+            // `erase --subject` takes only what a stream id can be: a
+            // subject it could not name could never be forgotten.
+            return Err(AppendError::Invalid {
+                index: self.index,
+                reason: InvalidMessage::Invalid {
+                    field: format!("data{}", crate::reason::key_segment(field)),
+                    problem: format!(
+                        "names the subject of the personal data, and {problem} (what `erase --subject` takes)"
+                    ),
+                },
+            });
+        }
         let key = self.key(&subject, keys_of).await?;
         for field in &fields.fields {
             let Some(value) = data.get_mut(*field) else {
@@ -192,19 +242,6 @@ impl Sealing<'_> {
             *value = Value::String(sealed);
         }
         Ok(())
-    }
-
-    /// A personal value that looks sealed: refused, naming the field.
-    fn looks_sealed(&self, field: &str) -> AppendError {
-        AppendError::Invalid {
-            index: self.index,
-            reason: InvalidMessage::Invalid {
-                field: format!("data{}", crate::reason::key_segment(field)),
-                problem: format!(
-                    "is personal and already looks sealed (it starts with `{SEALED_FAMILY}`): append seals personal values itself, so give the plain value (a sealed value copied from a stored event opens nowhere else)"
-                ),
-            },
-        }
     }
 
     /// The subject's key: read once per append, unless vouched for and

@@ -421,9 +421,6 @@ impl Store for DynamoStore {
         self.due_page(shard, now, after, limit).await
     }
 
-    /// DynamoDB requests sent so far (each SDK call counts once, whatever
-    /// the SDK retried inside it), a process's appends to the event store
-    /// included.
     fn reads_event_store(&self) -> bool {
         self.events.is_some()
     }
@@ -441,6 +438,9 @@ impl Store for DynamoStore {
         events.read(stream, after, limit).await.map(Some)
     }
 
+    /// DynamoDB requests sent so far (each SDK call counts once, whatever
+    /// the SDK retried inside it), a process's appends to the event store
+    /// included.
     fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
             + self.events.as_ref().map_or(0, |events| events.requests())
