@@ -40,10 +40,6 @@ impl Events for Wider {
     }
 }
 
-fn outcomes_of(report: &BatchReport) -> Vec<Outcome> {
-    outcomes(report)
-}
-
 pub async fn a_stream_out_of_order_is_applied_at_its_first_delivery<S, L, F>(
     setup: impl Fn(Domain, RunnerConfig) -> F,
 ) where
@@ -69,7 +65,7 @@ pub async fn a_stream_out_of_order_is_applied_at_its_first_delivery<S, L, F>(
     // THEN all ten are applied, the twenty before them read from the
     // event store and applied first, in the same write: nothing failed,
     // nothing parked.
-    assert_eq!(outcomes_of(&report), [Applied; 10]);
+    assert_eq!(outcomes(&report), [Applied; 10]);
     assert!(failed_ids(&report).is_empty());
     assert!(report.parking.is_empty(), "{:?}", report.parking);
     assert_eq!(report.filled.len(), 1, "{:?}", report.filled);
@@ -87,7 +83,7 @@ pub async fn a_stream_out_of_order_is_applied_at_its_first_delivery<S, L, F>(
             chunk.iter().map(|event| sent("o", event, 1)).collect(),
         )
         .await;
-        assert_eq!(outcomes_of(&report), [Duplicate; 10]);
+        assert_eq!(outcomes(&report), [Duplicate; 10]);
         assert!(report.filled.is_empty());
     }
     let item = typed::<Item, _>(runner.store(), "o")
@@ -112,13 +108,13 @@ pub async fn a_fill_is_bounded_and_the_next_delivery_goes_on<S, L, F>(
     // WHEN it is delivered: the fill reads at most MAX_FILL (100) events.
     let report = run(&runner, vec![sent("o", last, 1)]).await;
     assert_eq!(sequence_of(runner.store(), "o").await, Some(100));
-    assert_eq!(outcomes_of(&report), [Gap]);
+    assert_eq!(outcomes(&report), [Gap]);
     assert_eq!(report.messages[0].waiting_for, Some(101));
     assert_eq!(failed_ids(&report), ["m151"]);
 
     // THEN its redelivery reads the rest and is applied.
     let report = run(&runner, vec![sent("o", last, 2)]).await;
-    assert_eq!(outcomes_of(&report), [Applied]);
+    assert_eq!(outcomes(&report), [Applied]);
     assert_eq!((report.filled[0].from, report.filled[0].to), (101, 150));
     assert_eq!(sequence_of(runner.store(), "o").await, Some(151));
 }
@@ -136,7 +132,7 @@ pub async fn events_the_store_does_not_hold_are_a_gap_then_parked<S, L, F>(
     let created = item_event("ItemCreated", "fed", 1, "fed-1");
     let third = item_event("ItemUpdated", "fed", 3, "fed-3");
     assert_eq!(
-        outcomes_of(&run(&runner, vec![message("m1", "fed", &created)]).await),
+        outcomes(&run(&runner, vec![message("m1", "fed", &created)]).await),
         [Applied]
     );
 
@@ -148,11 +144,11 @@ pub async fn events_the_store_does_not_hold_are_a_gap_then_parked<S, L, F>(
             vec![delivered(message("m3", "fed", &third), received)],
         )
         .await;
-        assert_eq!(outcomes_of(&report), [Gap], "delivery {received}");
+        assert_eq!(outcomes(&report), [Gap], "delivery {received}");
         assert!(report.filled.is_empty());
     }
     let report = run(&runner, vec![delivered(message("m3", "fed", &third), 3)]).await;
-    assert_eq!(outcomes_of(&report), [Parked]);
+    assert_eq!(outcomes(&report), [Parked]);
 
     // AND under GAP_POLICY=retry a gap is never parked, each delivery
     // tries the store.
@@ -163,7 +159,7 @@ pub async fn events_the_store_does_not_hold_are_a_gap_then_parked<S, L, F>(
     let Setup { runner, log } = setup(domain(), retry).await;
     let stored = append_items(&log, "r", 3).await;
     let report = run(&runner, vec![sent("r", &stored[2], 9)]).await;
-    assert_eq!(outcomes_of(&report), [Applied]);
+    assert_eq!(outcomes(&report), [Applied]);
     assert_eq!(report.filled_events(), 2);
 }
 
@@ -179,11 +175,11 @@ pub async fn an_event_parked_before_is_cleared_by_a_fill_past_it<S, L, F>(
     let Setup { runner, log } = setup(domain(), RunnerConfig::default()).await;
     let stored = append_items(&log, "o", 6).await;
     assert_eq!(
-        outcomes_of(&run(&runner, vec![sent("o", &stored[0], 1)]).await),
+        outcomes(&run(&runner, vec![sent("o", &stored[0], 1)]).await),
         [Applied]
     );
     let report = run(&runner, vec![sent("o", &stored[3], 3)]).await;
-    assert_eq!(outcomes_of(&report), [Parked]);
+    assert_eq!(outcomes(&report), [Parked]);
     assert!(report.filled.is_empty());
 
     // WHEN 6 arrives: 2 to 5 are read in and applied before it.
@@ -191,7 +187,7 @@ pub async fn an_event_parked_before_is_cleared_by_a_fill_past_it<S, L, F>(
 
     // THEN it is applied, and the parked 4 is found behind the entity:
     // cleared, nothing left parked.
-    assert_eq!(outcomes_of(&report), [Applied]);
+    assert_eq!(outcomes(&report), [Applied]);
     assert_eq!((report.filled[0].from, report.filled[0].to), (2, 5));
     assert_eq!(sequence_of(runner.store(), "o").await, Some(6));
     let inspection = runner
@@ -223,7 +219,7 @@ pub async fn a_fill_stops_at_an_event_the_consumer_refuses<S, L, F>(
 
     // WHEN it is delivered: the fill applies 1 and 2, and stops at 3.
     let report = run(&runner, vec![sent("o", &stored[4], 1)]).await;
-    assert_eq!(outcomes_of(&report), [Gap]);
+    assert_eq!(outcomes(&report), [Gap]);
     assert_eq!(report.messages[0].waiting_for, Some(3));
     assert_eq!((report.filled[0].from, report.filled[0].to), (1, 2));
     assert_eq!(sequence_of(runner.store(), "o").await, Some(2));
@@ -231,9 +227,9 @@ pub async fn a_fill_stops_at_an_event_the_consumer_refuses<S, L, F>(
     // THEN at its third delivery it is parked, waiting for 3 (whose own
     // message is refused as invalid, as it always was).
     let report = run(&runner, vec![sent("o", &stored[4], 3)]).await;
-    assert_eq!(outcomes_of(&report), [Parked]);
+    assert_eq!(outcomes(&report), [Parked]);
     let report = run(&runner, vec![sent("o", &stored[2], 1)]).await;
-    assert_eq!(outcomes_of(&report), [Invalid]);
+    assert_eq!(outcomes(&report), [Invalid]);
 }
 
 pub async fn a_gap_met_within_a_run_is_closed_there<S, L, F>(
@@ -255,7 +251,7 @@ pub async fn a_gap_met_within_a_run_is_closed_there<S, L, F>(
             .collect(),
     )
     .await;
-    assert_eq!(outcomes_of(&first), [Applied; 5]);
+    assert_eq!(outcomes(&first), [Applied; 5]);
     let batch = stored[5..8]
         .iter()
         .chain(&stored[19..22])
@@ -266,7 +262,7 @@ pub async fn a_gap_met_within_a_run_is_closed_there<S, L, F>(
     let report = run(&runner, batch).await;
 
     // THEN 9 to 19 are read in just before 20: every message applied.
-    assert_eq!(outcomes_of(&report), [Applied; 6]);
+    assert_eq!(outcomes(&report), [Applied; 6]);
     assert_eq!((report.filled[0].from, report.filled[0].to), (9, 19));
     assert_eq!(sequence_of(runner.store(), "o").await, Some(22));
 }
@@ -289,7 +285,7 @@ pub async fn parking_at_the_first_delivery_reads_the_store_first<S, L, F>(
 
     // THEN its first delivery reads 1 to 4 in: applied, nothing parked.
     let report = run(&runner, vec![sent("o", &stored[4], 1)]).await;
-    assert_eq!(outcomes_of(&report), [Applied]);
+    assert_eq!(outcomes(&report), [Applied]);
     assert_eq!(report.filled_events(), 4);
     assert!(report.parking.is_empty());
 }

@@ -24,6 +24,7 @@ mod names;
 #[cfg(test)]
 mod process_tests;
 pub mod samconfig;
+mod sections;
 pub mod stack;
 mod template;
 #[cfg(test)]

@@ -20,6 +20,7 @@
 //! inserted in a process's grants and in the producer's and `erase`'s
 //! policies.
 
+use super::sections::{indented, insert, one_of_each, split};
 use super::{ConsumerDeclaration, Error, Names};
 
 const BASE: &str = include_str!("../../../templates/stack/base.yaml");
@@ -385,24 +386,6 @@ fn undelivered(queue: &str, depth: usize) -> String {
     )
 }
 
-/// `text` with each line that holds only `{{<section>}}` replaced by
-/// `block`, at that line's indentation.
-fn insert(text: &str, section: &str, block: &str) -> String {
-    let marker = format!("{{{{{section}}}}}");
-    let mut out = String::with_capacity(text.len() + block.len());
-    for line in text.lines() {
-        if line.trim() == marker {
-            let depth = line.len() - line.trim_start().len();
-            out.push_str(&indented(block.trim_end(), depth));
-        } else {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
-}
-
-/// Each line of `text` with `depth` more spaces, and a newline after it.
 /// A section of statements (`- Sid: ...`, with its comment), each granted
 /// with the producer only: `!If [WithProducer, <statement>, NoValue]`.
 fn with_producer(statements: &str) -> String {
@@ -430,43 +413,6 @@ fn with_producer(statements: &str) -> String {
     }
     flush(&mut statement, &mut text);
     text
-}
-
-fn indented(text: &str, depth: usize) -> String {
-    let pad = " ".repeat(depth);
-    text.lines()
-        .map(|line| {
-            if line.is_empty() {
-                "\n".to_owned()
-            } else {
-                format!("{pad}{line}\n")
-            }
-        })
-        .collect()
-}
-
-/// Every entry of every section named once: a consumer whose name makes
-/// one of the stack's names (`projection`: `ProjectionTable`) is refused.
-fn one_of_each(text: &str) -> Result<(), Error> {
-    let mut seen = std::collections::BTreeSet::new();
-    let mut section = "";
-    for line in text.lines() {
-        if !line.starts_with([' ', '#']) && line.ends_with(':') {
-            section = line;
-            continue;
-        }
-        let Some(name) = line
-            .strip_prefix("  ")
-            .filter(|rest| rest.starts_with(|c: char| c.is_ascii_alphabetic()))
-            .and_then(|rest| rest.strip_suffix(':'))
-        else {
-            continue;
-        };
-        if !seen.insert((section, name)) {
-            return Err(Error::NameTaken(name.to_owned()));
-        }
-    }
-    Ok(())
 }
 
 /// The consumer's definition, by section (`#@ name` lines), without the
@@ -497,21 +443,6 @@ fn sections() -> Result<Vec<(&'static str, String)>, Error> {
         }
     }
     Ok(sections)
-}
-
-/// `text` by section (`#@ name` lines), without the comments above the
-/// first.
-fn split(text: &str) -> Vec<(&str, String)> {
-    let mut sections: Vec<(&str, String)> = Vec::new();
-    for line in text.lines() {
-        if let Some(name) = line.strip_prefix("#@ ") {
-            sections.push((name.trim(), String::new()));
-        } else if let Some((_, body)) = sections.last_mut() {
-            body.push_str(line);
-            body.push('\n');
-        }
-    }
-    sections
 }
 
 /// The stack's part of personal data: its `resources` (with `append`, what
