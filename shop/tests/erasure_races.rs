@@ -23,12 +23,11 @@ use sequence_guard::personal::{
 use sequence_guard::producer::erase;
 use sequence_guard::producer::{Append, AppendError, EventStore, NewEvent};
 use sequence_guard::runner::{Invocation, Outcome, Runner, RunnerConfig};
-use sequence_guard::store::dynamodb::{connect, ensure_events_table};
 use sequence_guard::{Decision, Domain, Entity, Events, Handling, Sequenced};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use support::localstack::{kms, kms_key};
-use support::{dynamodb_local, fresh_table, typed};
+use support::localstack::KeyedEventStore;
+use support::{fresh_table, typed};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Entity)]
 #[serde(rename_all = "camelCase")]
@@ -218,40 +217,7 @@ impl KeySource for Hooked {
     }
 }
 
-/// One event store table and one KMS key, for one test.
-struct Setup {
-    dynamodb: aws_sdk_dynamodb::Client,
-    kms: aws_sdk_kms::Client,
-    table: String,
-    key_id: String,
-}
-
-impl Setup {
-    async fn new(name: &str) -> Setup {
-        let dynamodb = connect(Some(&dynamodb_local().endpoint)).await;
-        let table = format!("races-{name}-{}", std::process::id());
-        ensure_events_table(&dynamodb, &table)
-            .await
-            .expect("events table");
-        let kms = kms().await;
-        let key_id = kms_key(&kms).await;
-        Setup {
-            dynamodb,
-            kms,
-            table,
-            key_id,
-        }
-    }
-
-    fn keys(&self) -> Arc<DynamoKeys> {
-        Arc::new(DynamoKeys::new(
-            self.dynamodb.clone(),
-            &self.table,
-            self.kms.clone(),
-            &self.key_id,
-        ))
-    }
-
+impl KeyedEventStore {
     /// A process of its own (its own keyring and event store) over `keys`.
     fn process(&self, keys: Arc<dyn KeySource>) -> (Domain, EventStore) {
         let domain = Domain::new::<VenueEvent>().with_keys(Arc::new(Keyring::shared(keys)));
@@ -315,7 +281,7 @@ fn refused_as_erased(appended: Result<u64, AppendError>, person: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_append_that_read_its_key_before_an_erasure_lands_nowhere_after_it() {
-    let setup = Setup::new("slot").await;
+    let setup = KeyedEventStore::new("races", "slot").await;
     let (_, writer) = setup.process(setup.keys());
     assert_eq!(append(&writer, "m-1", "MemberJoined", "p-1").await, Ok(1));
 
@@ -332,7 +298,7 @@ async fn an_append_that_read_its_key_before_an_erasure_lands_nowhere_after_it() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_append_opening_a_stream_after_its_key_was_deleted_is_refused() {
-    let setup = Setup::new("open").await;
+    let setup = KeyedEventStore::new("races", "open").await;
     let (_, writer) = setup.process(setup.keys());
     assert_eq!(append(&writer, "m-2", "MemberJoined", "p-2").await, Ok(1));
 
@@ -366,7 +332,7 @@ const NOW: Invocation = Invocation {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_instance_opens_a_subjects_values_once_its_erasure_is_applied() {
-    let setup = Setup::new("instances").await;
+    let setup = KeyedEventStore::new("races", "instances").await;
     let (_, producer) = setup.process(setup.keys());
     // One person on two streams, each projected by the same consumer.
     assert_eq!(append(&producer, "m-3", "MemberJoined", "p-3").await, Ok(1));
@@ -419,7 +385,7 @@ async fn no_instance_opens_a_subjects_values_once_its_erasure_is_applied() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_erasure_tells_the_streams_of_every_kind_and_each_erases_its_own() {
-    let setup = Setup::new("kinds").await;
+    let setup = KeyedEventStore::new("races", "kinds").await;
     let (domain, producer) = setup.process(setup.keys());
     assert_eq!(append(&producer, "m-4", "MemberJoined", "p-4").await, Ok(1));
     assert_eq!(append(&producer, "g-4", "GuestArrived", "p-4").await, Ok(1));

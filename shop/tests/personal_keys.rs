@@ -19,12 +19,10 @@ use sequence_guard::personal::{
 };
 use sequence_guard::producer::erase;
 use sequence_guard::producer::{Append, AppendError, EventStore, NewEvent};
-use sequence_guard::store::dynamodb::{connect, ensure_events_table};
 use sequence_guard::{Decision, Domain, Entity, Events, Handling, Sequenced};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use support::dynamodb_local;
-use support::localstack::{kms, kms_key};
+use support::localstack::KeyedEventStore;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Entity)]
 #[serde(rename_all = "camelCase")]
@@ -125,41 +123,7 @@ fn update<D>(
 const NAME: &str = "Ada MARKER Lovelace";
 const EMAIL: &str = "ada@MARKER.example";
 
-/// One event store table and one KMS key, for one test.
-struct Setup {
-    dynamodb: aws_sdk_dynamodb::Client,
-    kms: aws_sdk_kms::Client,
-    table: String,
-    key_id: String,
-}
-
-impl Setup {
-    async fn new(name: &str) -> Setup {
-        let dynamodb = connect(Some(&dynamodb_local().endpoint)).await;
-        let table = format!("keys-{name}-{}", std::process::id());
-        ensure_events_table(&dynamodb, &table)
-            .await
-            .expect("events table");
-        let kms = kms().await;
-        let key_id = kms_key(&kms).await;
-        Setup {
-            dynamodb,
-            kms,
-            table,
-            key_id,
-        }
-    }
-
-    /// A key source of its own (its own request counts).
-    fn keys(&self) -> Arc<DynamoKeys> {
-        Arc::new(DynamoKeys::new(
-            self.dynamodb.clone(),
-            &self.table,
-            self.kms.clone(),
-            &self.key_id,
-        ))
-    }
-
+impl KeyedEventStore {
     /// A process: its keyring over `keys`, and its domain and event store.
     fn process(&self, keys: &Arc<DynamoKeys>) -> (Domain, EventStore) {
         let keyring = Arc::new(Keyring::shared(keys.clone()));
@@ -233,7 +197,7 @@ fn fold(domain: &Domain, bodies: &[String]) -> Option<Member> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appends_seal_with_one_data_key_a_subject_and_a_reader_opens_them_after_fetching() {
-    let setup = Setup::new("seal").await;
+    let setup = KeyedEventStore::new("keys", "seal").await;
     let writer = setup.keys();
     let (_, store) = setup.process(&writer);
 
@@ -347,7 +311,7 @@ async fn appends_seal_with_one_data_key_a_subject_and_a_reader_opens_them_after_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_writers_racing_for_a_new_subject_end_with_one_key_both_use() {
-    let setup = Setup::new("race").await;
+    let setup = KeyedEventStore::new("keys", "race").await;
     let (first, second) = (setup.keys(), setup.keys());
 
     // The loser of the put is answered the winner's item.
@@ -391,7 +355,7 @@ async fn two_writers_racing_for_a_new_subject_end_with_one_key_both_use() {
 /// erased the subject, that read refuses the append.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_vouched_for_is_read_again_after_another_writers_event() {
-    let setup = Setup::new("vouch").await;
+    let setup = KeyedEventStore::new("keys", "vouch").await;
     let keys = setup.keys();
     let (_, writer) = setup.process(&keys);
     let renamed = || json!({"name": NAME});
@@ -445,7 +409,7 @@ async fn a_key_vouched_for_is_read_again_after_another_writers_event() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn erasure_deletes_the_key_tells_the_stream_once_and_refuses_the_subjects_personal_data() {
-    let setup = Setup::new("erase").await;
+    let setup = KeyedEventStore::new("keys", "erase").await;
     let keys = setup.keys();
     let (_, store) = setup.process(&keys);
     append(&store, "dee", "MemberJoined", joined_data())
@@ -535,7 +499,7 @@ async fn erasure_deletes_the_key_tells_the_stream_once_and_refuses_the_subjects_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_of_many_subjects_asks_a_hundred_a_request_and_an_unknown_subject_erased_is_refused()
 {
-    let setup = Setup::new("many").await;
+    let setup = KeyedEventStore::new("keys", "many").await;
     let keys = setup.keys();
     let (_, store) = setup.process(&keys);
     append(&store, "s-007", "MemberJoined", joined_data())

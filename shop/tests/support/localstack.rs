@@ -145,6 +145,46 @@ pub async fn kms_key(kms: &aws_sdk_kms::Client) -> String {
         .expect("the key's id")
 }
 
+/// One event store table on DynamoDB Local and one key of LocalStack's
+/// KMS, for one test of subjects' keys: a test's own processes (its own
+/// keyrings and event stores) are made over it.
+pub struct KeyedEventStore {
+    pub dynamodb: aws_sdk_dynamodb::Client,
+    pub kms: aws_sdk_kms::Client,
+    pub table: String,
+    pub key_id: String,
+}
+
+impl KeyedEventStore {
+    /// The table `<prefix>-<name>-<pid>`, made now, and a new key.
+    pub async fn new(prefix: &str, name: &str) -> KeyedEventStore {
+        let dynamodb =
+            sequence_guard::store::dynamodb::connect(Some(&super::dynamodb_local().endpoint)).await;
+        let table = format!("{prefix}-{name}-{}", std::process::id());
+        sequence_guard::store::dynamodb::ensure_events_table(&dynamodb, &table)
+            .await
+            .expect("events table");
+        let kms = kms().await;
+        let key_id = kms_key(&kms).await;
+        KeyedEventStore {
+            dynamodb,
+            kms,
+            table,
+            key_id,
+        }
+    }
+
+    /// A key source of its own (its own request counts).
+    pub fn keys(&self) -> std::sync::Arc<sequence_guard::personal::DynamoKeys> {
+        std::sync::Arc::new(sequence_guard::personal::DynamoKeys::new(
+            self.dynamodb.clone(),
+            &self.table,
+            self.kms.clone(),
+            &self.key_id,
+        ))
+    }
+}
+
 /// An SNS FIFO topic (`<name>.fifo`, no content-based deduplication, as
 /// the template's); its ARN.
 pub async fn fifo_topic(sns: &aws_sdk_sns::Client, name: &str) -> String {
