@@ -32,7 +32,7 @@ use crate::domain::Domain;
 use crate::entity::{AnyEntity, EntityKey};
 use crate::runner::DeadlineReport;
 use crate::runner::{CallError, Invocation, ParkingReport, Runner, RunnerConfig};
-use crate::store::{Loaded, ParkedEntity, Store, StoreError, SweepMark};
+use crate::store::{DueCursor, Loaded, ParkedEntity, Store, StoreError, SweepMark};
 
 /// How many of the longest waiting entities a sweep logs one by one.
 pub const LOGGED: usize = 100;
@@ -98,18 +98,34 @@ pub async fn sweep<S: Store>(
     let share = runner.first_half(&invocation);
     let deadlines = runner.fire_due_from(&share, mark.deadlines.clone()).await;
     upgrade(runner, &invocation).await;
-    let (mut report, after) = walk(runner, &invocation, true, mark.after.clone()).await?;
     let resume_at = deadlines.resume_at.clone();
+    let (mut report, after) = match walk(runner, &invocation, true, mark.after.clone()).await {
+        Ok(walked) => walked,
+        Err(err) => {
+            // The deadlines went on all the same: the next sweep goes on
+            // from where they stopped, and walks the index from where it was.
+            let next = SweepMark {
+                deadlines: resume_at,
+                ..mark.clone()
+            };
+            keep(runner, &mark, &next).await;
+            return Err(err);
+        }
+    };
     report.deadlines = deadlines;
-    let (report, mut next) = close(report, &mark, after);
-    next.deadlines = resume_at;
+    let (report, next) = close(report, &mark, after, resume_at);
+    keep(runner, &mark, &next).await;
+    Ok(log_report(report))
+}
+
+/// Saves where this sweep stopped, when it is not where the last one did.
+async fn keep<S: Store>(runner: &Runner<S>, mark: &SweepMark, next: &SweepMark) {
     if next != mark {
         // Within the margin kept before the deadline: not cut by it.
-        if let Err(err) = runner.store().save_sweep_mark(&next).await {
+        if let Err(err) = runner.store().save_sweep_mark(next).await {
             warn!(error = %err, "cannot keep where the sweep stopped: the next one starts again from the same place");
         }
     }
-    Ok(log_report(report))
 }
 
 /// Looks at every entity with events parked, as of `now` (epoch seconds),
@@ -168,6 +184,7 @@ fn close(
     mut report: SweepReport,
     mark: &SweepMark,
     after: Option<String>,
+    deadlines: Option<DueCursor>,
 ) -> (SweepReport, SweepMark) {
     // A walk from the start begins a pass: the mark's figures were another's.
     let (before, oldest) = match mark.after {
@@ -178,13 +195,16 @@ fn close(
     report.entities = usize::try_from(entities).unwrap_or(usize::MAX);
     report.oldest_parked_age_seconds = report.oldest_parked_age_seconds.max(oldest);
     let next = if report.complete {
-        SweepMark::default()
+        SweepMark {
+            deadlines,
+            ..SweepMark::default()
+        }
     } else {
         SweepMark {
             after,
             entities,
             oldest_age_seconds: report.oldest_parked_age_seconds,
-            deadlines: None,
+            deadlines,
         }
     };
     (report, next)

@@ -274,11 +274,13 @@ async fn dynamodb() -> DynamoStore {
 }
 
 /// A store whose reads of states take `delay` each, and which counts the
-/// reads of each state.
+/// reads of each state; its walk of the parked index fails while
+/// `walk_fails` is set.
 struct Slow<S> {
     inner: S,
     delay: Duration,
     reads: Mutex<HashMap<String, usize>>,
+    walk_fails: std::sync::atomic::AtomicBool,
 }
 
 impl<S> Slow<S> {
@@ -287,6 +289,7 @@ impl<S> Slow<S> {
             inner,
             delay,
             reads: Mutex::default(),
+            walk_fails: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -357,6 +360,12 @@ impl<S: Store> Store for Slow<S> {
         after: Option<&str>,
         limit: usize,
     ) -> Result<ParkedPage, StoreError> {
+        if self.walk_fails.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(StoreError::Request {
+                operation: "Query",
+                message: "the test's walk fails".to_owned(),
+            });
+        }
         self.inner.parked_entities(after, limit).await
     }
 

@@ -83,6 +83,36 @@ async fn deadlines_that_keep_moving_take_no_others_turn<S: Tickets>(store: S) {
     assert!(reports.iter().all(|r| r.complete), "{sweeps:?}");
 }
 
+/// A sweep whose walk of the parked events fails still keeps where its
+/// deadlines stopped: the next goes on from there, not from the start.
+#[tokio::test]
+async fn a_sweep_whose_walk_fails_keeps_where_its_deadlines_stopped() {
+    // GIVEN more states whose streams moved than a sweep can try.
+    let behind = ids_in(0, BEHIND, "behind");
+    let runner = runner(MemoryStore::new(), DELAY, reminding);
+    open(&runner, &behind, PERIOD as i64).await;
+    for id in &behind {
+        runner.store().append(id).await;
+    }
+    // WHEN a sweep runs out of time among them, and its walk fails.
+    runner
+        .store()
+        .walk_fails
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let invocation = Invocation {
+        deadline: Some(Instant::now() + RunnerConfig::default().deadline_margin + SWEEP),
+        now: NOW + PERIOD,
+    };
+    let failed = sequence_guard::sweep::sweep(&runner, invocation).await;
+    // THEN the sweep fails, and where its deadlines stopped is kept.
+    assert!(failed.is_err(), "{failed:?}");
+    let mark = runner.store().sweep_mark().await.expect("the mark");
+    assert!(
+        mark.as_ref().is_some_and(|mark| mark.deadlines.is_some()),
+        "{mark:?}"
+    );
+}
+
 #[tokio::test]
 async fn deadlines_that_keep_moving_take_no_others_turn_in_memory() {
     deadlines_that_keep_moving_take_no_others_turn(MemoryStore::new()).await;

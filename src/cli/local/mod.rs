@@ -122,7 +122,10 @@ pub async fn local(system: System) -> ExitCode {
                 .iter()
                 .map(|(name, domain)| {
                     let store = MemoryStore::new().with_event_store(events.clone());
-                    Consumer::new(name.clone(), Runner::new(domain.clone(), store, config()))
+                    Consumer::new(
+                        name.clone(),
+                        Runner::new(domain.clone(), store, RunnerConfig::default()),
+                    )
                 })
                 .collect();
             let mut world = World::new(Log::Memory(events), consumers, clock, personal);
@@ -160,7 +163,7 @@ pub async fn local(system: System) -> ExitCode {
                     DynamoStore::new(client.clone(), table).with_event_store(events.clone());
                 consumers.push(Consumer::new(
                     consumer.clone(),
-                    Runner::new(domain.clone(), store, config()),
+                    Runner::new(domain.clone(), store, RunnerConfig::default()),
                 ));
             }
             let mut world = World::new(
@@ -183,12 +186,6 @@ pub async fn local(system: System) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// The runner's configuration: the function's defaults, every event
-/// handled at its first delivery (nothing is retried here).
-fn config() -> RunnerConfig {
-    RunnerConfig::default()
 }
 
 /// The master key `PERSONAL_DATA_KEY` names for a run in memory: a local

@@ -248,14 +248,19 @@ impl<S: Counters> World<S> {
     }
 
     /// The consumer whose process appended an event (its id starts with
-    /// `process-<name>-`).
+    /// `process-<name>-`; of a process `a` and a process `a-b`, the longer
+    /// name that fits).
     fn appended_by(&self, event_id: &str) -> Option<String> {
-        self.consumers.iter().find_map(|consumer| {
-            let process = consumer.runner.domain().process()?;
-            event_id
-                .starts_with(&format!("process-{}-", process.name()))
-                .then(|| consumer.name.clone())
-        })
+        self.consumers
+            .iter()
+            .filter_map(|consumer| {
+                let name = consumer.runner.domain().process()?.name();
+                event_id
+                    .starts_with(&format!("process-{name}-"))
+                    .then_some((name.len(), &consumer.name))
+            })
+            .max_by_key(|(length, _)| *length)
+            .map(|(_, consumer)| consumer.clone())
     }
 
     async fn deliver_batch(
