@@ -27,6 +27,7 @@ use super::{CallError, Invocation, Runner};
 use crate::answer::{Due, DueOutbox};
 use crate::domain::{Cause, Process};
 use crate::entity::{AnyEntity, EntityKey, Kind};
+use crate::handling::HandlerFault;
 use crate::store::DUE_SHARDS;
 use crate::store::{Commit, Committed, DueCursor, DueEntry, Expected, Store, StoreError, Stored};
 
@@ -355,21 +356,9 @@ impl<S: Store> Runner<S> {
             at,
             sequence: slot.as_ref().map_or(0, AnyEntity::sequence),
         };
-        let mut outbox = DueOutbox::new(&due, now);
-        let fired = match &mut slot {
-            // A deadline left on an item without a state: cleared.
-            None => Ok(()),
-            Some(state) => process.fire(state, &due, &mut outbox),
-        };
-        let (appends, deadline) = outbox.outbox().take();
-        let outbox = fired.and_then(|()| {
-            let cause = Cause::Deadline {
-                stream: key.id().to_owned(),
-                at,
-            };
-            deadline_answer(process, &cause, appends, deadline, now)
-                .map_err(|problem| process.deadline_fault(problem))
-        });
+        // A deadline left on an item without a state: cleared.
+        let (asked, outbox) = fire_due(process, slot.as_mut(), &due, now);
+        let deadline = asked.deadline();
         let outbox = match outbox {
             Ok(outbox) => outbox,
             Err(fault) => {
@@ -435,9 +424,45 @@ fn log_deadlines(report: &DeadlineReport) {
     }
 }
 
+/// Fires the deadline `due` on a process's state (none: nothing to fire)
+/// at `now`, and checks the handler's answer as a message handler's is
+/// checked: what it asked for (its appends and next deadline), and what
+/// the sweep writes of it, or the rule it broke. The sweep's step and the
+/// test kit's `when_due` both fire a deadline so.
+pub(crate) fn fire_due(
+    process: &Process,
+    state: Option<&mut AnyEntity>,
+    due: &Due,
+    now: u64,
+) -> (
+    DueOutbox,
+    Result<Option<crate::store::Outbound>, HandlerFault>,
+) {
+    let mut outbox = DueOutbox::new(due, now);
+    let fired = match state {
+        None => Ok(()),
+        Some(state) => process.fire(state, due, &mut outbox),
+    };
+    let answer = fired.and_then(|()| {
+        let cause = Cause::Deadline {
+            stream: due.stream.clone(),
+            at: due.at,
+        };
+        deadline_answer(
+            process,
+            &cause,
+            outbox.appends().to_vec(),
+            outbox.deadline(),
+            now,
+        )
+        .map_err(|problem| process.deadline_fault(problem))
+    });
+    (outbox, answer)
+}
+
 /// A deadline handler's appends and next deadline, checked as a message
 /// handler's are (`runner/answer.rs`): `Err`, the rest of its fault.
-pub(crate) fn deadline_answer(
+fn deadline_answer(
     process: &Process,
     cause: &Cause,
     appends: Vec<crate::answer::Outgoing>,

@@ -59,7 +59,7 @@ use crate::envelope::Record;
 use crate::store::{Loaded, Store};
 pub use additions::addition;
 pub(crate) use deadline::CallError;
-pub(crate) use due::deadline_answer;
+pub(crate) use due::fire_due;
 pub use fill::MAX_FILL;
 pub(crate) use report::stuck_handler_errors;
 pub use report::{

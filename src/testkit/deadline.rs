@@ -2,12 +2,11 @@
 //! state, when its deadline passes, then its appends, its next deadline and
 //! the state, or the rule it broke in the sweep's words.
 
-use super::Given;
+use super::{Given, assert_appends};
 use crate::answer::{Due, DueOutbox};
-use crate::domain::Cause;
 use crate::entity::{AnyEntity, Entity};
 use crate::handling::HandlerFault;
-use crate::runner::deadline_answer;
+use crate::runner::fire_due;
 
 impl<T: Entity> Given<T> {
     /// Fires the deadline of the state (its id: `stream`) that was due at
@@ -41,20 +40,10 @@ impl<T: Entity> Given<T> {
             at,
             sequence: state.sequence(),
         };
-        let mut outbox = DueOutbox::new(&due, self.now);
         let mut slot = AnyEntity::new(state.clone());
-        let fired = process.fire(&mut slot, &due, &mut outbox).and_then(|()| {
-            let cause = Cause::Deadline {
-                stream: stream.to_owned(),
-                at,
-            };
-            let appends = outbox.appends().to_vec();
-            deadline_answer(process, &cause, appends, outbox.deadline(), self.now)
-                .map(|_| ())
-                .map_err(|problem| process.deadline_fault(problem))
-        });
-        match fired {
-            Ok(()) => Fired {
+        let (outbox, answer) = fire_due(process, Some(&mut slot), &due, self.now);
+        match answer {
+            Ok(_) => Fired {
                 fault: None,
                 state: slot.get::<T>().cloned().unwrap_or(state),
                 outbox,
@@ -100,13 +89,7 @@ impl<T: Entity> Fired<T> {
     /// streams, in this order (`&[]`: none).
     #[track_caller]
     pub fn appends(self, expected: &[(&str, &str)]) -> Self {
-        let appended: Vec<(&str, &str)> = self
-            .outbox
-            .appends()
-            .iter()
-            .map(|out| (out.stream.as_str(), out.event.event_type.as_str()))
-            .collect();
-        assert_eq!(appended, expected, "the events appended (stream, type)");
+        assert_appends(self.outbox.appends(), expected);
         self
     }
 

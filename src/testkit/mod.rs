@@ -325,13 +325,7 @@ impl<T: Entity> Then<T> {
     /// these streams, in this order (`&[]`: none).
     #[track_caller]
     pub fn appends(self, expected: &[(&str, &str)]) -> Self {
-        let appended: Vec<(&str, &str)> = self
-            .outbox
-            .appends()
-            .iter()
-            .map(|out| (out.stream.as_str(), out.event.event_type.as_str()))
-            .collect();
-        assert_eq!(appended, expected, "the events appended (stream, type)");
+        assert_appends(self.outbox.appends(), expected);
         self
     }
 
@@ -435,4 +429,15 @@ impl WhenEffect {
 /// nothing read or written, whatever its entity.
 pub fn is_ignored<E: Events>(event: E) -> bool {
     matches!(event.handling(), Handling(Raw::How(How::Ignored(_))))
+}
+
+/// Asserts that `appends` are events of these types, to these streams, in
+/// this order (`&[]`: none).
+#[track_caller]
+fn assert_appends(appends: &[crate::answer::Outgoing], expected: &[(&str, &str)]) {
+    let appended: Vec<(&str, &str)> = appends
+        .iter()
+        .map(|out| (out.stream.as_str(), out.event.event_type.as_str()))
+        .collect();
+    assert_eq!(appended, expected, "the events appended (stream, type)");
 }
