@@ -103,12 +103,10 @@ enum Entry {
     State(EntityKey),
 }
 
-/// Whether a call's error is the sweep's time running out.
-fn out_of_time(err: &CallError) -> bool {
-    matches!(
-        err,
-        CallError::Deadline | CallError::Store(StoreError::Timeout { .. })
-    )
+/// Whether a store's error is the sweep's time running out (a call cut
+/// off); the other out of time is [`CallError::Deadline`].
+fn timed_out(err: &StoreError) -> bool {
+    matches!(err, StoreError::Timeout { .. })
 }
 
 impl<S: Store> Runner<S> {
@@ -189,13 +187,13 @@ impl<S: Store> Runner<S> {
             };
             let mut page = match read {
                 Ok(page) => page,
-                Err(err) if out_of_time(&err) => return Went::Cut(after),
-                Err(CallError::Store(err)) => {
+                Err(CallError::Store(err)) if !timed_out(&err) => {
                     warn!(shard = stretch.shard, error = %err, "cannot read the due deadlines: the next sweep tries again");
                     report.failed += 1;
                     return Went::Through;
                 }
-                Err(CallError::Deadline) => return Went::Cut(after),
+                // Out of time: the next sweep goes on from here.
+                Err(_) => return Went::Cut(after),
             };
             let full = page.len() >= DUE_PAGE;
             let within = page
@@ -235,13 +233,13 @@ impl<S: Store> Runner<S> {
                         report.failed += 1;
                         report.problem(format!("{}: {fault}", entry.pk));
                     }
-                    Some(Err(err)) if out_of_time(&err) => cut = true,
-                    Some(Err(CallError::Store(err))) => {
+                    Some(Err(CallError::Store(err))) if !timed_out(&err) => {
                         warn!(entity = %entry.pk, error = %err, "a deadline could not be fired: the next sweep tries again");
                         report.failed += 1;
                         report.problem(format!("{}: {err}", entry.pk));
                     }
-                    Some(Err(CallError::Deadline)) => cut = true,
+                    // Out of time: this one and those after it wait.
+                    Some(Err(_)) => cut = true,
                 }
                 if !cut {
                     after = Some(entry);
@@ -265,7 +263,7 @@ impl<S: Store> Runner<S> {
         match self
             .domain
             .key_of_pk(&entry.pk)
-            .filter(|key| key.kind().name == kind.name && entry.sk == "STATE")
+            .filter(|key| key.kind().name == kind.name && entry.sk == crate::store::ENTITY_SK)
         {
             Some(key) => Entry::State(key),
             None => {

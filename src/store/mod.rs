@@ -17,6 +17,9 @@ mod pointer;
 pub use crate::table::StoreError;
 pub use due::{DUE_SHARDS, DueCursor, DueEntry, due_shard};
 
+/// The sort key of an entity's item (its `pk` is the entity's kind and id).
+pub const ENTITY_SK: &str = "STATE";
+
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 

@@ -28,8 +28,7 @@ pub(super) const IGNORED: [&str; 6] = ["pk", "sk", "parked", "parkedSince", "due
 /// deadline and the other has none.
 pub(super) const DEADLINE: &str = "dueAt";
 
-/// The sort key of an entity's item.
-pub(super) const STATE: &str = "STATE";
+pub(super) const STATE: &str = crate::store::ENTITY_SK;
 
 /// An item's key: `(pk, sk)`.
 pub(super) type ItemKey = (String, String);

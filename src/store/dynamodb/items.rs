@@ -15,7 +15,7 @@ use crate::store::{ConflictRecord, DedupKey, ParkedEvent, Parking, StoreError, S
 
 pub(super) const DEDUP_PREFIX: &str = "MESSAGE#";
 pub(super) const HANDLER_PREFIX: &str = "HANDLER#";
-pub(super) const STATE: &str = "STATE";
+pub(super) const STATE: &str = crate::store::ENTITY_SK;
 pub(super) const PENDING_PREFIX: &str = "PENDING#";
 pub(super) const CONFLICT_PREFIX: &str = "CONFLICT#";
 /// A deduplication record's attribute naming the stream of its event.
