@@ -25,6 +25,14 @@ impl Counter {
         format!("{}#{id}", self.kind)
     }
 
+    /// The id of the item keyed `(pk, sk)` when it is this counter's item
+    /// (the reverse of [`Counter::pk`]), else `None`.
+    pub fn id_of<'a>(&self, pk: &'a str, sk: &str) -> Option<&'a str> {
+        pk.strip_prefix(self.kind)
+            .and_then(|rest| rest.strip_prefix('#'))
+            .filter(|_| sk == self.sort_key)
+    }
+
     /// How people name it (`stock` for the sort key `STOCK`).
     pub fn label(&self) -> String {
         self.sort_key.to_ascii_lowercase()

@@ -55,10 +55,7 @@ impl Counters for DynamoStore {
                     continue;
                 };
                 for counter in domain.counters() {
-                    let id = pk
-                        .strip_prefix(counter.kind)
-                        .and_then(|rest| rest.strip_prefix('#'))
-                        .filter(|_| sk == counter.sort_key);
+                    let id = counter.id_of(pk, sk);
                     let value = match item.get(counter.attribute) {
                         Some(AttributeValue::N(number)) => number.parse::<i64>().ok(),
                         _ => None,

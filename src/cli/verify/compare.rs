@@ -234,12 +234,7 @@ pub(super) fn found(domain: &Domain, mut item: Item) -> Option<(ItemKey, Side)> 
     let counters: BTreeSet<String> = domain
         .counters()
         .iter()
-        .filter(|counter| {
-            counter.sort_key == sk
-                && pk
-                    .strip_prefix(counter.kind)
-                    .is_some_and(|id| id.starts_with('#'))
-        })
+        .filter(|counter| counter.id_of(&pk, &sk).is_some())
         .map(|counter| counter.attribute.to_owned())
         .collect();
     if !entity && counters.is_empty() {

@@ -61,10 +61,10 @@ fn stream(domain: &Domain, pk: &str, sk: &str) -> Option<String> {
     if let Some(key) = domain.key_of_pk(pk).filter(|_| sk == super::compare::STATE) {
         return Some(key.id().to_owned());
     }
-    domain.counters().iter().find_map(|counter| {
-        let id = pk.strip_prefix(counter.kind)?.strip_prefix('#')?;
-        (counter.sort_key == sk).then(|| id.to_owned())
-    })
+    domain
+        .counters()
+        .iter()
+        .find_map(|counter| counter.id_of(pk, sk).map(str::to_owned))
 }
 
 /// `a, b and 3 more`: at most five names.
