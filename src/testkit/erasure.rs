@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use crate::domain::Domain;
 use crate::entity::{AnyEntity, EntityKey};
 use crate::envelope::Event;
-use crate::personal::{ERASURE_TYPE, Subject, looks_sealed};
+use crate::personal::{ERASURE_TYPE, Erasure, Subject, looks_sealed};
 
 /// Checks that an erasure forgets every personal value the samples carry:
 /// folds the samples' bodies through `domain` (each entity's events in the
@@ -236,6 +236,9 @@ impl Marked {
             .get(stream)
             .map(|(_, event_type)| event_type.clone())
             .unwrap_or_default();
+        // What `erase` appends to the stream.
+        let data = serde_json::to_value(Erasure::new(subject, stream_type))
+            .map_err(|err| format!("the erasure of subject `{subject}`: {err}"))?;
         for (key, slot) in entities.iter_mut().filter(|(key, _)| key.id() == stream) {
             let Some(entity) = slot else { continue };
             let body = serde_json::json!({
@@ -243,7 +246,7 @@ impl Marked {
                 "type": ERASURE_TYPE,
                 "aggregateId": stream,
                 "sequence": entity.sequence() + 1,
-                "data": {"subject": subject, "streamType": stream_type},
+                "data": data,
             });
             let event = domain.parse(&body.to_string()).map_err(|err| {
                 format!("the erasure of subject `{subject}` on stream `{stream}` is refused: {err}")
